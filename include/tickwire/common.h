@@ -1,0 +1,58 @@
+/* Common definitions shared by every part of tickwire. */
+#ifndef TICKWIRE_COMMON_H
+#define TICKWIRE_COMMON_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#define TW_CACHE_LINE 64
+#define TW_ALIGNED(n) __attribute__((aligned(n)))
+#define TW_CACHE_ALIGNED TW_ALIGNED(TW_CACHE_LINE)
+#define TW_LIKELY(x) __builtin_expect(!!(x), 1)
+#define TW_UNLIKELY(x) __builtin_expect(!!(x), 0)
+#define TW_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define TW_STATIC_ASSERT(c, m) _Static_assert(c, m)
+
+/* TW_VERIFY is always on; TW_ASSERT only in debug builds (TW_DEBUG).  Both
+ * are for our own invariants, never for input from outside the process. */
+#define TW_VERIFY(c)                                                          \
+    do {                                                                      \
+        if (TW_UNLIKELY(!(c))) {                                              \
+            fprintf(stderr, "%s:%d: verify failed: %s\n", __FILE__, __LINE__, \
+                    #c);                                                      \
+            abort();                                                          \
+        }                                                                     \
+    } while (0)
+#ifdef TW_DEBUG
+#define TW_ASSERT(c) TW_VERIFY(c)
+#else
+#define TW_ASSERT(c) ((void)0)
+#endif
+
+/* Error detail for functions that validate outside input: a negative code
+ * (the same one the function returns) and a one-line message naming what
+ * was wrong.  Callers may pass NULL where they only want the code. */
+typedef struct tw_error {
+    int code;
+    char msg[200];
+} tw_error;
+
+/* Error codes beyond errno's (all returned negated). */
+enum {
+    TW_EBADWINDOW = 1001, /* a window outside [1, 100000] */
+    TW_EBADPRICE = 1002,  /* a price <= 0 or +-Inf */
+    TW_ENODATA = 1003,    /* n = 0 or no combos */
+    TW_EFORMAT = 1004,    /* a file or line that does not parse */
+};
+
+/* Fills err (if not NULL) with code and a printf-style message; returns
+ * code so callers can write `return tw__err(err, -EINVAL, "...")`. */
+int tw__err(tw_error *err, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* A static string for a code returned by any tickwire function. */
+const char *tw_strerror(int code);
+
+#endif

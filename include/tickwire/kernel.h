@@ -1,0 +1,124 @@
+/* The sweep kernel: HMA/HMA3 stop-and-reverse (../shared/spec/kernel.md).
+ *
+ * One computation serves the research sweep and the live strategy.  Every
+ * implementation here (scalar reference, exact SIMD, threaded) produces
+ * bit-identical results: the order of every addition is part of the
+ * definition and nothing is contracted into FMA. */
+#ifndef TICKWIRE_KERNEL_H
+#define TICKWIRE_KERNEL_H
+
+#include "tickwire/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TW_WINDOW_MIN 1
+#define TW_WINDOW_MAX 100000
+#define TW_FEE_DEFAULT 0.09
+#define TW_GRID_DEFAULT_COMBOS 80
+
+/* The six windows of a combo, in wire order.  A combo is int64_t[6]. */
+enum {
+    TW_H_HALF = 0,  /* HMA inner short window */
+    TW_H_FULL = 1,  /* HMA inner long window */
+    TW_H_SQRT = 2,  /* HMA outer window */
+    TW_T_THIRD = 3, /* HMA3 inner window p/3 */
+    TW_T_HALF = 4,  /* HMA3 inner window p/2 */
+    TW_T_FULL = 5,  /* HMA3 inner window p and outer window */
+    TW_COMBO_WINDOWS = 6,
+};
+
+typedef enum tw_kernel_kind {
+    TW_KERNEL_EXACT = 0,  /* SIMD lanes over bars, bit-identical to scalar */
+    TW_KERNEL_SCALAR = 1, /* the reference, written line for line from the spec */
+} tw_kernel_kind;
+
+/* Instruction sets for the exact kernel.  AUTO picks the best the CPU has. */
+typedef enum tw_isa {
+    TW_ISA_AUTO = 0,
+    TW_ISA_SCALAR = 1,
+    TW_ISA_AVX2 = 2,
+    TW_ISA_AVX512 = 3,
+} tw_isa;
+
+typedef struct tw_sweep_opts {
+    unsigned threads;      /* 0: online cores */
+    tw_kernel_kind kernel; /* default TW_KERNEL_EXACT */
+    tw_isa isa;            /* default TW_ISA_AUTO (exact kernel only) */
+    double fee;            /* round-trip fee, percentage points; default 0.09 */
+} tw_sweep_opts;
+
+/* Fills o with the defaults above. */
+void tw_sweep_opts_init(tw_sweep_opts *o);
+
+/* Validates a sweep's input (kernel.md "Inputs"): n_bars >= 1, n_combos >= 1,
+ * every price NaN or finite and > 0, every window in [1, 100000].  Returns 0
+ * or -TW_ENODATA / -TW_EBADPRICE / -TW_EBADWINDOW with err naming the bar or
+ * the combo and window at fault. */
+int tw_sweep_check(const double *close, size_t n_bars, const int64_t *combos,
+                   size_t n_combos, tw_error *err);
+
+/* Runs every combo over close.  combos holds n_combos x 6 windows.  On
+ * success writes pnl[n_combos] and trades[n_combos] and returns 0.  On bad
+ * input returns the tw_sweep_check() code and writes nothing; -ENOMEM if
+ * scratch memory cannot be had.  opts may be NULL (defaults). */
+int tw_sweep(const double *close, size_t n_bars, const int64_t *combos,
+             size_t n_combos, const tw_sweep_opts *opts, double *pnl,
+             int64_t *trades, tw_error *err);
+
+/* A reusable sweeper: threads and per-thread scratch sized once for up to
+ * max_bars bars, so that a server runs request after request without
+ * allocating.  Not safe for concurrent tw_sweeper_run() calls on one
+ * sweeper; use one per compute thread or serialise. */
+typedef struct tw_sweeper tw_sweeper;
+int tw_sweeper_create(tw_sweeper **out, size_t max_bars, const tw_sweep_opts *opts);
+/* As tw_sweep(); -E2BIG if n_bars exceeds the sweeper's max_bars. */
+int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
+                   const int64_t *combos, size_t n_combos, double *pnl,
+                   int64_t *trades, tw_error *err);
+void tw_sweeper_destroy(tw_sweeper *s);
+
+/* One WMA pass (kernel.md "WMA"): out[i] = NaN for i < w-1.  w >= 1.  The
+ * scalar reference order; out must not alias x. */
+void tw_wma(const double *x, size_t n, int64_t w, double *out);
+
+/* The ISA the exact kernel uses under TW_ISA_AUTO on this CPU, and whether
+ * a given ISA can run here. */
+tw_isa tw_isa_best(void);
+int tw_isa_supported(tw_isa isa);
+const char *tw_isa_name(tw_isa isa);
+
+/* ---- grids -------------------------------------------------------------- */
+
+/* The combo of one length L (kernel.md "Default grid"). */
+void tw_combo_from_length(int64_t length, int64_t combo[TW_COMBO_WINDOWS]);
+
+/* Writes the default 80-combo grid into combos[80 * 6]; returns 80. */
+size_t tw_grid_default(int64_t *combos);
+
+/* ---- data --------------------------------------------------------------- */
+
+/* Synthetic closes: xoshiro256** seeded by splitmix64, Box-Muller normals,
+ * close[i] = 100 * exp(cumsum(sigma * z)).  Deterministic for a seed. */
+void tw_gen_closes(double *close, size_t n, uint64_t seed, double sigma);
+
+/* Reads closes from a file.  Format by extension: ".npy" (little-endian
+ * float64, C order, 1-D), ".csv" (header required, column named `column`,
+ * default "close"), anything else raw little-endian float64.  On success
+ * *close is malloc'd (caller frees) and *n set.  Errors name the file, the
+ * line or the header field at fault (-TW_EFORMAT, -errno). */
+int tw_read_closes(const char *path, const char *column, double **close,
+                   size_t *n, tw_error *err);
+int tw_read_raw(const char *path, double **close, size_t *n, tw_error *err);
+int tw_read_npy(const char *path, double **close, size_t *n, tw_error *err);
+int tw_read_csv(const char *path, const char *column, double **close,
+                size_t *n, tw_error *err);
+
+/* Writes closes as raw float64 or .npy (by extension, as above). */
+int tw_write_closes(const char *path, const double *close, size_t n, tw_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

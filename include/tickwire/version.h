@@ -1,0 +1,7 @@
+#ifndef TICKWIRE_VERSION_H
+#define TICKWIRE_VERSION_H
+#define TW_VERSION_MAJOR 0
+#define TW_VERSION_MINOR 1
+#define TW_VERSION_PATCH 0
+#define TW_VERSION_STRING "0.1.0"
+#endif
