@@ -1,0 +1,130 @@
+/* Packet I/O ports: the one interface between the userspace TCP/IP stack
+ * and the ways packets reach it (DPDK ethdev, AF_XDP, AF_PACKET, and the
+ * deterministic simulated network).  Each backend is its own file behind
+ * this ops table (like Redis ae_epoll.c / ae_kqueue.c).
+ *
+ * Buffers: a port owns a pool of fixed-size packet buffers.  tw_pkt is a
+ * small descriptor (pointer + length + backend cookie) that wraps the
+ * backend's own buffer without copying (an rte_mbuf, a UMEM frame, a slot
+ * of the TPACKET ring, a sim pool slot).  Ownership is explicit: a packet
+ * returned by rx_burst or alloc belongs to the caller until it is passed to
+ * tx_burst (which takes it, sent or not: see below) or free_burst.
+ *
+ * No call on this interface allocates after the port is opened, and none
+ * reads the clock. */
+#ifndef TICKWIRE_PORT_H
+#define TICKWIRE_PORT_H
+
+#include "tickwire/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* A packet buffer.  data points at the first byte of the Ethernet frame and
+ * len is its length; room is how many bytes may be written from data.
+ * cookie belongs to the backend (the rte_mbuf *, the UMEM address, ...). */
+typedef struct tw_pkt {
+    uint8_t *data;
+    uint32_t len;
+    uint32_t room;
+    uint32_t ol_flags; /* TW_PKT_* below */
+    uint32_t pad_;
+    void *cookie;
+} tw_pkt;
+
+/* Offload flags on a tw_pkt. */
+#define TW_PKT_RX_IP_CKSUM_GOOD  (1u << 0) /* port verified the IPv4 checksum */
+#define TW_PKT_RX_L4_CKSUM_GOOD  (1u << 1) /* port verified the TCP checksum */
+#define TW_PKT_TX_IP_CKSUM       (1u << 8) /* port should compute IPv4 checksum */
+#define TW_PKT_TX_TCP_CKSUM      (1u << 9) /* port should compute TCP checksum */
+
+/* Capabilities a port offers (tw_port.caps). */
+#define TW_PORT_CAP_RX_CKSUM (1u << 0)
+#define TW_PORT_CAP_TX_CKSUM (1u << 1)
+
+typedef struct tw_port tw_port;
+
+typedef struct tw_port_ops {
+    const char *name; /* "dpdk", "af_xdp", "af_packet", "sim" */
+    /* Receives up to n packets into pkts; returns how many (burst). */
+    unsigned (*rx_burst)(tw_port *p, tw_pkt *pkts, unsigned n);
+    /* Queues up to n packets for transmission; returns how many were taken.
+     * Packets taken belong to the port from then on; those not taken
+     * (pkts[ret..n-1]) still belong to the caller. */
+    unsigned (*tx_burst)(tw_port *p, tw_pkt *pkts, unsigned n);
+    /* Allocates up to n empty tx buffers (len 0, room >= TW_PORT_MTU_FRAME);
+     * returns how many (burst). */
+    unsigned (*alloc_burst)(tw_port *p, tw_pkt *pkts, unsigned n);
+    /* Returns n buffers to the pool (from rx_burst or alloc_burst). */
+    void (*free_burst)(tw_port *p, tw_pkt *pkts, unsigned n);
+    /* Flushes queued tx and refills rx where the backend needs a kick
+     * (AF_XDP sendto wakeup, AF_PACKET); may be NULL. */
+    void (*poll)(tw_port *p);
+    /* A file descriptor that becomes readable when rx has packets, for the
+     * yielding mode of the reactor; -1 if the port has none. */
+    int (*rx_fd)(tw_port *p);
+    void (*close)(tw_port *p);
+} tw_port_ops;
+
+/* Every backend embeds this as its first member. */
+struct tw_port {
+    const tw_port_ops *ops;
+    uint8_t mac[6];
+    uint16_t mtu;  /* IP MTU, default 1500 */
+    uint32_t caps; /* TW_PORT_CAP_* */
+    /* Counters every backend keeps. */
+    uint64_t rx_pkts, tx_pkts, tx_full, alloc_fail;
+};
+
+#define TW_PORT_MTU_FRAME 1518 /* 1500 + Ethernet header + FCS room */
+
+static inline unsigned tw_port_rx_burst(tw_port *p, tw_pkt *pkts, unsigned n)
+{
+    return p->ops->rx_burst(p, pkts, n);
+}
+static inline unsigned tw_port_tx_burst(tw_port *p, tw_pkt *pkts, unsigned n)
+{
+    return p->ops->tx_burst(p, pkts, n);
+}
+static inline unsigned tw_port_alloc_burst(tw_port *p, tw_pkt *pkts, unsigned n)
+{
+    return p->ops->alloc_burst(p, pkts, n);
+}
+static inline void tw_port_free_burst(tw_port *p, tw_pkt *pkts, unsigned n)
+{
+    p->ops->free_burst(p, pkts, n);
+}
+static inline void tw_port_poll(tw_port *p)
+{
+    if (p->ops->poll)
+        p->ops->poll(p);
+}
+static inline void tw_port_close(tw_port *p)
+{
+    if (p)
+        p->ops->close(p);
+}
+
+/* ---- backends ----------------------------------------------------------
+ * Each open function returns 0 and sets *out, or a negative errno-style
+ * code with err naming what failed (the interface, the EAL argument, ...). */
+
+/* AF_PACKET with a TPACKET_V3 mmap ring on interface ifname. */
+int tw_port_af_packet_open(tw_port **out, const char *ifname, unsigned frames,
+                           tw_error *err);
+
+/* AF_XDP (libxdp/libbpf) on ifname, queue queue_id. */
+int tw_port_af_xdp_open(tw_port **out, const char *ifname, unsigned queue_id,
+                        unsigned frames, tw_error *err);
+
+/* DPDK: eal_args is a whitespace-separated EAL argument string (for
+ * example "--no-huge -m 256 --no-pci --no-shconf --vdev=net_af_packet0,iface=veth0");
+ * port_id selects the ethdev.  The EAL is initialised once per process. */
+int tw_port_dpdk_open(tw_port **out, const char *eal_args, uint16_t port_id,
+                      unsigned mbufs, tw_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif
