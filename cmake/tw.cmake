@@ -17,7 +17,8 @@ endfunction()
 
 # tw_cli(NAME name FUNC c_function SOURCES files... [HELP "one line"]):
 # register a subcommand of the `tickwire` program.  FUNC has the signature
-# int FUNC(int argc, char **argv) with argv[0] the subcommand's name.
+# int FUNC(int argc, char **argv) with argv[0] the subcommand's name.  NAME
+# may be two words ("bench net", "net echo"); then argv[0] is the second.
 function(tw_cli)
   cmake_parse_arguments(A "" "NAME;FUNC;HELP" "SOURCES;LIBS" ${ARGN})
   foreach(f ${A_SOURCES})

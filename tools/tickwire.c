@@ -25,7 +25,7 @@ static void usage(FILE *f)
 {
     fprintf(f, "usage: tickwire <command> [options]   (tickwire <command> --help)\n\ncommands:\n");
     for (size_t i = 0; i < sizeof(tw_cli_cmds) / sizeof(tw_cli_cmds[0]); i++)
-        fprintf(f, "  %-10s %s\n", tw_cli_cmds[i].name, tw_cli_cmds[i].help);
+        fprintf(f, "  %-14s %s\n", tw_cli_cmds[i].name, tw_cli_cmds[i].help);
 }
 
 int main(int argc, char **argv)
@@ -41,6 +41,15 @@ int main(int argc, char **argv)
     if (!strcmp(argv[1], "--version")) {
         printf("tickwire %s\n", TW_VERSION_STRING);
         return 0;
+    }
+    /* Two-word commands ("bench net") first, then one-word ones.  A
+     * two-word command gets argv[0] = its second word. */
+    if (argc >= 3) {
+        char two[128];
+        snprintf(two, sizeof(two), "%s %s", argv[1], argv[2]);
+        for (size_t i = 0; i < sizeof(tw_cli_cmds) / sizeof(tw_cli_cmds[0]); i++)
+            if (!strcmp(two, tw_cli_cmds[i].name))
+                return tw_cli_cmds[i].run(argc - 2, argv + 2);
     }
     for (size_t i = 0; i < sizeof(tw_cli_cmds) / sizeof(tw_cli_cmds[0]); i++)
         if (!strcmp(argv[1], tw_cli_cmds[i].name))
