@@ -57,7 +57,9 @@ const tw_fix_field *tw_fix_get(const tw_fix_msg *m, uint32_t tag);
 /* Value decoders: return 0, or -1 if the view is not a valid value. */
 int tw_fix_to_i64(const char *v, uint32_t len, int64_t *out);
 /* Price to fixed point: *out = value * 10^decimals, exactly (no floating
- * point); more fractional digits than `decimals` is an error. */
+ * point); decimals <= 18.  More significant fractional digits than
+ * `decimals` is an error (extra trailing zeros are accepted: the value is
+ * still exact); so is a result outside int64. */
 int tw_fix_to_fixed(const char *v, uint32_t len, unsigned decimals, int64_t *out);
 /* UTCTimestamp YYYYMMDD-HH:MM:SS[.sss[sss[sss]]] to ns since the epoch. */
 int tw_fix_to_epoch_ns(const char *v, uint32_t len, int64_t *out);
@@ -69,6 +71,276 @@ typedef enum tw_fix_isa { TW_FIX_ISA_AUTO, TW_FIX_ISA_SCALAR, TW_FIX_ISA_SSE2,
 size_t tw_fix_find_soh(const char *p, size_t n);
 size_t tw_fix_find_soh_isa(tw_fix_isa isa, const char *p, size_t n);
 int tw_fix_isa_supported(tw_fix_isa isa);
+
+/* ---- Extensions: limits, error detail, more decoders ------------------- */
+
+/* The framer treats a BodyLength above this as garbled rather than waiting
+ * for that many bytes, so a corrupt length never makes a caller buffer
+ * grow without bound. */
+#define TW_FIX_MAX_BODYLEN (1u << 20)
+
+/* Default number of decimals of fixed-point prices in the typed accessors
+ * (1e-8, as fix.md suggests). */
+#define TW_FIX_PX_DECIMALS 8u
+
+/* tw_fix_frame() with the reason in err when it returns TW_FIX_GARBLED
+ * (err may be NULL; err->code is then -EBADMSG).  For tools and the
+ * session's reject/log path; the hot path calls tw_fix_frame(). */
+int tw_fix_frame_ex(const char *buf, size_t len, unsigned flags, size_t *skip,
+                    tw_error *err);
+
+/* tw_fix_parse() with the reason in err when it fails (err may be NULL;
+ * err->code is the same -1 or -E2BIG). */
+int tw_fix_parse_ex(const char *msg, size_t len, tw_fix_msg *m, tw_error *err);
+
+/* CheckSum(10) of buf[0..n): sum of the bytes mod 256. */
+unsigned tw_fix_checksum(const char *buf, size_t n);
+
+/* Quantity to an integer: "[-]digits" optionally followed by '.' and zeros
+ * only ("100.00" is 100).  Returns 0 or -1. */
+int tw_fix_to_qty(const char *v, uint32_t len, int64_t *out);
+
+/* Boolean 'Y' / 'N'.  Returns 0 or -1. */
+int tw_fix_to_bool(const char *v, uint32_t len, int *out);
+
+/* Name of the ISA tw_fix_find_soh() uses on this machine ("avx512", ...). */
+const char *tw_fix_isa_name(tw_fix_isa isa);
+tw_fix_isa tw_fix_isa_active(void);
+
+/* Index of the first field with tag at or after field index `from`, or -1. */
+int tw_fix_find(const tw_fix_msg *m, uint32_t tag, uint32_t from);
+
+/* ---- Repeating groups -------------------------------------------------- */
+
+/* A group as the dictionary would describe it: the NoXxx count tag, the
+ * delimiter (first field of every entry) and every tag an entry may hold
+ * (the delimiter included; nested groups' tags too).  Without the member
+ * list the end of the last entry could not be told from the body fields
+ * that follow it. */
+typedef struct tw_fix_group_def {
+    uint32_t count_tag;
+    uint32_t delim_tag;
+    const uint32_t *members;
+    uint32_t nmembers;
+    uint32_t pad_;
+} tw_fix_group_def;
+
+extern const tw_fix_group_def tw_fix_grp_md_entries;      /* 268 / 269 (W) */
+extern const tw_fix_group_def tw_fix_grp_md_inc_entries;  /* 268 / 279 (X) */
+extern const tw_fix_group_def tw_fix_grp_md_entry_types;  /* 267 / 269 (V) */
+extern const tw_fix_group_def tw_fix_grp_related_sym;     /* 146 / 55  (V) */
+
+/* Iterator over a group's entries, in message order. */
+typedef struct tw_fix_group_iter {
+    const tw_fix_msg *m;
+    const tw_fix_group_def *def;
+    uint32_t pos;   /* field index of the next entry's delimiter */
+    uint32_t count; /* entries the count tag announced */
+    uint32_t index; /* entries returned so far */
+    uint32_t pad_;
+} tw_fix_group_iter;
+
+/* Starts iterating the group def in m (from the first count tag at or
+ * after field index `from`).  Returns the announced number of entries
+ * (>= 0; 0 also when the count tag is absent), or -1 if the count is not a
+ * number or the field after it is not the delimiter. */
+int tw_fix_group_begin(tw_fix_group_iter *it, const tw_fix_msg *m,
+                       const tw_fix_group_def *def, uint32_t from);
+
+/* Next entry: its fields are m->fields[*first .. *first + *n).  Returns 1,
+ * 0 after the last announced entry, or -1 if the message holds fewer
+ * entries than announced. */
+int tw_fix_group_next(tw_fix_group_iter *it, uint32_t *first, uint32_t *n);
+
+/* ---- Typed accessors --------------------------------------------------- */
+
+/* A string value: a view into the message (len 0 when absent). */
+typedef struct tw_fix_str {
+    const char *p;
+    uint32_t len;
+    uint32_t pad_;
+} tw_fix_str;
+
+/* Accessors fill a struct from a parsed message in one pass over its
+ * fields.  Each returns 0, or -1 when a required field is missing, a value
+ * does not decode or MsgType is not the accessor's; err (may be NULL) names
+ * the tag.  Prices are fixed point with px_decimals decimals, quantities
+ * integers, timestamps ns since the epoch (0 when absent).  Views point
+ * into the message buffer and live as long as it does. */
+
+typedef struct tw_fix_header {
+    tw_fix_str begin_string;    /* 8 */
+    tw_fix_str msg_type;        /* 35 */
+    tw_fix_str sender_comp_id;  /* 49 */
+    tw_fix_str target_comp_id;  /* 56 */
+    int64_t msg_seq_num;        /* 34 */
+    int64_t sending_time_ns;    /* 52 */
+    int64_t orig_sending_time_ns; /* 122, 0 if absent */
+    int poss_dup;               /* 43 = Y */
+    int poss_resend;            /* 97 = Y */
+} tw_fix_header;
+int tw_fix_read_header(const tw_fix_msg *m, tw_fix_header *h, tw_error *err);
+
+typedef struct tw_fix_logon {                /* A */
+    int64_t encrypt_method;                  /* 98 (required) */
+    int64_t heart_bt_int_s;                  /* 108 (required) */
+    int reset_seq_num;                       /* 141 = Y */
+    int pad_;
+    tw_fix_str username;                     /* 553 */
+    tw_fix_str password;                     /* 554 */
+    tw_fix_str default_appl_ver_id;          /* 1137 */
+} tw_fix_logon;
+int tw_fix_read_logon(const tw_fix_msg *m, tw_fix_logon *o, tw_error *err);
+
+typedef struct tw_fix_heartbeat { tw_fix_str test_req_id; } tw_fix_heartbeat; /* 0: 112 optional */
+int tw_fix_read_heartbeat(const tw_fix_msg *m, tw_fix_heartbeat *o, tw_error *err);
+
+typedef struct tw_fix_test_request { tw_fix_str test_req_id; } tw_fix_test_request; /* 1: 112 required */
+int tw_fix_read_test_request(const tw_fix_msg *m, tw_fix_test_request *o, tw_error *err);
+
+typedef struct tw_fix_resend_request { /* 2 */
+    int64_t begin_seq_no;              /* 7 (required) */
+    int64_t end_seq_no;                /* 16 (required; 0 = infinity) */
+} tw_fix_resend_request;
+int tw_fix_read_resend_request(const tw_fix_msg *m, tw_fix_resend_request *o, tw_error *err);
+
+typedef struct tw_fix_reject {         /* 3 */
+    int64_t ref_seq_num;               /* 45 (required) */
+    int64_t ref_tag_id;                /* 371, -1 if absent */
+    int64_t session_reject_reason;     /* 373, -1 if absent */
+    tw_fix_str ref_msg_type;           /* 372 */
+    tw_fix_str text;                   /* 58 */
+} tw_fix_reject;
+int tw_fix_read_reject(const tw_fix_msg *m, tw_fix_reject *o, tw_error *err);
+
+typedef struct tw_fix_sequence_reset { /* 4 */
+    int64_t new_seq_no;                /* 36 (required) */
+    int gap_fill;                      /* 123 = Y */
+    int pad_;
+} tw_fix_sequence_reset;
+int tw_fix_read_sequence_reset(const tw_fix_msg *m, tw_fix_sequence_reset *o, tw_error *err);
+
+typedef struct tw_fix_logout { tw_fix_str text; } tw_fix_logout; /* 5: 58 optional */
+int tw_fix_read_logout(const tw_fix_msg *m, tw_fix_logout *o, tw_error *err);
+
+typedef struct tw_fix_exec_report {    /* 8 */
+    tw_fix_str order_id;               /* 37 (required) */
+    tw_fix_str cl_ord_id;              /* 11 */
+    tw_fix_str orig_cl_ord_id;         /* 41 */
+    tw_fix_str exec_id;                /* 17 (required) */
+    tw_fix_str symbol;                 /* 55 (required) */
+    tw_fix_str account;                /* 1 */
+    tw_fix_str text;                   /* 58 */
+    char exec_type;                    /* 150 (required) */
+    char ord_status;                   /* 39 (required) */
+    char side;                         /* 54 (required) */
+    char ord_type;                     /* 40, 0 if absent */
+    char time_in_force;                /* 59, 0 if absent */
+    char exec_trans_type;              /* 20 (FIX 4.2), 0 if absent */
+    char pad_[2];
+    int64_t order_qty;                 /* 38, 0 if absent */
+    int64_t price;                     /* 44, fixed point, 0 if absent */
+    int64_t last_qty;                  /* 32 */
+    int64_t last_px;                   /* 31, fixed point */
+    int64_t leaves_qty;                /* 151 (required) */
+    int64_t cum_qty;                   /* 14 (required) */
+    int64_t avg_px;                    /* 6 (required), fixed point */
+    int64_t transact_time_ns;          /* 60 */
+} tw_fix_exec_report;
+int tw_fix_read_exec_report(const tw_fix_msg *m, unsigned px_decimals,
+                            tw_fix_exec_report *o, tw_error *err);
+
+typedef struct tw_fix_cancel_reject {  /* 9 */
+    tw_fix_str order_id;               /* 37 (required) */
+    tw_fix_str cl_ord_id;              /* 11 (required) */
+    tw_fix_str orig_cl_ord_id;         /* 41 (required) */
+    tw_fix_str text;                   /* 58 */
+    char ord_status;                   /* 39 (required) */
+    char cxl_rej_response_to;          /* 434 (required) */
+    char pad_[2];
+    int32_t cxl_rej_reason;            /* 102, -1 if absent */
+} tw_fix_cancel_reject;
+int tw_fix_read_cancel_reject(const tw_fix_msg *m, tw_fix_cancel_reject *o, tw_error *err);
+
+typedef struct tw_fix_new_order {      /* D */
+    tw_fix_str cl_ord_id;              /* 11 (required) */
+    tw_fix_str symbol;                 /* 55 (required) */
+    tw_fix_str account;                /* 1 */
+    char side;                         /* 54 (required) */
+    char ord_type;                     /* 40 (required) */
+    char time_in_force;                /* 59, 0 if absent */
+    char handl_inst;                   /* 21, 0 if absent */
+    int32_t pad_;
+    int64_t order_qty;                 /* 38 (required) */
+    int64_t price;                     /* 44, fixed point; required if ord_type is '2' */
+    int64_t transact_time_ns;          /* 60 */
+} tw_fix_new_order;
+int tw_fix_read_new_order(const tw_fix_msg *m, unsigned px_decimals,
+                          tw_fix_new_order *o, tw_error *err);
+
+typedef struct tw_fix_cancel_request { /* F */
+    tw_fix_str orig_cl_ord_id;         /* 41 (required) */
+    tw_fix_str cl_ord_id;              /* 11 (required) */
+    tw_fix_str order_id;               /* 37 */
+    tw_fix_str symbol;                 /* 55 (required) */
+    char side;                         /* 54 (required) */
+    char pad_[7];
+    int64_t order_qty;                 /* 38, 0 if absent */
+    int64_t transact_time_ns;          /* 60 */
+} tw_fix_cancel_request;
+int tw_fix_read_cancel_request(const tw_fix_msg *m, tw_fix_cancel_request *o, tw_error *err);
+
+/* MarketDataRequest (V).  The symbols are tw_fix_grp_related_sym entries
+ * (iterate with tw_fix_group_begin); the entry types are copied here. */
+typedef struct tw_fix_md_request {
+    tw_fix_str md_req_id;              /* 262 (required) */
+    char subscription_request_type;    /* 263 (required) */
+    char md_update_type;               /* 265, 0 if absent */
+    char entry_types[14];              /* 269 of each 267 entry, in order */
+    int64_t market_depth;              /* 264 (required) */
+    uint32_t n_entry_types;            /* 267 */
+    uint32_t n_symbols;                /* 146 */
+} tw_fix_md_request;
+int tw_fix_read_md_request(const tw_fix_msg *m, tw_fix_md_request *o, tw_error *err);
+
+/* One entry of W or X. */
+typedef struct tw_fix_md_entry {
+    tw_fix_str symbol;                 /* 55 (X: per entry; W: the message's) */
+    tw_fix_str entry_id;               /* 278 */
+    char update_action;                /* 279 (X, required there; W: 0) */
+    char entry_type;                   /* 269 (required) */
+    char pad_[2];
+    int32_t position_no;               /* 290, 0 if absent */
+    int64_t px;                        /* 270, fixed point, 0 if absent */
+    int64_t size;                      /* 271, 0 if absent */
+    int64_t number_of_orders;          /* 346, 0 if absent */
+} tw_fix_md_entry;
+
+/* MarketDataSnapshotFullRefresh (W) or IncrementalRefresh (X). */
+typedef struct tw_fix_md {
+    tw_fix_str md_req_id;              /* 262 */
+    tw_fix_str symbol;                 /* 55 (W, required there) */
+    uint32_t n_entries;                /* entries written to the caller array */
+    uint32_t pad_;
+} tw_fix_md;
+
+/* Fill o and entries[0..cap) (in message order) from a W message; -E2BIG if
+ * the message holds more than cap entries. */
+int tw_fix_read_md_snapshot(const tw_fix_msg *m, unsigned px_decimals, tw_fix_md *o,
+                            tw_fix_md_entry *entries, uint32_t cap, tw_error *err);
+/* The same from an X message. */
+int tw_fix_read_md_incremental(const tw_fix_msg *m, unsigned px_decimals, tw_fix_md *o,
+                               tw_fix_md_entry *entries, uint32_t cap, tw_error *err);
+
+/* ---- Names, for tools and logs ----------------------------------------- */
+
+/* Name of a tag ("MsgSeqNum"), or NULL if not in the table. */
+const char *tw_fix_tag_name(uint32_t tag);
+/* Name of a MsgType value ("ExecutionReport"), or NULL. */
+const char *tw_fix_msg_type_name(const char *v, uint32_t len);
+/* Meaning of an enumerated value of tag (Side '1' -> "Buy"), or NULL. */
+const char *tw_fix_enum_name(uint32_t tag, const char *v, uint32_t len);
+
 
 #ifdef __cplusplus
 }

@@ -72,12 +72,33 @@ int tw_sweep(const double *close, size_t n_bars, const int64_t *combos,
  * allocating.  Not safe for concurrent tw_sweeper_run() calls on one
  * sweeper; use one per compute thread or serialise. */
 typedef struct tw_sweeper tw_sweeper;
+/* tw_sweeper_create: starts threads - 1 worker threads (the caller's thread
+ * computes too) and allocates everything a run needs: per thread 4 x
+ * max_bars doubles (5 for the scalar kernel) and, for the exact kernel, a
+ * cache of WMA passes over close bounded at 256 MiB (virtual: a run only
+ * touches the slots its distinct windows need; grids with more distinct
+ * windows than fit run in several batches).  Returns 0, -EINVAL (bad
+ * kernel or isa value), -ENOTSUP (opts->isa not available on this CPU),
+ * -ENOMEM or -EAGAIN (threads). */
 int tw_sweeper_create(tw_sweeper **out, size_t max_bars, const tw_sweep_opts *opts);
 /* As tw_sweep(); -E2BIG if n_bars exceeds the sweeper's max_bars. */
 int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
                    const int64_t *combos, size_t n_combos, double *pnl,
                    int64_t *trades, tw_error *err);
 void tw_sweeper_destroy(tw_sweeper *s);
+
+/* The ISA a sweeper's exact kernel runs (TW_ISA_SCALAR for the scalar
+ * kernel; never AUTO) and its thread count (the caller's thread included:
+ * a sweeper of T threads starts T - 1 and computes on the caller too). */
+tw_isa tw_sweeper_isa(const tw_sweeper *s);
+unsigned tw_sweeper_threads(const tw_sweeper *s);
+
+/* Progress: fn(ctx, done, total) is called on the thread that called
+ * tw_sweeper_run(), after combos it finished itself and once at the end
+ * (done == total); done counts combos finished by any thread.  It must be
+ * quick and must not call back into the sweeper.  fn NULL turns it off. */
+typedef void (*tw_progress_fn)(void *ctx, size_t done, size_t total);
+void tw_sweeper_set_progress(tw_sweeper *s, tw_progress_fn fn, void *ctx);
 
 /* One WMA pass (kernel.md "WMA"): out[i] = NaN for i < w-1.  w >= 1.  The
  * scalar reference order; out must not alias x. */
@@ -100,14 +121,26 @@ size_t tw_grid_default(int64_t *combos);
 /* ---- data --------------------------------------------------------------- */
 
 /* Synthetic closes: xoshiro256** seeded by splitmix64, Box-Muller normals,
- * close[i] = 100 * exp(cumsum(sigma * z)).  Deterministic for a seed. */
+ * close[i] = 100 * exp(cumsum(sigma * z)).  Deterministic for a seed.
+ * Exactly: state = four splitmix64 outputs from seed; u = (next() >> 11) *
+ * 2^-53; per pair u1, u2 (in that order): r = sqrt(-2 log(1 - u1)),
+ * z0 = r cos(2 pi u2), z1 = r sin(2 pi u2), used z0 then z1 (an odd n drops
+ * the last z1); cum += sigma * z; close = 100 * exp(cum). */
 void tw_gen_closes(double *close, size_t n, uint64_t seed, double sigma);
 
 /* Reads closes from a file.  Format by extension: ".npy" (little-endian
  * float64, C order, 1-D), ".csv" (header required, column named `column`,
  * default "close"), anything else raw little-endian float64.  On success
  * *close is malloc'd (caller frees) and *n set.  Errors name the file, the
- * line or the header field at fault (-TW_EFORMAT, -errno). */
+ * line or the header field at fault (-TW_EFORMAT, -errno).
+ * Details: .npy takes descr '<f8' only, fortran_order False, shape (n,) or
+ * (n, 1) (versions 1.0 to 3.0); any other dtype or layout is -TW_EFORMAT
+ * naming it, as are a truncated file and bytes after the data.  CSV: line
+ * 1 is the header (a numeric first line is reported as a missing header),
+ * fields are comma-separated and may be quoted, blank lines are skipped,
+ * an empty field is a NaN gap, and a bad value or a short line is
+ * -TW_EFORMAT naming its line number (the header is line 1).  A file with
+ * no values is -TW_ENODATA. */
 int tw_read_closes(const char *path, const char *column, double **close,
                    size_t *n, tw_error *err);
 int tw_read_raw(const char *path, double **close, size_t *n, tw_error *err);
@@ -115,7 +148,9 @@ int tw_read_npy(const char *path, double **close, size_t *n, tw_error *err);
 int tw_read_csv(const char *path, const char *column, double **close,
                 size_t *n, tw_error *err);
 
-/* Writes closes as raw float64 or .npy (by extension, as above). */
+/* Writes closes as raw float64, .npy (v1.0, '<f8', shape (n,)) or CSV (a
+ * `close` column, %.17g so that values read back exactly), by extension
+ * as above.  0 or -errno / -EIO naming the file. */
 int tw_write_closes(const char *path, const double *close, size_t n, tw_error *err);
 
 #ifdef __cplusplus

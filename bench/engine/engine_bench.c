@@ -1,0 +1,316 @@
+/* Engine boundary benchmarks (issue 3 section 5), each next to its
+ * yardstick measured in the same run:
+ *   8-byte echo, C client over a Unix socket  vs a bare socketpair ping-pong
+ *   8-byte echo over shared memory             vs the Unix-socket floor
+ *   1.2 MB echo over a Unix socket             vs a bare socket round trip of the same bytes
+ *   1.2 MB over shm and LOAD_FD                vs the 1.2 MB Unix-socket echo
+ *   preloaded 80-call chatty sweep             vs one batched call
+ *   Python client 8-byte echo                  vs the C client
+ * The server runs in this process (its own I/O and compute threads); the
+ * yardsticks run against a forked echo process.  Results are checked
+ * before any number is printed. */
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <pthread.h>
+
+#include "engine/wire_internal.h"
+#include "tickwire/client.h"
+#include "tickwire/engine.h"
+
+int tw__bench_engine(int argc, char **argv);
+
+#ifndef TW_SOURCE_DIR
+#define TW_SOURCE_DIR "."
+#endif
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double median_ns(uint64_t *v, size_t n)
+{
+    qsort(v, n, sizeof(*v), cmp_u64);
+    return n % 2 ? (double)v[n / 2] : 0.5 * (double)(v[n / 2 - 1] + v[n / 2]);
+}
+
+static int wr_all(int fd, const void *p, size_t n)
+{
+    for (size_t o = 0; o < n;) {
+        ssize_t k = write(fd, (const char *)p + o, n - o);
+        if (k <= 0)
+            return -1;
+        o += (size_t)k;
+    }
+    return 0;
+}
+
+static int rd_all(int fd, void *p, size_t n)
+{
+    for (size_t o = 0; o < n;) {
+        ssize_t k = read(fd, (char *)p + o, n - o);
+        if (k <= 0)
+            return -1;
+        o += (size_t)k;
+    }
+    return 0;
+}
+
+#define DIE(...)                                                                    \
+    do {                                                                            \
+        fprintf(stderr, "bench engine: " __VA_ARGS__);                              \
+        fprintf(stderr, "\n");                                                      \
+        exit(1);                                                                    \
+    } while (0)
+
+/* The bare yardstick: a forked process that echoes fixed-size messages on
+ * a socketpair with plain read/write. */
+static double bare_pingpong(size_t bytes, int iters)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM, 0, sv) != 0)
+        DIE("socketpair: %s", strerror(errno));
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(sv[0]);
+        char *b = malloc(bytes);
+        while (rd_all(sv[1], b, bytes) == 0)
+            if (wr_all(sv[1], b, bytes))
+                break;
+        _exit(0);
+    }
+    close(sv[1]);
+    char *out = malloc(bytes), *in = malloc(bytes);
+    for (size_t i = 0; i < bytes; i++)
+        out[i] = (char)i;
+    uint64_t *t = malloc(sizeof(uint64_t) * (size_t)iters);
+    for (int w = 0; w < iters / 10 + 1; w++)
+        if (wr_all(sv[0], out, bytes) || rd_all(sv[0], in, bytes))
+            DIE("bare ping-pong failed");
+    for (int i = 0; i < iters; i++) {
+        uint64_t t0 = tw__now_ns();
+        if (wr_all(sv[0], out, bytes) || rd_all(sv[0], in, bytes))
+            DIE("bare ping-pong failed");
+        t[i] = tw__now_ns() - t0;
+    }
+    if (memcmp(in, out, bytes))
+        DIE("bare ping-pong corrupted the bytes");
+    close(sv[0]);
+    waitpid(pid, NULL, 0);
+    double m = median_ns(t, (size_t)iters);
+    free(t);
+    free(in);
+    free(out);
+    return m;
+}
+
+static double echo_bench(tw_client *c, size_t n, int iters)
+{
+    double *in = malloc(8 * (n ? n : 1)), *out = malloc(8 * (n ? n : 1));
+    for (size_t i = 0; i < n; i++)
+        in[i] = 1.0 + (double)i;
+    tw_error err = {0};
+    uint64_t *t = malloc(sizeof(uint64_t) * (size_t)iters);
+    for (int w = 0; w < iters / 10 + 1; w++)
+        if (tw_client_echo(c, in, n, out, &err))
+            DIE("echo over %s: %s", tw_client_transport(c), err.msg);
+    for (int i = 0; i < iters; i++) {
+        uint64_t t0 = tw__now_ns();
+        int rc = tw_client_echo(c, in, n, out, &err);
+        t[i] = tw__now_ns() - t0;
+        if (rc)
+            DIE("echo over %s: %s", tw_client_transport(c), err.msg);
+    }
+    if (memcmp(in, out, 8 * n))
+        DIE("echo over %s returned different bytes", tw_client_transport(c));
+    double m = median_ns(t, (size_t)iters);
+    free(t);
+    free(in);
+    free(out);
+    return m;
+}
+
+/* LOAD_FD of a dataset that already lives in a sealed memfd (the way a
+ * research process keeps its data to ship it by descriptor), then DROP. */
+static double load_fd_bench(tw_client *c, const double *prices, size_t n, int iters)
+{
+    tw_error err = {0};
+    int fd = memfd_create("bench-dataset", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, (off_t)(8 * n)) != 0 || pwrite(fd, prices, 8 * n, 0) != (ssize_t)(8 * n) ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE) != 0)
+        DIE("memfd: %s", strerror(errno));
+    uint64_t *t = malloc(sizeof(uint64_t) * (size_t)iters);
+    for (int i = 0; i < iters; i++) {
+        uint64_t id, t0 = tw__now_ns();
+        int rc = tw_client_load_fd(c, fd, &id, &err);
+        t[i] = tw__now_ns() - t0;
+        if (rc || tw_client_drop(c, id, &err))
+            DIE("load_fd: %s", err.msg);
+    }
+    close(fd);
+    double m = median_ns(t, (size_t)iters);
+    free(t);
+    return m;
+}
+
+static void *run_engine(void *arg)
+{
+    tw_engine_run(arg);
+    return NULL;
+}
+
+static void line(const char *what, double ns, const char *vs, double base, const char *goal,
+                 int ok)
+{
+    printf("%-44s %12.2f us   %-28s %10.2f us   ratio %7.3f   goal %-8s %s\n", what, ns / 1e3, vs,
+           base / 1e3, ns / base, goal, ok ? "met" : "MISSED");
+}
+
+static double py_echo(const char *sock, int iters)
+{
+    char cmd[2048];
+    snprintf(cmd, sizeof(cmd),
+             "PYTHONPATH=%s/python /usr/bin/python3 -c '"
+             "import sys,time,statistics,numpy as np\n"
+             "from tickwire.client import Client\n"
+             "c=Client(\"unix:%s\")\n"
+             "x=np.array([42.0])\n"
+             "for _ in range(200): c.echo(x)\n"
+             "t=[]\n"
+             "for _ in range(%d):\n"
+             "  t0=time.perf_counter_ns(); y=c.echo(x); t.append(time.perf_counter_ns()-t0)\n"
+             "assert y[0]==42.0\n"
+             "print(statistics.median(t))' 2>&1",
+             TW_SOURCE_DIR, sock, iters);
+    FILE *p = popen(cmd, "r");
+    if (!p)
+        return -1;
+    char out[512] = {0};
+    size_t k = fread(out, 1, sizeof(out) - 1, p);
+    out[k] = 0;
+    int st = pclose(p);
+    if (st != 0) {
+        fprintf(stderr, "bench engine: python client failed: %s\n", out);
+        return -1;
+    }
+    return atof(out);
+}
+
+int tw__bench_engine(int argc, char **argv)
+{
+    int quick = 0;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            quick = 1;
+        else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+            printf("usage: tickwire bench engine [--quick]\n"
+                   "Boundary costs of the engine next to bare-socket yardsticks (medians).\n");
+            return 0;
+        } else {
+            fprintf(stderr, "bench engine: unknown option '%s'\n", argv[i]);
+            return 2;
+        }
+    }
+    signal(SIGPIPE, SIG_IGN);
+    int small_iters = quick ? 2000 : 20000, big_iters = quick ? 20 : 100;
+    char sock[108];
+    snprintf(sock, sizeof(sock), "/tmp/tw-bench-engine-%d.sock", (int)getpid());
+    tw_engine_opts o;
+    tw_engine_opts_init(&o);
+    o.unix_path = sock;
+    o.workers = 1;
+    o.sweep.threads = 1; /* chatty vs batched compares boundary cost, same kernel */
+    o.sweeper_bars = 150000;
+    tw_engine *e;
+    tw_error err = {0};
+    if (tw_engine_create(&e, &o, &err))
+        DIE("%s", err.msg);
+    pthread_t th;
+    pthread_create(&th, NULL, run_engine, e);
+    char addr[128], shm_addr[128];
+    snprintf(addr, sizeof(addr), "unix:%s", sock);
+    snprintf(shm_addr, sizeof(shm_addr), "shm:%s", sock);
+    tw_client *cu, *cs;
+    if (tw_client_connect(&cu, addr, &err) || tw_client_connect(&cs, shm_addr, &err))
+        DIE("%s", err.msg);
+
+    printf("tickwire bench engine%s: medians of %d small / %d large round trips\n",
+           quick ? " --quick" : "", small_iters, big_iters);
+    double bare8 = bare_pingpong(8, small_iters);
+    double unix8 = echo_bench(cu, 1, small_iters);
+    double shm8 = echo_bench(cs, 1, small_iters * 5);
+    line("echo 8 B, C client, unix socket", unix8, "bare socketpair ping-pong", bare8, "<= 1.3x",
+         unix8 <= 1.3 * bare8);
+    printf("%-44s %12.3f us   %-28s %10.2f us   floor/shm %7.1fx  goal >= 30x   %s\n",
+           "echo 8 B, C client, shared memory", shm8 / 1e3, "unix-socket floor", unix8 / 1e3,
+           unix8 / shm8, unix8 / shm8 >= 30 ? "met" : "MISSED");
+
+    size_t n = 150000;
+    double *close = malloc(8 * n);
+    tw_gen_closes(close, n, 42, 0.01);
+    double bare_big = bare_pingpong(8 * n, big_iters);
+    double unix_big = echo_bench(cu, n, big_iters);
+    double shm_big = echo_bench(cs, n, big_iters);
+    double lfd_big = load_fd_bench(cu, close, n, big_iters);
+    line("echo 1.2 MB, C client, unix socket", unix_big, "bare socket round trip", bare_big,
+         "<= 1.25x", unix_big <= 1.25 * bare_big);
+    printf("%-44s %12.2f us   %-28s %10.2f us   speedup %6.2fx  goal >= 2x    %s\n",
+           "echo 1.2 MB, shared memory", shm_big / 1e3, "unix-socket 1.2 MB echo",
+           unix_big / 1e3, unix_big / shm_big, unix_big / shm_big >= 2 ? "met" : "MISSED");
+    printf("%-44s %12.2f us   %-28s %10.2f us   speedup %6.2fx  goal >= 2x    %s\n",
+           "LOAD_FD 1.2 MB (sealed memfd) + DROP", lfd_big / 1e3, "unix-socket 1.2 MB echo",
+           unix_big / 1e3, unix_big / lfd_big, unix_big / lfd_big >= 2 ? "met" : "MISSED");
+
+    /* Chatty (80 calls of one combo on a preloaded dataset) vs batched. */
+    int64_t grid[80 * 6];
+    size_t nc = tw_grid_default(grid);
+    double pnl_b[80], pnl_c[80];
+    int64_t tr_b[80], tr_c[80];
+    uint64_t id;
+    if (tw_client_load(cu, close, n, &id, &err))
+        DIE("load: %s", err.msg);
+    int reps = quick ? 1 : 3;
+    uint64_t tb[3], tc[3];
+    for (int r = 0; r < reps; r++) {
+        uint64_t t0 = tw__now_ns();
+        if (tw_client_sweep(cu, close, n, grid, nc, pnl_b, tr_b, &err))
+            DIE("sweep: %s", err.msg);
+        tb[r] = tw__now_ns() - t0;
+        t0 = tw__now_ns();
+        for (size_t k = 0; k < nc; k++)
+            if (tw_client_sweep_loaded(cu, id, grid + 6 * k, 1, pnl_c + k, tr_c + k, &err))
+                DIE("sweep_loaded: %s", err.msg);
+        tc[r] = tw__now_ns() - t0;
+    }
+    if (memcmp(pnl_b, pnl_c, 8 * nc) || memcmp(tr_b, tr_c, 8 * nc))
+        DIE("chatty and batched sweeps disagree");
+    double mb = median_ns(tb, (size_t)reps), mc = median_ns(tc, (size_t)reps);
+    printf("%-44s %12.2f ms   %-28s %10.2f ms   ratio %7.4f   goal <= 1.01  %s\n",
+           "preloaded chatty sweep, 80 calls", mc / 1e6, "one batched call (1 thread)", mb / 1e6,
+           mc / mb, mc <= 1.01 * mb ? "met" : "MISSED");
+
+    double py = py_echo(sock, quick ? 2000 : 20000);
+    if (py > 0)
+        line("echo 8 B, Python client, unix socket", py, "C client, same transport", unix8,
+             "<= 1.2x", py <= 1.2 * unix8);
+    else
+        printf("echo 8 B, Python client: not measured (see the error above)\n");
+
+    tw_client_close(cu);
+    tw_client_close(cs);
+    tw_engine_stop(e);
+    pthread_join(th, NULL);
+    tw_engine_destroy(e);
+    free(close);
+    return 0;
+}

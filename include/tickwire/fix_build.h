@@ -1,0 +1,105 @@
+/* FIX message builder (../shared/spec/fix.md, "Builder").
+ *
+ * A per-session template holds the header fields that never change
+ * (BeginString, SenderCompID, TargetCompID, optional sub IDs), written
+ * once.  Per message only MsgType, MsgSeqNum, SendingTime, the body fields,
+ * BodyLength and CheckSum are written, straight into a caller buffer, with
+ * hand-written integer, fixed-point and timestamp formatting (no printf
+ * family).  Every put is bounds-checked: an overflow is sticky and makes
+ * tw_fix_build_end() fail, so callers check once per message.
+ *
+ * Layout trick: BodyLength is not known until the end, so the body is
+ * written at a fixed offset that leaves room for the longest
+ * "8=<begin>\x019=<6 digits>\x01" prefix, and the prefix is then written
+ * right-aligned in front of it.  The finished message therefore starts a
+ * few bytes into the buffer (tw_fix_build_end() says where); nothing is
+ * moved. */
+#ifndef TICKWIRE_FIX_BUILD_H
+#define TICKWIRE_FIX_BUILD_H
+
+#include "tickwire/common.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TW_FIX_BEGIN_MAX 16   /* "FIXT.1.1" fits with room to spare */
+#define TW_FIX_TMPL_MAX 192   /* 49=..|56=..|50=..|57=.. */
+#define TW_FIX_BODYLEN_DIGITS 6 /* BodyLength up to 999999 */
+
+/* Per-session header template; build with tw_fix_template_init(). */
+typedef struct tw_fix_template {
+    char begin[TW_FIX_BEGIN_MAX + 4]; /* "8=FIX.4.4\x01" */
+    uint32_t begin_len;
+    uint32_t comp_len;
+    char comp[TW_FIX_TMPL_MAX]; /* "49=S\x0156=T\x01[50=..\x01][57=..\x01]" */
+    uint32_t ts_digits;         /* 0, 3, 6 or 9 fractional digits in SendingTime */
+    /* Cache of the formatted "YYYYMMDD-HH:MM:SS" for the last second seen:
+     * consecutive messages within one second only format the fraction. */
+    int64_t cached_sec;
+    char cached_ts[17];
+    char pad_[7];
+} tw_fix_template;
+
+/* Fills t.  sender_sub/target_sub may be NULL.  ts_digits is the SendingTime
+ * precision (0, 3, 6, 9).  Returns 0, or -EINVAL (with err filled) if an ID
+ * is empty, contains SOH or '=' is misplaced, or the template overflows. */
+int tw_fix_template_init(tw_fix_template *t, const char *begin_string,
+                         const char *sender, const char *target,
+                         const char *sender_sub, const char *target_sub,
+                         unsigned ts_digits, tw_error *err);
+
+/* A message being built.  Lives on the caller's stack. */
+typedef struct tw_fix_wbuf {
+    char *buf;
+    size_t cap;
+    size_t pos;      /* next byte to write */
+    size_t body_off; /* where the body (35=...) starts */
+    tw_fix_template *t; /* not const: it caches the formatted second */
+    int overflow;    /* sticky: a put did not fit */
+    int pad_;
+} tw_fix_wbuf;
+
+/* Bytes a buffer needs in front of the body: the reserved prefix. */
+size_t tw_fix_build_reserve(const tw_fix_template *t);
+
+/* Starts a message: writes 35=<msg_type>, the template, 34=<seq> and
+ * 52=<sending_time_ns>.  Then the caller adds header extras (43, 122) and
+ * the body with the put functions, and calls tw_fix_build_end(). */
+void tw_fix_build_begin(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_t cap,
+                        const char *msg_type, uint64_t seq, int64_t sending_time_ns);
+
+/* Starts a message without 34/52 (they are added by the caller in any
+ * order); used to rebuild stored messages. */
+void tw_fix_build_begin_raw(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_t cap,
+                            const char *msg_type);
+
+/* Field writers.  A value must not contain SOH (that is the caller's
+ * contract for str; the others cannot). */
+void tw_fix_put_str(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len);
+void tw_fix_put_cstr(tw_fix_wbuf *w, uint32_t tag, const char *v);
+void tw_fix_put_char(tw_fix_wbuf *w, uint32_t tag, char c);
+void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v);
+void tw_fix_put_u64(tw_fix_wbuf *w, uint32_t tag, uint64_t v);
+/* Fixed point: writes mantissa * 10^-decimals, trailing zeros of the
+ * fraction kept to `decimals` digits (e.g. (123450, 4) -> "12.3450"). */
+void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned decimals);
+/* UTCTimestamp from ns since the epoch with 0/3/6/9 fractional digits. */
+void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits);
+/* Pre-formatted "tag=value\x01..." bytes, copied as they are. */
+void tw_fix_put_raw(tw_fix_wbuf *w, const char *fields, size_t len);
+
+/* Finishes: writes BodyLength in front and CheckSum at the end.
+ * Returns 0 with *msg and *len set to the message inside w->buf, or -ENOBUFS
+ * if anything overflowed (the buffer content is then unspecified). */
+int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len);
+
+/* Formatting helpers, exposed for tests: write into out (which must have
+ * room: 20 for integers, 30 for timestamps) and return the length. */
+size_t tw_fix_fmt_u64(char *out, uint64_t v);
+size_t tw_fix_fmt_ts(char *out, int64_t epoch_ns, unsigned digits);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,88 @@
+/* The deterministic simulated network (netstack.md, "Deterministic network
+ * simulation"): any number of sim ports joined by one in-process Ethernet
+ * segment.  Every frame a port transmits goes through that port's egress
+ * link, whose impairments come from the seed: one-way delay (minimum plus
+ * an exponential part), loss, duplication, reordering (extra delay on a
+ * fraction of frames), corruption (random bit flips, which the stack's
+ * checksums must catch), partition, and a capacity limit (frames queued on
+ * the link) past which frames are dropped or, with ecn_mark, CE-marked.
+ *
+ * Time is virtual: tw_sim_net_advance(net, now_ns) delivers every frame due
+ * by now_ns into the receiving port's rx queue.  Nothing reads a clock, so
+ * a run is a function of (seed, link configs, workload).
+ *
+ * Buffers: each port has its own fixed pool; a transmitted frame is copied
+ * into one of the network's in-flight slots and its buffer returns to the
+ * sender's pool at once; delivery copies it into a buffer of the receiver's
+ * pool (dropped and counted when that pool is empty).  So after a run,
+ * tw_sim_port_pool_free() == pool size shows that nothing leaked. */
+#ifndef TICKWIRE_NET_SIM_H
+#define TICKWIRE_NET_SIM_H
+
+#include "tickwire/port.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct tw_sim_net tw_sim_net;
+
+typedef struct tw_sim_link_config {
+    uint64_t delay_min_ns;   /* every frame takes at least this long */
+    uint64_t delay_mean_ns;  /* mean of the exponential extra delay (0 = none) */
+    uint32_t loss_ppm;       /* per frame, parts per million */
+    uint32_t dup_ppm;
+    uint32_t reorder_ppm;    /* frames given reorder_extra_ns more delay */
+    uint64_t reorder_extra_ns;
+    uint32_t corrupt_ppm;    /* frames with 1..3 random bits flipped */
+    unsigned queue_limit;    /* frames in flight on this link; 0 = no limit */
+    int ecn_mark;            /* 1: over ecn_threshold, mark CE on ECT frames */
+    unsigned ecn_threshold;  /* frames in flight; 0 = queue_limit / 2 */
+    uint64_t rate_Bps;       /* serialisation rate; 0 = infinite */
+} tw_sim_link_config;
+
+typedef struct tw_sim_stats {
+    uint64_t sent, delivered, lost, duplicated, reordered, corrupted;
+    uint64_t queue_drops, ce_marked, partition_drops, rx_pool_drops, no_dest;
+} tw_sim_stats;
+
+/* Opens a network with a PRNG seeded from seed and room for max_in_flight
+ * frames at once (all links together).  Returns 0 or a negative code. */
+int tw_sim_net_open(tw_sim_net **out, uint64_t seed, unsigned max_in_flight,
+                    tw_error *err);
+void tw_sim_net_close(tw_sim_net *net);
+
+/* Adds a port with MAC mac and a pool of pool_bufs buffers; egress is its
+ * link (NULL = perfect, zero delay).  The port is owned by the network
+ * (tw_port_close on it is a no-op; tw_sim_net_close frees it). */
+int tw_sim_port_open(tw_sim_net *net, tw_port **out, const uint8_t mac[6],
+                     unsigned pool_bufs, const tw_sim_link_config *egress,
+                     tw_error *err);
+
+/* Replaces a port's egress link config. */
+void tw_sim_port_set_link(tw_port *p, const tw_sim_link_config *egress);
+
+/* Partitions a port: while on, every frame it sends or would receive is
+ * dropped (frames already in flight are dropped on delivery too). */
+void tw_sim_port_partition(tw_port *p, int on);
+
+/* Moves virtual time to now_ns (never backwards) and delivers every frame
+ * due by then.  Returns how many were delivered. */
+unsigned tw_sim_net_advance(tw_sim_net *net, uint64_t now_ns);
+
+/* The delivery time of the next frame in flight (UINT64_MAX if none). */
+uint64_t tw_sim_net_next_event_ns(const tw_sim_net *net);
+
+/* Frames in flight in the network. */
+unsigned tw_sim_net_in_flight(const tw_sim_net *net);
+
+/* Buffers free in a port's pool, and its pool size. */
+unsigned tw_sim_port_pool_free(const tw_port *p);
+unsigned tw_sim_port_pool_size(const tw_port *p);
+
+const tw_sim_stats *tw_sim_net_get_stats(const tw_sim_net *net);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,138 @@
+"""tickwire.client against a running `tickwire serve`: every transport gives
+the in-process kernel's exact results; error frames raise EngineError with
+the server's message and keep the connection usable (except BAD_FRAME)."""
+
+import os
+import signal
+import socket
+import struct
+import subprocess
+import tempfile
+import time
+
+import numpy as np
+import pytest
+
+import tickwire
+from tickwire.client import Client, EngineError
+
+
+@pytest.fixture(scope="module")
+def server(tickwire_bin):
+    if not tickwire_bin:
+        pytest.skip("no tickwire program built (set TICKWIRE_BIN)")
+    d = tempfile.mkdtemp(prefix="tw-client-test-")
+    sock = os.path.join(d, "engine.sock")
+    p = subprocess.Popen([tickwire_bin, "serve", "--unix", sock, "--tcp", "0",
+                          "--max-bars", "1000000"],
+                         stderr=subprocess.PIPE, stdout=subprocess.DEVNULL, text=True)
+    port = None
+    while port is None:
+        line = p.stderr.readline()
+        if not line:
+            p.kill()
+            pytest.fail("server exited before listening")
+        if "tcp:" in line:
+            port = int(line.rsplit(":", 1)[1])
+    addrs = {"unix": f"unix:{sock}", "tcp": f"tcp:127.0.0.1:{port}", "shm": f"shm:{sock}",
+             "spawn": f"spawn:{tickwire_bin}"}
+    yield addrs
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(timeout=30) == 0
+    assert not os.path.exists(sock), "socket file left after SIGTERM"
+    os.rmdir(d)
+
+
+@pytest.fixture(scope="module")
+def data():
+    close = tickwire.gen_closes(4000, seed=7)
+    combos = np.array([tickwire.combo_from_length(L) for L in (6, 20, 50, 120)], dtype=np.int64)
+    pnl, trades = tickwire.sweep(close, combos, threads=1)
+    return close, combos, np.asarray(pnl), np.asarray(trades)
+
+
+TRANSPORTS = ["unix", "tcp", "shm", "spawn"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_roundtrips(server, data, transport):
+    close, combos, pnl_ref, trades_ref = data
+    with Client(server[transport]) as c:
+        x = np.array([42.0])
+        assert c.echo(x).tolist() == [42.0]
+        big = np.random.default_rng(1).random(150_000) + 1
+        assert np.array_equal(c.echo(big), big)
+        assert c.echo(np.empty(0)).size == 0
+        pnl, trades = c.sweep(close, combos)
+        assert np.array_equal(pnl, pnl_ref) and np.array_equal(trades, trades_ref)
+        ds = c.load(close)
+        pnl, trades = c.sweep_loaded(ds, combos)
+        assert np.array_equal(pnl, pnl_ref) and np.array_equal(trades, trades_ref)
+        c.drop(ds)
+        with pytest.raises(EngineError) as e:
+            c.sweep_loaded(ds, combos)
+        assert e.value.name == "NO_DATASET" and "unknown dataset" in e.value.message
+        if transport in ("unix", "shm"):
+            ds = c.load_memfd(close)
+            pnl, trades = c.sweep_loaded(ds, combos)
+            assert np.array_equal(pnl, pnl_ref)
+            c.drop(ds)
+        info = c.info()
+        assert "counters" in info and info["limits"]["max_bars"] > 0
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_errors_keep_connection(server, data, transport):
+    close, combos, _, _ = data
+    with Client(server[transport]) as c:
+        bad = combos.copy()
+        bad[0, 5] = 0
+        with pytest.raises(EngineError) as e:
+            c.sweep(close, bad)
+        assert e.value.code == 3 and "outside" in e.value.message
+        neg = close.copy()
+        neg[3] = -1.0
+        with pytest.raises(EngineError) as e:
+            c.sweep(neg, combos)
+        assert e.value.name == "BAD_PARAMS"
+        assert c.echo(np.array([1.0, 2.0])).tolist() == [1.0, 2.0]
+
+
+def test_too_large_keeps_connection(server):
+    with Client(server["unix"]) as c:
+        with pytest.raises(EngineError) as e:
+            c.echo(np.ones(1_000_001))
+        assert e.value.name == "TOO_LARGE"
+        assert c.echo(np.array([3.0])).tolist() == [3.0]
+
+
+def test_bad_frame_closes(server):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(server["unix"][5:])
+    s.sendall(struct.pack("<IB", 1, 99))
+    hdr = s.recv(4)
+    (length,) = struct.unpack("<I", hdr)
+    assert length & 0x80000000
+    body = b""
+    while len(body) < length & 0x7FFFFFFF:
+        body += s.recv(4096)
+    assert struct.unpack_from("<H", body)[0] == 1 and b"unknown opcode" in body
+    assert s.recv(1) == b""
+    s.close()
+    with Client(server["unix"]) as c:
+        assert c.echo(np.array([5.0])).tolist() == [5.0]
+
+
+def test_inputs_converted_without_copy_semantics(server, data):
+    close, combos, pnl_ref, _ = data
+    with Client(server["unix"]) as c:
+        # Lists, float32 and a flat combo array are accepted and converted.
+        pnl, _ = c.sweep(close.tolist(), combos.reshape(-1))
+        assert np.array_equal(pnl, pnl_ref)
+        with pytest.raises(ValueError):
+            c.sweep(close, np.ones(7, dtype=np.int64))
+
+
+def test_bad_address():
+    with pytest.raises(ValueError):
+        Client("carrier-pigeon:/x")

@@ -1,0 +1,307 @@
+"""tickwire: in-process Python binding to libtickwire's sweep kernel.
+
+    import tickwire
+    from tickwire import data
+    pnl, trades = tickwire.sweep(data.study())          # the default 80-combo grid
+
+The binding is ctypes over the C API in include/tickwire/kernel.h.  A
+C-contiguous float64 close array is handed to C as its own buffer (no copy);
+anything else (lists, other dtypes, strided views, pandas objects) is
+converted once.  Bad input raises TickwireError with the library's message.
+
+Submodules: tickwire.data (the study dataset and test datasets),
+tickwire.reference (the numba reference kernel), tickwire.gate (the
+equivalence gate: `python3 -m tickwire.gate`).
+"""
+
+import ctypes
+import errno
+import os
+
+import numpy as np
+
+from . import _lib
+from ._lib import TickwireLibraryError
+
+__all__ = [
+    "TickwireError", "TickwireLibraryError", "sweep", "check", "default_grid",
+    "combo_from_length", "grid_from_lengths", "gen_closes", "read_closes",
+    "write_closes", "wma", "isa_best", "isa_supported", "isa_names", "library_path",
+    "COMBO_COLUMNS", "FEE_DEFAULT", "WINDOW_MIN", "WINDOW_MAX",
+    "EBADWINDOW", "EBADPRICE", "ENODATA", "EFORMAT",
+]
+
+__version__ = "0.1.0"
+
+COMBO_COLUMNS = ("h_half", "h_full", "h_sqrt", "t_third", "t_half", "t_full")
+FEE_DEFAULT = 0.09
+WINDOW_MIN = 1
+WINDOW_MAX = 100000
+EBADWINDOW = -_lib.TW_EBADWINDOW
+EBADPRICE = -_lib.TW_EBADPRICE
+ENODATA = -_lib.TW_ENODATA
+EFORMAT = -_lib.TW_EFORMAT
+
+
+class TickwireError(ValueError):
+    """A libtickwire error: `code` is the (negative) C return code and
+    `message` the library's one-line explanation."""
+
+    def __init__(self, code, message):
+        super().__init__(code, message)
+        self.code = int(code)
+        self.message = str(message)
+
+    def __str__(self):
+        return self.message
+
+    def __repr__(self):
+        return f"TickwireError({self.code}, {self.message!r})"
+
+
+def _raise(rc, err):
+    msg = err.msg.decode("utf-8", "replace")
+    if not msg:
+        msg = _lib.symbol("tw_strerror")(rc).decode("utf-8", "replace")
+    raise TickwireError(rc, msg)
+
+
+def library_path():
+    """Path of the libtickwire in use."""
+    return _lib.lib_path()
+
+
+# ---- argument conversion --------------------------------------------------
+
+def _as_close(close):
+    """The float64 C-contiguous 1-D array handed to C.  Returns `close`
+    itself when it already is one (no copy)."""
+    if isinstance(close, np.ndarray) and close.dtype == np.float64 \
+            and close.dtype.isnative and close.ndim == 1 and close.flags.c_contiguous:
+        return close
+    cols = getattr(close, "columns", None)
+    if cols is not None:  # a pandas DataFrame: its close column, or its only column
+        if "close" in cols:
+            close = close["close"]
+        elif len(cols) == 1:
+            close = close[cols[0]]
+        else:
+            raise TickwireError(-errno.EINVAL,
+                                f"closes: a DataFrame needs a 'close' column (has {list(cols)})")
+    try:
+        arr = np.ascontiguousarray(np.asarray(close, dtype=np.float64))
+    except (TypeError, ValueError) as e:
+        raise TickwireError(-errno.EINVAL, f"closes: not convertible to float64 ({e})") from None
+    if arr.ndim != 1:
+        raise TickwireError(-errno.EINVAL, f"closes: expected a 1-D series, got shape {arr.shape}")
+    return arr
+
+
+def _as_combos(combos):
+    """An (k, 6) int64 C-contiguous array of windows."""
+    if combos is None:
+        return default_grid()
+    cols = getattr(combos, "columns", None)
+    if cols is not None:  # pandas DataFrame: by name when named, else by position
+        names = [str(c) for c in cols]
+        if all(c in names for c in COMBO_COLUMNS):
+            combos = combos[list(COMBO_COLUMNS)]
+        elif len(names) != 6:
+            raise TickwireError(-errno.EINVAL,
+                                f"combos: a DataFrame needs the columns {', '.join(COMBO_COLUMNS)} "
+                                f"(has {names})")
+        combos = combos.to_numpy()
+    if isinstance(combos, np.ndarray) and combos.dtype == np.int64 \
+            and combos.ndim == 2 and combos.shape[1] == 6 and combos.flags.c_contiguous:
+        return combos
+    try:
+        raw = np.asarray(combos)
+    except (TypeError, ValueError) as e:
+        raise TickwireError(-errno.EINVAL, f"combos: not an array of windows ({e})") from None
+    if raw.ndim == 1 and raw.shape[0] == 6:
+        raw = raw.reshape(1, 6)
+    if raw.ndim != 2 or raw.shape[1] != 6:
+        raise TickwireError(-errno.EINVAL,
+                            f"combos: expected shape (k, 6) (six windows per combo), got {raw.shape}")
+    if raw.dtype.kind in "iub":
+        arr = raw.astype(np.int64)
+    elif raw.dtype.kind == "f":
+        bad = ~np.isfinite(raw) | (raw != np.floor(raw))
+        if bad.any():
+            k, j = np.argwhere(bad)[0]
+            raise TickwireError(-_lib.TW_EBADWINDOW,
+                                f"combo {k}: {COMBO_COLUMNS[j]} = {raw[k, j]!r} is not an integer")
+        too_big = np.abs(raw) >= 2.0 ** 62
+        raw = np.where(too_big, np.sign(raw) * 2.0 ** 62, raw)  # still out of range for C
+        arr = raw.astype(np.int64)
+    else:
+        raise TickwireError(-errno.EINVAL, f"combos: windows must be integers, got dtype {raw.dtype}")
+    return np.ascontiguousarray(arr)
+
+
+def _ptr(arr):
+    return ctypes.c_void_p(arr.ctypes.data)
+
+
+def _opts(threads, kernel, isa, fee):
+    if kernel not in _lib.KERNEL_CODES:
+        raise TickwireError(-errno.EINVAL, f"kernel: {kernel!r} is not one of scalar, exact")
+    if isa not in _lib.ISA_CODES:
+        raise TickwireError(-errno.EINVAL, f"isa: {isa!r} is not one of {', '.join(_lib.ISA_CODES)}")
+    threads = int(threads)
+    if threads < 0 or threads > 4096:
+        raise TickwireError(-errno.EINVAL, f"threads: {threads} outside [0, 4096] (0: online cores)")
+    fee = float(fee)
+    if not np.isfinite(fee):
+        raise TickwireError(-errno.EINVAL, f"fee: {fee} is not finite")
+    o = _lib.SweepOpts()
+    _lib.symbol("tw_sweep_opts_init")(ctypes.byref(o))
+    o.threads = threads
+    o.kernel = _lib.KERNEL_CODES[kernel]
+    o.isa = _lib.ISA_CODES[isa]
+    o.fee = fee
+    return o
+
+
+# ---- the sweep -----------------------------------------------------------------
+
+def sweep(close, combos=None, *, threads=0, kernel="exact", isa="auto", fee=FEE_DEFAULT):
+    """Runs every combo over `close`; returns (pnl float64[k], trades int64[k]).
+
+    close: 1-D prices (NaN = gap; <= 0 or Inf is an error).  A C-contiguous
+    native float64 ndarray is passed to C without a copy.
+    combos: (k, 6) windows (h_half, h_full, h_sqrt, t_third, t_half, t_full),
+    a single combo of 6, a DataFrame with those columns, or None for the
+    default 80-combo grid.
+    threads: 0 = online cores.  kernel: "exact" or "scalar".
+    isa: "auto", "scalar", "avx2", "avx512" (exact kernel).  fee: round trip,
+    percentage points.  Raises TickwireError on bad input (nothing returned).
+    """
+    c = _as_close(close)
+    k = _as_combos(combos)
+    o = _opts(threads, kernel, isa, fee)
+    n_combos = k.shape[0]
+    pnl = np.empty(n_combos, dtype=np.float64)
+    trades = np.empty(n_combos, dtype=np.int64)
+    err = _lib.TwError()
+    rc = _lib.symbol("tw_sweep")(_ptr(c), c.shape[0], _ptr(k), n_combos, ctypes.byref(o),
+                                 _ptr(pnl), _ptr(trades), ctypes.byref(err))
+    if rc != 0:
+        _raise(rc, err)
+    return pnl, trades
+
+
+def check(close, combos=None):
+    """Validates input as the sweep does; raises TickwireError, else None."""
+    c = _as_close(close)
+    k = _as_combos(combos)
+    err = _lib.TwError()
+    rc = _lib.symbol("tw_sweep_check")(_ptr(c), c.shape[0], _ptr(k), k.shape[0],
+                                       ctypes.byref(err))
+    if rc != 0:
+        _raise(rc, err)
+
+
+def wma(x, w):
+    """One WMA pass of the C scalar reference (kernel.md "WMA")."""
+    a = _as_close(x)
+    w = int(w)
+    if not WINDOW_MIN <= w <= WINDOW_MAX:
+        raise TickwireError(-_lib.TW_EBADWINDOW, f"wma: window {w} outside [1, 100000]")
+    out = np.empty(a.shape[0], dtype=np.float64)
+    if a.shape[0]:
+        _lib.symbol("tw_wma")(_ptr(a), a.shape[0], w, _ptr(out))
+    return out
+
+
+# ---- grids ---------------------------------------------------------------------
+
+def default_grid():
+    """The default 80-combo grid (kernel.md "Default grid"), (80, 6) int64."""
+    out = np.empty((80, 6), dtype=np.int64)
+    n = _lib.symbol("tw_grid_default")(_ptr(out))
+    if n != 80:  # the buffer is sized for kernel.h's TW_GRID_DEFAULT_COMBOS
+        raise TickwireLibraryError(f"tw_grid_default returned {n} combos, expected 80")
+    return out
+
+
+def combo_from_length(length):
+    """The six windows of one length L, int64[6]."""
+    out = np.empty(6, dtype=np.int64)
+    _lib.symbol("tw_combo_from_length")(int(length), _ptr(out))
+    return out
+
+
+def grid_from_lengths(lengths):
+    """One combo per length, (k, 6) int64."""
+    ls = np.asarray(lengths).reshape(-1)
+    out = np.empty((ls.shape[0], 6), dtype=np.int64)
+    fn = _lib.symbol("tw_combo_from_length")
+    for i, L in enumerate(ls):
+        fn(int(L), ctypes.c_void_p(out.ctypes.data + i * 48))
+    return out
+
+
+# ---- data ----------------------------------------------------------------------
+
+def gen_closes(n, seed=42, sigma=0.0008):
+    """n synthetic closes from the C generator (xoshiro256** + Box-Muller)."""
+    n = int(n)
+    if n < 0:
+        raise TickwireError(-errno.EINVAL, f"gen_closes: n = {n} is negative")
+    out = np.empty(n, dtype=np.float64)
+    fn = _lib.symbol("tw_gen_closes")
+    if n:
+        fn(_ptr(out), n, int(seed) & 0xFFFFFFFFFFFFFFFF, float(sigma))
+    return out
+
+
+def read_closes(path, column="close"):
+    """Closes from a .npy, .csv (column by name) or raw float64 file."""
+    fn = _lib.symbol("tw_read_closes")
+    p = ctypes.POINTER(ctypes.c_double)()
+    n = ctypes.c_size_t(0)
+    err = _lib.TwError()
+    rc = fn(os.fsencode(os.fspath(path)), column.encode() if column is not None else None,
+            ctypes.byref(p), ctypes.byref(n), ctypes.byref(err))
+    if rc != 0:
+        _raise(rc, err)
+    try:
+        if n.value == 0:
+            return np.empty(0, dtype=np.float64)
+        return np.ctypeslib.as_array(p, shape=(n.value,)).copy()
+    finally:
+        if p:
+            _lib.libc_free(ctypes.cast(p, ctypes.c_void_p))
+
+
+def write_closes(path, close):
+    """Writes closes as .npy or raw float64 (by extension) with the C writer."""
+    c = _as_close(close)
+    err = _lib.TwError()
+    rc = _lib.symbol("tw_write_closes")(os.fsencode(os.fspath(path)), _ptr(c), c.shape[0],
+                                        ctypes.byref(err))
+    if rc != 0:
+        _raise(rc, err)
+
+
+# ---- instruction sets ---------------------------------------------------------
+
+_ISA_BY_CODE = {v: k for k, v in _lib.ISA_CODES.items()}
+
+
+def isa_best():
+    """Name of the ISA the exact kernel uses under isa="auto" on this CPU."""
+    return _ISA_BY_CODE.get(_lib.symbol("tw_isa_best")(), "?")
+
+
+def isa_supported(name):
+    """Whether the exact kernel can run ISA `name` here."""
+    if name not in _lib.ISA_CODES:
+        raise TickwireError(-errno.EINVAL, f"isa: {name!r} is not one of {', '.join(_lib.ISA_CODES)}")
+    return bool(_lib.symbol("tw_isa_supported")(_lib.ISA_CODES[name]))
+
+
+def isa_names():
+    """The concrete ISAs (not "auto") the exact kernel can run here, slowest first."""
+    return [n for n in ("scalar", "avx2", "avx512") if isa_supported(n)]

@@ -1,0 +1,173 @@
+"""ctypes loader for libtickwire (include/tickwire/kernel.h, common.h).
+
+The library is found, in order: $TICKWIRE_LIB (a path), the build tree next
+to this package (../../build/libtickwire.so), then an installed
+libtickwire.so.0 (ctypes.util.find_library).  It is loaded on first use, so
+that `import tickwire.reference` works without a built library.
+
+Symbols are bound one by one and on demand: a library built before a
+function existed gives a clear error naming the function when that function
+is called, not an import failure for the whole package.
+"""
+
+import ctypes
+import ctypes.util
+import os
+import threading
+
+__all__ = ["lib", "lib_path", "symbol", "TwError", "SweepOpts", "TickwireLibraryError",
+           "TW_EBADWINDOW", "TW_EBADPRICE", "TW_ENODATA", "TW_EFORMAT", "ISA_CODES",
+           "KERNEL_CODES"]
+
+# common.h error codes (returned negated by the library).
+TW_EBADWINDOW = 1001
+TW_EBADPRICE = 1002
+TW_ENODATA = 1003
+TW_EFORMAT = 1004
+
+# kernel.h enums.
+KERNEL_CODES = {"exact": 0, "scalar": 1}
+ISA_CODES = {"auto": 0, "scalar": 1, "avx2": 2, "avx512": 3}
+
+_BUILD_HINT = (
+    "build it with `./scripts/setup && cmake --build build` from the repository root, "
+    "or point TICKWIRE_LIB at a libtickwire.so"
+)
+
+
+class TickwireLibraryError(ImportError):
+    """libtickwire could not be found or lacks a function this package needs."""
+
+
+class TwError(ctypes.Structure):
+    # Mirrors `tw_error` in common.h.
+    _fields_ = [("code", ctypes.c_int), ("msg", ctypes.c_char * 200)]
+
+
+class SweepOpts(ctypes.Structure):
+    # Mirrors `tw_sweep_opts` in kernel.h (unsigned, two enums, double).
+    _fields_ = [
+        ("threads", ctypes.c_uint),
+        ("kernel", ctypes.c_int),
+        ("isa", ctypes.c_int),
+        ("fee", ctypes.c_double),
+    ]
+
+
+_dp = ctypes.POINTER(ctypes.c_double)
+_i64p = ctypes.POINTER(ctypes.c_int64)
+_errp = ctypes.POINTER(TwError)
+_vp = ctypes.c_void_p
+_sz = ctypes.c_size_t
+
+# name: (restype, argtypes).  Array arguments are declared void* so that a
+# numpy buffer address (ndarray.ctypes.data) is passed as is, without any
+# conversion or copy on the way.
+_PROTOS = {
+    "tw_sweep_opts_init": (None, [ctypes.POINTER(SweepOpts)]),
+    "tw_sweep_check": (ctypes.c_int, [_vp, _sz, _vp, _sz, _errp]),
+    "tw_sweep": (ctypes.c_int, [_vp, _sz, _vp, _sz, ctypes.POINTER(SweepOpts), _vp, _vp, _errp]),
+    "tw_wma": (None, [_vp, _sz, ctypes.c_int64, _vp]),
+    "tw_isa_best": (ctypes.c_int, []),
+    "tw_isa_supported": (ctypes.c_int, [ctypes.c_int]),
+    "tw_isa_name": (ctypes.c_char_p, [ctypes.c_int]),
+    "tw_combo_from_length": (None, [ctypes.c_int64, _vp]),
+    "tw_grid_default": (_sz, [_vp]),
+    "tw_gen_closes": (None, [_vp, _sz, ctypes.c_uint64, ctypes.c_double]),
+    "tw_read_closes": (ctypes.c_int, [ctypes.c_char_p, ctypes.c_char_p,
+                                      ctypes.POINTER(_dp), ctypes.POINTER(_sz), _errp]),
+    "tw_write_closes": (ctypes.c_int, [ctypes.c_char_p, _vp, _sz, _errp]),
+    "tw_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+}
+
+_lock = threading.Lock()
+_lib = None
+_path = None
+_bound = {}
+
+
+def _candidates():
+    env = os.environ.get("TICKWIRE_LIB")
+    if env:
+        # An explicit path is the only candidate: silently falling back to
+        # another build would test the wrong library.
+        return [("$TICKWIRE_LIB", env)]
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = [("build tree", os.path.normpath(os.path.join(here, "..", "..", "build", "libtickwire.so")))]
+    found = ctypes.util.find_library("tickwire")
+    if found:
+        out.append(("installed", found))
+    return out
+
+
+def lib():
+    """The loaded libtickwire (a ctypes.CDLL); loads it on first call."""
+    global _lib, _path
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for where, path in _candidates():
+            if os.path.sep in path and not os.path.exists(path):
+                tried.append(f"{where}: {path} (missing)")
+                continue
+            try:
+                handle = ctypes.CDLL(path)
+            except OSError as e:
+                tried.append(f"{where}: {path} ({e})")
+                continue
+            _lib, _path = handle, path
+            return _lib
+        if not tried:
+            tried.append("no libtickwire.so.0 installed")
+        raise TickwireLibraryError("libtickwire not found (tried " + "; ".join(tried) + "); "
+                                   + _BUILD_HINT)
+
+
+def lib_path():
+    """Path of the library in use (loads it)."""
+    lib()
+    return _path
+
+
+def symbol(name):
+    """The C function `name` with its prototype set, or TickwireLibraryError."""
+    fn = _bound.get(name)
+    if fn is not None:
+        return fn
+    handle = lib()
+    try:
+        fn = getattr(handle, name)
+    except AttributeError:
+        raise TickwireLibraryError(
+            f"{_path} has no function {name} (the library predates it); rebuild: "
+            + _BUILD_HINT) from None
+    restype, argtypes = _PROTOS[name]
+    fn.restype = restype
+    fn.argtypes = argtypes
+    _bound[name] = fn
+    return fn
+
+
+def has_symbol(name):
+    """Whether the loaded library exports `name`."""
+    try:
+        symbol(name)
+    except TickwireLibraryError:
+        return False
+    return True
+
+
+_libc = None
+
+
+def libc_free(ptr):
+    """free() from the C library libtickwire allocates with."""
+    global _libc
+    if _libc is None:
+        _libc = ctypes.CDLL(None)
+        _libc.free.argtypes = [ctypes.c_void_p]
+        _libc.free.restype = None
+    _libc.free(ptr)

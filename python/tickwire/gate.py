@@ -1,0 +1,225 @@
+"""The equivalence gate (kernel.md "Equivalence gate").
+
+    /usr/bin/python3 -m tickwire.gate [--quick] [--threads N]
+
+Every C kernel variant (scalar reference; exact on each ISA this CPU runs;
+exact threaded on 1 and on all threads) is compared per combo with the numba
+reference on the study dataset with the default grid, on data with NaN gaps,
+and on degenerate inputs.  A variant passes when every combo's trade count
+equals the reference's and |dPnL| <= 1e-6; exact variants must moreover be
+bit-identical to the C scalar reference.  Prints a table; exits 0 when
+everything passes, 1 on any mismatch, 2 when it cannot run.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+import tickwire
+from tickwire import data, reference
+
+__all__ = ["PNL_TOL", "Row", "variants", "datasets", "check_dataset", "run", "main"]
+
+PNL_TOL = 1e-6
+FINGERPRINT_PNL = -5165.5844  # kernel.md: combo 0 of the default grid on the study dataset
+FINGERPRINT_TRADES = 57029
+
+
+class Row:
+    """One (dataset, variant) comparison."""
+
+    def __init__(self, dataset, variant, combos, max_dpnl, trade_mismatches,
+                 bit_identical, expect_identical, seconds, note=""):
+        self.dataset = dataset
+        self.variant = variant
+        self.combos = combos
+        self.max_dpnl = max_dpnl
+        self.trade_mismatches = trade_mismatches
+        self.bit_identical = bit_identical        # vs C scalar; None for C scalar itself
+        self.expect_identical = expect_identical
+        self.seconds = seconds
+        self.note = note
+
+    @property
+    def ok(self):
+        if self.trade_mismatches or not (self.max_dpnl <= PNL_TOL):
+            return False
+        if self.expect_identical and self.bit_identical is False:
+            return False
+        return True
+
+
+def _online_cores():
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def variants(threads=0):
+    """[(name, sweep kwargs, exact?)]: the C scalar reference first."""
+    out = [("C scalar", dict(kernel="scalar", threads=1), False)]
+    for isa in tickwire.isa_names():
+        out.append((f"exact {isa} t1", dict(kernel="exact", isa=isa, threads=1), True))
+    n = threads if threads > 0 else _online_cores()
+    out.append(("exact auto t1", dict(kernel="exact", isa="auto", threads=1), True))
+    label = f"exact auto t{n}" + ("" if threads > 0 else " (all)")
+    out.append((label, dict(kernel="exact", isa="auto", threads=threads), True))
+    return out
+
+
+def datasets(quick=False):
+    """[(name, close, combos)] the gate runs on."""
+    grid = tickwire.default_grid()
+    n = 20000 if quick else data.STUDY_N
+    study = data.study() if not quick else data.study()[:n].copy()
+    gaps = data.with_nan_gaps(study, seed=7)
+    mixed = np.vstack([grid, data.random_combos(8 if quick else 16, seed=11)])
+    out = [
+        ("study" if not quick else f"study[:{n}]", study, grid),
+        (f"nan-gaps n={n}", gaps, mixed),
+    ]
+    out += [(f"degenerate {name}", c, k) for name, c, k in data.degenerate()]
+    return out
+
+
+def _bits_equal(a, b):
+    return a.shape == b.shape and bool(np.array_equal(a.view(np.int64), b.view(np.int64)))
+
+
+def check_dataset(name, close, combos, var_list, ref=None):
+    """Compares each variant on one dataset; returns [Row], the numba row first."""
+    t0 = time.perf_counter()
+    if ref is None:
+        ref = reference.sweep(close, combos)
+    t_ref = time.perf_counter() - t0
+    ref_pnl, ref_trades = ref
+    rows = []
+    base = None
+    results = []
+    for vname, kw, exact in var_list:
+        t0 = time.perf_counter()
+        pnl, trades = tickwire.sweep(close, combos, **kw)
+        dt = time.perf_counter() - t0
+        if base is None:
+            base = (pnl, trades)
+        results.append((vname, exact, pnl, trades, dt))
+    for vname, exact, pnl, trades, dt in results:
+        dp = np.abs(pnl - ref_pnl)
+        # A NaN PnL can only come from a broken kernel; count it as infinite.
+        max_dpnl = float(np.max(np.where(np.isnan(dp), np.inf, dp))) if dp.size else 0.0
+        mism = int(np.count_nonzero(trades != ref_trades))
+        if vname == var_list[0][0]:
+            ident = None
+        else:
+            ident = _bits_equal(pnl, base[0]) and bool(np.array_equal(trades, base[1]))
+        rows.append(Row(name, vname, combos.shape[0], max_dpnl, mism, ident, exact, dt))
+    # The reference itself, for the record: its bit-identity to C scalar is
+    # reported but not required (the gate's tolerance is 1e-6).
+    ident = _bits_equal(ref_pnl, base[0]) and bool(np.array_equal(ref_trades, base[1]))
+    rows.insert(0, Row(name, "numba reference", combos.shape[0], 0.0, 0, ident, False, t_ref,
+                       note="reference"))
+    return rows
+
+
+def fingerprint(study_close):
+    """Checks kernel.md's published fingerprint (combo 0 of the default grid on
+    the study dataset) for numba and C scalar; returns (ok, one-line message)."""
+    grid0 = tickwire.default_grid()[:1]
+    ref_pnl, ref_trades = reference.sweep(study_close, grid0)
+    c_pnl, c_trades = tickwire.sweep(study_close, grid0, kernel="scalar", threads=1)
+    ok = all(abs(p - FINGERPRINT_PNL) <= 1e-4 and t == FINGERPRINT_TRADES
+             for p, t in ((ref_pnl[0], ref_trades[0]), (c_pnl[0], c_trades[0])))
+    return ok, (f"fingerprint combo 0: numba {ref_pnl[0]:.4f} / {ref_trades[0]} trades, "
+                f"C {c_pnl[0]:.4f} / {c_trades[0]} trades; expected {FINGERPRINT_PNL} "
+                f"(-5165.58) / {FINGERPRINT_TRADES}: {'ok' if ok else 'MISMATCH'}")
+
+
+def _fmt_ident(r):
+    if r.note == "reference":
+        return ("yes" if r.bit_identical else "no") + " (info)"
+    if r.bit_identical is None:
+        return "(base)"
+    return "yes" if r.bit_identical else "NO"
+
+
+def print_table(rows, out=None):
+    out = out or sys.stdout
+    hdr = ("dataset", "variant", "combos", "max |dPnL|", "trade mism.", "bit-identical", "s", "ok")
+    body = []
+    for r in rows:
+        status = "ok" if r.ok else "FAIL"
+        body.append((r.dataset, r.variant, str(r.combos),
+                     "-" if r.note == "reference" else f"{r.max_dpnl:.3g}",
+                     "-" if r.note == "reference" else str(r.trade_mismatches),
+                     _fmt_ident(r), f"{r.seconds:.2f}", status))
+    widths = [max(len(h), *(len(b[i]) for b in body)) for i, h in enumerate(hdr)]
+    line = "  ".join(h.ljust(w) for h, w in zip(hdr, widths))
+    print(line, file=out)
+    print("-" * len(line), file=out)
+    for b in body:
+        print("  ".join(c.ljust(w) for c, w in zip(b, widths)), file=out)
+
+
+def run(quick=False, threads=0, out=None, sets=None):
+    """Runs the gate; returns (ok, rows).  `sets` overrides datasets()."""
+    out = out or sys.stdout
+    var_list = variants(threads)
+    print(f"tickwire gate: library {tickwire.library_path()}, best ISA {tickwire.isa_best()}, "
+          f"variants: {', '.join(v[0] for v in var_list)}", file=out)
+    rows = []
+    ok = True
+    notes = []
+    for name, close, combos in (sets if sets is not None else datasets(quick)):
+        rows += check_dataset(name, close, combos, var_list)
+    if sets is None:
+        # Cheap (combo 0 only), so even --quick checks it on the full study.
+        fp_ok, msg = fingerprint(data.study())
+        ok = ok and fp_ok
+        notes.append(msg)
+    print_table(rows, out)
+    for m in notes:
+        print(m, file=out)
+    bad = [r for r in rows if not r.ok]
+    ok = ok and not bad
+    n_cmp = sum(r.combos for r in rows if r.note != "reference")
+    if ok:
+        print(f"gate: PASS ({len(rows)} rows, {n_cmp} combo comparisons, |dPnL| <= {PNL_TOL:g}, "
+              "trades equal, exact variants bit-identical to C scalar)", file=out)
+    else:
+        for r in bad:
+            why = []
+            if r.trade_mismatches:
+                why.append(f"{r.trade_mismatches} trade mismatches")
+            if not (r.max_dpnl <= PNL_TOL):
+                why.append(f"max |dPnL| {r.max_dpnl:.3g} > {PNL_TOL:g}")
+            if r.expect_identical and r.bit_identical is False:
+                why.append("not bit-identical to C scalar")
+            print(f"gate: FAIL {r.dataset} / {r.variant}: {'; '.join(why)}", file=out)
+        print("gate: FAIL", file=out)
+    return ok, rows
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python3 -m tickwire.gate",
+                                 description="Compare every C kernel variant with the numba reference.")
+    ap.add_argument("--quick", action="store_true",
+                    help="20,000-bar slices of the study data instead of 150,000 bars")
+    ap.add_argument("--threads", type=int, default=0,
+                    help="thread count of the threaded variant (default 0: online cores)")
+    args = ap.parse_args(argv)
+    if args.threads < 0:
+        ap.error("--threads must be >= 0")
+    try:
+        ok, _ = run(quick=args.quick, threads=args.threads)
+    except (tickwire.TickwireLibraryError, tickwire.TickwireError) as e:
+        print(f"gate: cannot run: {e}", file=sys.stderr)
+        return 2
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

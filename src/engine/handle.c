@@ -1,0 +1,483 @@
+/* Request handling shared by every transport: datasets, INFO, the compute
+ * pool, error frames.  Transports parse frames, call tw__handle() and send
+ * what it put in the tw__reply. */
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "engine/engine_internal.h"
+#include "tickwire/version.h"
+
+typedef struct tw__dataset {
+    uint64_t id;
+    double *data;
+    size_t n_bars;
+    size_t bytes;
+    int mapped; /* data is an mmap of a sealed memfd, not malloc'd */
+    int refs;   /* the table's own reference counts as one */
+} tw__dataset;
+
+void *tw__aligned_alloc(size_t bytes)
+{
+    void *p = NULL;
+    if (posix_memalign(&p, 64, bytes ? bytes : 64) != 0)
+        return NULL;
+    return p;
+}
+
+static void put_u32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
+static void put_u64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+
+void tw__reply_error(tw_engine *e, tw__reply *r, uint16_t code, const char *fmt, ...)
+{
+    TW_VERIFY(code > 0 && code < TW_WERR_COUNT);
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf((char *)r->small + 2, 400, fmt, ap);
+    va_end(ap);
+    if (n < 0)
+        n = 0;
+    if (n > 399)
+        n = 399;
+    memcpy(r->small, &code, 2);
+    r->small_len = 2 + (size_t)n;
+    r->n_arr = 0;
+    r->compute = 0;
+    r->prefix = (uint32_t)r->small_len | TW_WIRE_ERROR_BIT;
+    r->close_conn = code == TW_WERR_BAD_FRAME;
+    atomic_fetch_add_explicit(&e->st.errors[code], 1, memory_order_relaxed);
+    if (e->opts.verbose)
+        fprintf(stderr, "tickwire serve: %s: %.*s\n", tw_wire_strerror(code), n,
+                (const char *)r->small + 2);
+}
+
+static void reply_small(tw__reply *r, size_t len)
+{
+    r->small_len = len;
+    r->n_arr = 0;
+    r->compute = 0;
+    r->close_conn = 0;
+    r->prefix = (uint32_t)len;
+}
+
+/* ---- datasets ----------------------------------------------------------- */
+
+static void dataset_free(tw__dataset *ds)
+{
+    if (ds->mapped)
+        munmap(ds->data, ds->bytes);
+    else
+        free(ds->data);
+    free(ds);
+}
+
+void tw__dataset_put(tw_engine *e, tw__dataset *ds)
+{
+    if (!ds)
+        return;
+    pthread_mutex_lock(&e->dslock);
+    int last = --ds->refs == 0;
+    pthread_mutex_unlock(&e->dslock);
+    if (last)
+        dataset_free(ds);
+}
+
+static tw__dataset *dataset_get(tw_engine *e, uint64_t id)
+{
+    tw__dataset *found = NULL;
+    pthread_mutex_lock(&e->dslock);
+    for (uint32_t i = 0; i < e->lim.max_datasets; i++)
+        if (e->ds[i] && e->ds[i]->id == id) {
+            found = e->ds[i];
+            found->refs++;
+            break;
+        }
+    pthread_mutex_unlock(&e->dslock);
+    return found;
+}
+
+/* Reserves a slot and the bytes; fills r with BUSY/TOO_LARGE and returns
+ * -1 if the budget says no. */
+static int dataset_reserve(tw_engine *e, size_t bytes, tw__reply *r)
+{
+    if (bytes > e->lim.max_dataset_bytes) {
+        tw__reply_error(e, r, TW_WERR_TOO_LARGE, "dataset of %zu bytes exceeds the limit of %llu",
+                        bytes, (unsigned long long)e->lim.max_dataset_bytes);
+        return -1;
+    }
+    pthread_mutex_lock(&e->dslock);
+    int ok = e->ds_count < e->lim.max_datasets && e->ds_bytes + bytes <= e->lim.max_dataset_bytes;
+    if (ok) {
+        e->ds_count++;
+        e->ds_bytes += bytes;
+    }
+    uint32_t cnt = e->ds_count;
+    uint64_t held = e->ds_bytes;
+    pthread_mutex_unlock(&e->dslock);
+    if (!ok)
+        tw__reply_error(e, r, TW_WERR_BUSY,
+                        "dataset budget full: %u of %u datasets, %llu of %llu bytes held (DROP some)",
+                        cnt, e->lim.max_datasets, (unsigned long long)held,
+                        (unsigned long long)e->lim.max_dataset_bytes);
+    return ok ? 0 : -1;
+}
+
+static void dataset_unreserve(tw_engine *e, size_t bytes)
+{
+    pthread_mutex_lock(&e->dslock);
+    e->ds_count--;
+    e->ds_bytes -= bytes;
+    pthread_mutex_unlock(&e->dslock);
+}
+
+static uint64_t dataset_insert(tw_engine *e, tw__dataset *ds)
+{
+    pthread_mutex_lock(&e->dslock);
+    ds->id = e->ds_next_id++;
+    ds->refs = 1;
+    uint32_t i = 0;
+    while (i < e->lim.max_datasets && e->ds[i])
+        i++;
+    /* dataset_reserve() counted this one, so a slot is free. */
+    TW_VERIFY(i < e->lim.max_datasets);
+    e->ds[i] = ds;
+    pthread_mutex_unlock(&e->dslock);
+    return ds->id;
+}
+
+static int dataset_drop(tw_engine *e, uint64_t id)
+{
+    tw__dataset *found = NULL;
+    pthread_mutex_lock(&e->dslock);
+    for (uint32_t i = 0; i < e->lim.max_datasets; i++)
+        if (e->ds[i] && e->ds[i]->id == id) {
+            found = e->ds[i];
+            e->ds[i] = NULL;
+            e->ds_count--;
+            e->ds_bytes -= found->bytes;
+            break;
+        }
+    pthread_mutex_unlock(&e->dslock);
+    if (!found)
+        return -1;
+    tw__dataset_put(e, found);
+    return 0;
+}
+
+/* Prices as kernel.md wants them: NaN, or finite and > 0.  Returns the
+ * index of the first bad one or n. */
+static size_t first_bad_price(const double *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (!isnan(c[i]) && !(c[i] > 0 && c[i] < INFINITY))
+            return i;
+    return n;
+}
+
+static void reply_dataset_id(tw__reply *r, uint64_t id)
+{
+    put_u64(r->small, id);
+    reply_small(r, 8);
+}
+
+static void do_load(tw_engine *e, const tw_wire_req *rq, tw__reply *r)
+{
+    const double *c = (const double *)(const void *)rq->close;
+    size_t n = rq->n_bars;
+    size_t bad = first_bad_price(c, n);
+    if (n == 0)
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "LOAD of an empty dataset");
+    if (bad < n)
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS,
+                               "close[%zu] = %g: a price must be NaN or finite and > 0", bad, c[bad]);
+    size_t bytes = n * 8;
+    if (dataset_reserve(e, bytes, r))
+        return;
+    tw__dataset *ds = calloc(1, sizeof(*ds));
+    double *d = tw__aligned_alloc(bytes);
+    if (!ds || !d) {
+        free(ds);
+        free(d);
+        dataset_unreserve(e, bytes);
+        return tw__reply_error(e, r, TW_WERR_BUSY, "out of memory for a %zu-byte dataset", bytes);
+    }
+    memcpy(d, c, bytes);
+    ds->data = d;
+    ds->n_bars = n;
+    ds->bytes = bytes;
+    reply_dataset_id(r, dataset_insert(e, ds));
+}
+
+static void do_load_fd(tw_engine *e, int fd, tw__reply *r)
+{
+    if (fd < 0)
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS,
+                               "LOAD_FD without a file descriptor (send one memfd with SCM_RIGHTS "
+                               "on a Unix socket)");
+    struct stat st;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "LOAD_FD: the descriptor is not a memfd "
+                                                         "or regular file");
+    if (st.st_size <= 0 || st.st_size % 8 != 0)
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS,
+                               "LOAD_FD: file of %lld bytes is not a non-empty f64 array",
+                               (long long)st.st_size);
+    if ((uint64_t)st.st_size / 8 > e->lim.max_bars)
+        return tw__reply_error(e, r, TW_WERR_TOO_LARGE, "LOAD_FD: %lld bars exceed the limit of %u",
+                               (long long)st.st_size / 8, e->lim.max_bars);
+    size_t bytes = (size_t)st.st_size, n = bytes / 8;
+    if (dataset_reserve(e, bytes, r))
+        return;
+    tw__dataset *ds = calloc(1, sizeof(*ds));
+    if (!ds) {
+        dataset_unreserve(e, bytes);
+        return tw__reply_error(e, r, TW_WERR_BUSY, "out of memory");
+    }
+    /* Zero copy only when the sender cannot shrink the file under us
+     * (that would turn our reads into SIGBUS); otherwise pread a copy,
+     * which fails cleanly if the file changes size. */
+    int seals = fcntl(fd, F_GET_SEALS);
+    double *d = NULL;
+    if (seals >= 0 && (seals & F_SEAL_SHRINK)) {
+        /* Populated at once: faulting 4 KiB at a time costs ~12 us a page. */
+        void *m = mmap(NULL, bytes, PROT_READ, MAP_SHARED | MAP_POPULATE, fd, 0);
+        if (m != MAP_FAILED) {
+            d = m;
+            ds->mapped = 1;
+        }
+    }
+    if (!d) {
+        d = tw__aligned_alloc(bytes);
+        size_t got = 0;
+        while (d && got < bytes) {
+            ssize_t k = pread(fd, (char *)d + got, bytes - got, (off_t)got);
+            if (k <= 0)
+                break;
+            got += (size_t)k;
+        }
+        if (!d || got < bytes) {
+            free(d);
+            free(ds);
+            dataset_unreserve(e, bytes);
+            return tw__reply_error(e, r, TW_WERR_BAD_PARAMS,
+                                   "LOAD_FD: could not read %zu bytes from the descriptor", bytes);
+        }
+    }
+    ds->data = d;
+    ds->n_bars = n;
+    ds->bytes = bytes;
+    size_t bad = first_bad_price(d, n);
+    if (bad < n) {
+        double v = d[bad];
+        dataset_free(ds);
+        dataset_unreserve(e, bytes);
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS,
+                               "close[%zu] = %g: a price must be NaN or finite and > 0", bad, v);
+    }
+    reply_dataset_id(r, dataset_insert(e, ds));
+}
+
+/* ---- INFO --------------------------------------------------------------- */
+
+static uint64_t ld(_Atomic uint64_t *a) { return atomic_load_explicit(a, memory_order_relaxed); }
+
+int tw_engine_info_json(tw_engine *e, char *buf, size_t cap)
+{
+    static const char *opn[TW_OP_COUNT] = {"sweep", "echo", "load", "sweep_loaded",
+                                           "drop", "info", "load_fd"};
+    static const char *errn[TW_WERR_COUNT] = {"", "bad_frame", "too_large", "bad_params",
+                                              "no_dataset", "busy", "internal"};
+    pthread_mutex_lock(&e->dslock);
+    uint32_t dsn = e->ds_count;
+    uint64_t dsb = e->ds_bytes;
+    pthread_mutex_unlock(&e->dslock);
+    /* Set by tw_engine_create's probe sweeper; the stdio engine has none. */
+    tw_isa isa = e->kernel_isa ? e->kernel_isa
+                               : e->opts.sweep.isa == TW_ISA_AUTO ? tw_isa_best() : e->opts.sweep.isa;
+    unsigned kthreads = e->kernel_threads ? e->kernel_threads : e->opts.sweep.threads;
+    const tw_wire_limits *l = &e->lim;
+    size_t o = 0;
+#define J(...)                                                                     \
+    do {                                                                           \
+        int k_ = snprintf(buf + o, o < cap ? cap - o : 0, __VA_ARGS__);             \
+        if (k_ < 0)                                                                \
+            return -EINVAL;                                                        \
+        o += (size_t)k_;                                                           \
+    } while (0)
+    J("{\"version\":\"%s\",\"protocol\":1,\"kernel\":\"%s\",\"isa\":\"%s\",\"workers\":%u,"
+      "\"threads\":%u,\"fee\":%.17g,",
+      TW_VERSION_STRING, e->opts.sweep.kernel == TW_KERNEL_SCALAR ? "scalar" : "exact",
+      tw_isa_name(isa), e->n_workers, kthreads, e->opts.sweep.fee);
+    J("\"limits\":{\"max_frame_bytes\":%u,\"max_bars\":%u,\"max_combos\":%u,\"max_datasets\":%u,"
+      "\"max_dataset_bytes\":%llu,\"max_conns\":%u,\"max_buffer_bytes\":%llu,\"shm_ring_max\":%u},",
+      l->max_frame_bytes, l->max_bars, l->max_combos, l->max_datasets,
+      (unsigned long long)l->max_dataset_bytes, l->max_conns,
+      (unsigned long long)l->max_buffer_bytes, e->opts.shm_ring_max);
+    J("\"datasets\":{\"count\":%u,\"bytes\":%llu},", dsn, (unsigned long long)dsb);
+    J("\"counters\":{\"connections_accepted\":%llu,\"connections_open\":%llu,"
+      "\"connections_refused\":%llu,\"shm_connections\":%llu,\"frames\":%llu,\"bytes_in\":%llu,"
+      "\"bytes_out\":%llu,\"combos_swept\":%llu,\"buffer_bytes\":%llu,\"ops\":{",
+      (unsigned long long)ld(&e->st.conns_accepted), (unsigned long long)ld(&e->st.conns_open),
+      (unsigned long long)ld(&e->st.conns_refused), (unsigned long long)ld(&e->st.shm_conns),
+      (unsigned long long)ld(&e->st.frames), (unsigned long long)ld(&e->st.bytes_in),
+      (unsigned long long)ld(&e->st.bytes_out), (unsigned long long)ld(&e->st.combos),
+      (unsigned long long)ld(&e->buf_bytes));
+    for (int i = 0; i < TW_OP_COUNT; i++)
+        J("%s\"%s\":%llu", i ? "," : "", opn[i], (unsigned long long)ld(&e->st.ops[i]));
+    J("},\"errors\":{");
+    for (int i = 1; i < TW_WERR_COUNT; i++)
+        J("%s\"%s\":%llu", i > 1 ? "," : "", errn[i], (unsigned long long)ld(&e->st.errors[i]));
+    J("}}}");
+#undef J
+    if (o >= cap)
+        return -ENOSPC;
+    return (int)o;
+}
+
+/* ---- dispatch ----------------------------------------------------------- */
+
+void tw__handle(tw_engine *e, const tw_wire_req *rq, int fd, tw__reply *r, tw__job *job)
+{
+    atomic_fetch_add_explicit(&e->st.frames, 1, memory_order_relaxed);
+    if (rq->opcode < TW_OP_COUNT)
+        atomic_fetch_add_explicit(&e->st.ops[rq->opcode], 1, memory_order_relaxed);
+    r->close_conn = 0;
+    r->compute = 0;
+    switch (rq->opcode) {
+    case TW_OP_ECHO:
+        /* The close array goes back verbatim, straight from where it was
+         * received. */
+        reply_small(r, 0);
+        r->prefix = 8u * rq->n_bars;
+        r->arr[0].iov_base = (void *)rq->close;
+        r->arr[0].iov_len = 8u * rq->n_bars;
+        r->n_arr = rq->n_bars ? 1 : 0;
+        return;
+    case TW_OP_SWEEP:
+    case TW_OP_SWEEP_LOADED: {
+        memset(job, 0, sizeof(*job));
+        job->combos = (const int64_t *)(const void *)rq->combos;
+        job->n_combos = rq->n_combos;
+        if (rq->opcode == TW_OP_SWEEP) {
+            job->close = (const double *)(const void *)rq->close;
+            job->n_bars = rq->n_bars;
+        } else {
+            job->ds = dataset_get(e, rq->dataset);
+            if (!job->ds)
+                return tw__reply_error(e, r, TW_WERR_NO_DATASET, "unknown dataset id %llu",
+                                       (unsigned long long)rq->dataset);
+            job->close = job->ds->data;
+            job->n_bars = job->ds->n_bars;
+        }
+        if (job->n_combos == 0 || job->n_bars == 0) {
+            tw__dataset_put(e, job->ds);
+            job->ds = NULL;
+            return tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "a sweep needs n_bars >= 1 and "
+                                                             "n_combos >= 1 (got %zu and %zu)",
+                                   job->n_bars, job->n_combos);
+        }
+        reply_small(r, 0);
+        r->compute = 1;
+        r->prefix = 16u * rq->n_combos;
+        return;
+    }
+    case TW_OP_LOAD:
+        return do_load(e, rq, r);
+    case TW_OP_DROP:
+        if (dataset_drop(e, rq->dataset))
+            return tw__reply_error(e, r, TW_WERR_NO_DATASET, "DROP of unknown dataset id %llu",
+                                   (unsigned long long)rq->dataset);
+        return reply_small(r, 0);
+    case TW_OP_INFO: {
+        int n = tw_engine_info_json(e, (char *)r->small + 4, sizeof(r->small) - 4);
+        if (n < 0)
+            return tw__reply_error(e, r, TW_WERR_INTERNAL, "INFO JSON does not fit its buffer");
+        put_u32(r->small, (uint32_t)n);
+        return reply_small(r, 4 + (size_t)n);
+    }
+    case TW_OP_LOAD_FD:
+        return do_load_fd(e, fd, r);
+    default:
+        return tw__reply_error(e, r, TW_WERR_BAD_FRAME, "opcode %u not allowed here", rq->opcode);
+    }
+}
+
+void tw__finish_compute(tw_engine *e, tw__job *job, tw__reply *r)
+{
+    tw__dataset_put(e, job->ds);
+    job->ds = NULL;
+    if (job->rc == 0) {
+        atomic_fetch_add_explicit(&e->st.combos, job->n_combos, memory_order_relaxed);
+        return;
+    }
+    int rc = job->rc;
+    if (rc == -TW_EBADWINDOW || rc == -TW_EBADPRICE || rc == -TW_ENODATA)
+        tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "%s", job->err.msg);
+    else if (rc == -ENOMEM || rc == -E2BIG)
+        tw__reply_error(e, r, TW_WERR_BUSY, "sweep could not get memory: %s", job->err.msg);
+    else
+        tw__reply_error(e, r, TW_WERR_INTERNAL, "sweep failed (%d): %s", rc, job->err.msg);
+}
+
+/* ---- compute pool ------------------------------------------------------- */
+
+void tw__submit(tw_engine *e, tw__job *job)
+{
+    job->next = NULL;
+    pthread_mutex_lock(&e->qlock);
+    if (e->qtail)
+        e->qtail->next = job;
+    else
+        e->qhead = job;
+    e->qtail = job;
+    pthread_cond_signal(&e->qcond);
+    pthread_mutex_unlock(&e->qlock);
+}
+
+/* Each worker owns one sweeper, sized at start and regrown only for a
+ * request whose n_bars has already passed the max_bars limit. */
+void *tw__worker_main(void *arg);
+void *tw__worker_main(void *arg)
+{
+    tw_engine *e = arg;
+    tw_sweeper *sw = NULL;
+    size_t cap = 0;
+    if (tw_sweeper_create(&sw, e->opts.sweeper_bars, &e->opts.sweep) == 0)
+        cap = e->opts.sweeper_bars;
+    for (;;) {
+        pthread_mutex_lock(&e->qlock);
+        while (!e->qhead && !e->qstop)
+            pthread_cond_wait(&e->qcond, &e->qlock);
+        tw__job *j = e->qhead;
+        if (!j) {
+            pthread_mutex_unlock(&e->qlock);
+            break;
+        }
+        e->qhead = j->next;
+        if (!e->qhead)
+            e->qtail = NULL;
+        pthread_mutex_unlock(&e->qlock);
+
+        if (!sw || j->n_bars > cap) {
+            tw_sweeper_destroy(sw);
+            sw = NULL;
+            cap = 0;
+            size_t want = j->n_bars > e->opts.sweeper_bars ? j->n_bars : e->opts.sweeper_bars;
+            if (tw_sweeper_create(&sw, want, &e->opts.sweep) == 0)
+                cap = want;
+        }
+        if (!sw)
+            j->rc = tw__err(&j->err, -ENOMEM, "no memory for a sweeper of %zu bars", j->n_bars);
+        else
+            j->rc = tw_sweeper_run(sw, j->close, j->n_bars, j->combos, j->n_combos, j->pnl,
+                                   j->trades, &j->err);
+        j->done(j);
+    }
+    tw_sweeper_destroy(sw);
+    return NULL;
+}

@@ -1,0 +1,249 @@
+/* SPSC frame ring in shared memory (wire.h "shared-memory transport").
+ * Each side spins for a bounded time, then sleeps on a futex word that the
+ * other side bumps after every publish or release. */
+#include <errno.h>
+#include <limits.h>
+#include <sched.h>
+#include <linux/futex.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "engine/wire_internal.h"
+
+uint64_t tw__now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
+}
+
+/* Not FUTEX_PRIVATE: the word lives in a mapping shared between processes. */
+static void futex_wait(uint32_t *addr, uint32_t val, long timeout_ns)
+{
+    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
+    syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
+}
+
+static void futex_wake(uint32_t *addr)
+{
+    syscall(SYS_futex, addr, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+void tw__ring_init(tw__ring *r, tw_shm_ring_ctl *ctl, uint8_t *buf, uint32_t cap,
+                   uint64_t spin_ns, tw__ring_alive_fn alive, void *alive_arg)
+{
+    TW_VERIFY(cap >= TW_SHM_RING_MIN && (cap & (cap - 1)) == 0);
+    memset(r, 0, sizeof(*r));
+    r->ctl = ctl;
+    r->buf = buf;
+    r->cap = cap;
+    r->spin_ns = spin_ns;
+    r->alive = alive;
+    r->alive_arg = alive_arg;
+}
+
+/* Waits until ready(r) is true: spin for spin_ns, then futex-sleep on seq
+ * with the sleeping flag raised, waking every 20 ms to ask alive(). */
+/* Moves the calling thread off CPU `cpu` (then lets it run anywhere
+ * again).  The kernel tends to wake a futex sleeper on its waker's CPU;
+ * two ring sides spinning on one CPU only take turns, so the server side
+ * steps aside when it sees the client's CPU hint equal to its own. */
+static void step_off(tw__ring *r, uint32_t cpu)
+{
+    uint64_t now = tw__now_ns();
+    if (now - r->nudged_ns < 10 * 1000 * 1000)
+        return;
+    r->nudged_ns = now;
+    cpu_set_t all, other;
+    if (sched_getaffinity(0, sizeof(all), &all) != 0 || CPU_COUNT(&all) < 2 ||
+        !CPU_ISSET(cpu, &all))
+        return;
+    other = all;
+    CPU_CLR(cpu, &other);
+    if (sched_setaffinity(0, sizeof(other), &other) == 0)
+        sched_setaffinity(0, sizeof(all), &all);
+}
+
+static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint32_t *sleeping,
+                      const uint32_t *peer_cpu)
+{
+    if (ready(r))
+        return 0;
+    /* Spin hot for a few microseconds (a peer on another core answers
+     * within that), then keep polling but yield the CPU between polls, and
+     * finally sleep.  If the peer last ran on our own CPU, spinning only
+     * delays it: yield from the start. */
+    uint32_t me = (uint32_t)sched_getcpu() + 1;
+    int shared = __atomic_load_n(peer_cpu, __ATOMIC_RELAXED) == me;
+    if (shared && r->nudge) {
+        step_off(r, me - 1);
+        shared = 0;
+    }
+    uint64_t t0 = tw__now_ns();
+    for (unsigned i = 1;; i++) {
+        cpu_relax();
+        if (ready(r))
+            return 0;
+        if ((i & 63) == 0) {
+            uint64_t dt = tw__now_ns() - t0;
+            if (dt >= r->spin_ns)
+                break;
+            if (shared || dt >= 5000)
+                sched_yield();
+        }
+    }
+    for (;;) {
+        /* seq_cst store pairs with the peer's seq_cst increment and load of
+         * *sleeping: either the peer sees the flag and wakes us, or we see
+         * its new seq (futex_wait then returns at once). */
+        __atomic_store_n(sleeping, 1, __ATOMIC_SEQ_CST);
+        uint32_t s = __atomic_load_n(seq, __ATOMIC_SEQ_CST);
+        if (ready(r)) {
+            __atomic_store_n(sleeping, 0, __ATOMIC_RELAXED);
+            return 0;
+        }
+        futex_wait(seq, s, 20 * 1000 * 1000);
+        __atomic_store_n(sleeping, 0, __ATOMIC_RELAXED);
+        if (ready(r))
+            return 0;
+        if (r->alive) {
+            int rc = r->alive(r->alive_arg);
+            if (rc)
+                return rc;
+        }
+    }
+}
+
+static void notify(uint32_t *seq, uint32_t *sleeping)
+{
+    /* Pairs with wait_until(): bump then check the flag, both seq_cst. */
+    __atomic_add_fetch(seq, 1, __ATOMIC_SEQ_CST);
+    if (__atomic_load_n(sleeping, __ATOMIC_SEQ_CST))
+        futex_wake(seq);
+}
+
+/* ---- producer ----------------------------------------------------------- */
+
+static int space_ready(tw__ring *r)
+{
+    /* Space freed by a head we already saw stays free: only read the
+     * consumer's cache line when the cached head says the ring is too
+     * full (like rte_ring's cached consumer tail), which keeps small round
+     * trips at one line each way for the data plus one for the index. */
+    if (r->pos + r->held - r->head_cache <= r->cap)
+        return 1;
+    /* Acquire pairs with the consumer's release-store of head: once we see
+     * the space freed, the consumer is done reading it. */
+    uint64_t head = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE);
+    if (r->pos - head > r->cap || head > r->pos)
+        return 1; /* corrupt: let tw__ring_reserve() report it */
+    r->head_cache = head;
+    return r->pos + r->held - head <= r->cap;
+}
+
+int tw__ring_reserve(tw__ring *r, size_t frame_bytes, size_t align_at, uint8_t **frame)
+{
+    size_t off = 8 + ((8 - (8 + align_at) % 8) % 8);
+    size_t rec = (off + frame_bytes + 63) & ~(size_t)63;
+    if (frame_bytes > TW_SHM_MAX_FRAME(r->cap) || rec > r->cap / 2)
+        return -E2BIG;
+    uint32_t idx = (uint32_t)(r->pos & (r->cap - 1));
+    size_t to_end = r->cap - idx;
+    size_t pad = rec > to_end ? to_end : 0;
+    r->held = pad + rec;
+    int rc = wait_until(r, space_ready, &r->ctl->head_seq, &r->ctl->prod_sleeping,
+                        &r->ctl->cons_cpu);
+    if (rc) {
+        r->held = 0;
+        return rc;
+    }
+    if (r->pos + r->held - r->head_cache > r->cap) {
+        r->held = 0;
+        return -EPROTO; /* space_ready() saw a head beyond our tail */
+    }
+    if (pad) {
+        uint32_t h[2] = {(uint32_t)pad, 0};
+        memcpy(r->buf + idx, h, 8);
+        idx = 0;
+    }
+    uint32_t h[2] = {(uint32_t)rec, (uint32_t)off};
+    memcpy(r->buf + idx, h, 8);
+    *frame = r->buf + idx + off;
+    TW_ASSERT(((uintptr_t)(*frame + align_at) & 7) == 0);
+    return 0;
+}
+
+void tw__ring_publish(tw__ring *r)
+{
+    TW_VERIFY(r->held > 0);
+    r->pos += r->held;
+    r->held = 0;
+    /* Release pairs with the consumer's acquire-load of tail in
+     * data_ready(): the record's bytes are visible before the index. */
+    __atomic_store_n(&r->ctl->tail, r->pos, __ATOMIC_RELEASE);
+    /* Our own cache line, written anyway: the CPU hint costs no traffic. */
+    __atomic_store_n(&r->ctl->prod_cpu, (uint32_t)sched_getcpu() + 1, __ATOMIC_RELAXED);
+    notify(&r->ctl->tail_seq, &r->ctl->cons_sleeping);
+}
+
+/* ---- consumer ----------------------------------------------------------- */
+
+static int data_ready(tw__ring *r)
+{
+    /* Acquire pairs with the producer's release-store in tw__ring_publish. */
+    return __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE) != r->pos;
+}
+
+int tw__ring_peek(tw__ring *r, const uint8_t **frame, size_t *avail)
+{
+    TW_VERIFY(r->held == 0);
+    for (;;) {
+        int rc = wait_until(r, data_ready, &r->ctl->tail_seq, &r->ctl->cons_sleeping,
+                            &r->ctl->prod_cpu);
+        if (rc)
+            return rc;
+        uint64_t tail = __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
+        uint64_t have = tail - r->pos;
+        if (have > r->cap || (have & 63) != 0)
+            return -EPROTO;
+        uint32_t idx = (uint32_t)(r->pos & (r->cap - 1));
+        /* Read the record header once: the peer may rewrite it. */
+        uint32_t rec = __atomic_load_n((uint32_t *)(r->buf + idx), __ATOMIC_RELAXED);
+        uint32_t off = __atomic_load_n((uint32_t *)(r->buf + idx + 4), __ATOMIC_RELAXED);
+        if (rec < 64 || (rec & 63) != 0 || rec > have || rec > r->cap - idx)
+            return -EPROTO;
+        if (off == 0) {
+            /* Padding to the end of the buffer; consumed with the record
+             * that follows it. */
+            r->pos += rec;
+            continue;
+        }
+        if (off < 8 || (size_t)off + TW_WIRE_PREFIX_BYTES > rec)
+            return -EPROTO;
+        r->held = rec;
+        *frame = r->buf + idx + off;
+        *avail = rec - off;
+        return 0;
+    }
+}
+
+void tw__ring_release(tw__ring *r)
+{
+    TW_VERIFY(r->held > 0);
+    r->pos += r->held;
+    r->held = 0;
+    /* Release pairs with the producer's acquire-load of head in
+     * space_ready(): we are done reading the record before it is reused. */
+    __atomic_store_n(&r->ctl->head, r->pos, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->ctl->cons_cpu, (uint32_t)sched_getcpu() + 1, __ATOMIC_RELAXED);
+    notify(&r->ctl->head_seq, &r->ctl->prod_sleeping);
+}

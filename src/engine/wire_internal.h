@@ -1,0 +1,60 @@
+/* Shared-memory ring operations used by the server and the C client (the
+ * ring layout itself is wire format and lives in tickwire/wire.h). */
+#ifndef TW_ENGINE_WIRE_INTERNAL_H
+#define TW_ENGINE_WIRE_INTERNAL_H
+
+#include <stdint.h>
+
+#include "tickwire/wire.h"
+
+/* Called about every 20 ms while a ring side sleeps; a non-zero return
+ * aborts the wait with that (negative) code.  This is how a side notices
+ * that its peer died or that the server is shutting down. */
+typedef int (*tw__ring_alive_fn)(void *arg);
+
+/* One side's private view of one ring.  pos is this side's own index (tail
+ * for a producer, head for a consumer), never read back from the shared
+ * page, so a corrupt peer cannot steer our writes. */
+typedef struct tw__ring {
+    tw_shm_ring_ctl *ctl;
+    uint8_t *buf;
+    uint32_t cap;          /* power of two */
+    uint64_t pos;          /* private index */
+    uint64_t held;         /* consumer: bytes of the record being held; producer: reserved */
+    uint64_t head_cache;   /* producer: last head read from the consumer's line */
+    uint64_t spin_ns;      /* spin this long before futex-sleeping */
+    tw__ring_alive_fn alive;
+    void *alive_arg;
+    int nudge;             /* move off a CPU shared with the peer (server side) */
+    uint64_t nudged_ns;    /* when we last did, to do it rarely */
+} tw__ring;
+
+void tw__ring_init(tw__ring *r, tw_shm_ring_ctl *ctl, uint8_t *buf, uint32_t cap,
+                   uint64_t spin_ns, tw__ring_alive_fn alive, void *alive_arg);
+
+/* Producer: reserves a record for a frame of frame_bytes (prefix included)
+ * placed so that frame + align_at is 8-byte aligned; *frame points at the
+ * frame's length word.  Waits for space.  Returns 0, -E2BIG if the frame
+ * can never fit, -EPROTO if the peer's index is corrupt, or the alive
+ * callback's code. */
+int tw__ring_reserve(tw__ring *r, size_t frame_bytes, size_t align_at, uint8_t **frame);
+/* Producer: publishes the reserved record and wakes a sleeping consumer. */
+void tw__ring_publish(tw__ring *r);
+
+/* Consumer: waits for the next record; frame and avail view its frame bytes
+ * (the frame may be shorter than *avail).  Returns 0, -EPROTO on a corrupt
+ * record, or the alive callback's code.  The view stays valid until
+ * tw__ring_release(). */
+int tw__ring_peek(tw__ring *r, const uint8_t **frame, size_t *avail);
+void tw__ring_release(tw__ring *r);
+
+/* Bytes of the shared mapping for rings of ring_bytes each. */
+static inline size_t tw__shm_map_bytes(uint32_t ring_bytes)
+{
+    return TW_SHM_CTL_BYTES + 2 * (size_t)ring_bytes;
+}
+
+/* Monotonic nanoseconds. */
+uint64_t tw__now_ns(void);
+
+#endif

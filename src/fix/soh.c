@@ -1,0 +1,324 @@
+/* SOH scanning and CheckSum summing, one variant per ISA (scalar SWAR,
+ * SSE2, AVX2, AVX-512BW), chosen once per process from CPUID.  Every
+ * variant reads only inside [p, p + n): tails are finished with masked
+ * loads (AVX-512) or a copy into a stack block, never with a wide load
+ * that could cross into an unmapped page. */
+#include "fix_internal.h"
+
+#if defined(__x86_64__)
+#define TW_FIX_X86 1
+#include <immintrin.h>
+#endif
+
+/* ---- scalar ------------------------------------------------------------ */
+
+static size_t find_scalar(const char *p, size_t n)
+{
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        uint64_t z = tw__zero_bytes(tw__load64(p + i) ^ (TW__ONES * 0x01));
+        if (z)
+            return i + (size_t)(__builtin_ctzll(z) >> 3);
+    }
+    for (; i < n; i++)
+        if (p[i] == TW_FIX_SOH)
+            return i;
+    return n;
+}
+
+static uint64_t mask_scalar(const char *p, size_t n)
+{
+    uint64_t m = 0;
+    for (size_t i = 0; i < n; i++)
+        m |= (uint64_t)(p[i] == TW_FIX_SOH) << i;
+    return m;
+}
+
+#ifdef TW_FIX_X86
+
+/* ---- SSE2 (baseline on x86-64) ----------------------------------------- */
+
+__attribute__((target("sse2"))) static size_t find_sse2(const char *p, size_t n)
+{
+    const __m128i soh = _mm_set1_epi8(TW_FIX_SOH);
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + i));
+        unsigned m = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, soh));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+    return i + find_scalar(p + i, n - i);
+}
+
+__attribute__((target("sse2"))) static uint64_t mask_sse2(const char *p, size_t n)
+{
+    char blk[64] __attribute__((aligned(16)));
+    if (n < 64) {
+        memset(blk, 0, sizeof(blk));
+        memcpy(blk, p, n);
+        p = blk;
+    }
+    const __m128i soh = _mm_set1_epi8(TW_FIX_SOH);
+    uint64_t m = 0;
+    for (int k = 0; k < 4; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + 16 * k));
+        m |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, soh)) << (16 * k);
+    }
+    return m;
+}
+
+/* ---- AVX2 -------------------------------------------------------------- */
+
+__attribute__((target("avx2"))) static size_t find_avx2(const char *p, size_t n)
+{
+    const __m256i soh = _mm256_set1_epi8(TW_FIX_SOH);
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        __m256i v = _mm256_loadu_si256((const __m256i *)(const void *)(p + i));
+        unsigned m = (unsigned)_mm256_movemask_epi8(_mm256_cmpeq_epi8(v, soh));
+        if (m)
+            return i + (size_t)__builtin_ctz(m);
+    }
+    return i + find_sse2(p + i, n - i);
+}
+
+__attribute__((target("avx2"))) static uint64_t mask_avx2(const char *p, size_t n)
+{
+    char blk[64] __attribute__((aligned(32)));
+    if (n < 64) {
+        memset(blk, 0, sizeof(blk));
+        memcpy(blk, p, n);
+        p = blk;
+    }
+    const __m256i soh = _mm256_set1_epi8(TW_FIX_SOH);
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)p);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(p + 32));
+    uint64_t lo = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, soh));
+    uint64_t hi = (uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, soh));
+    return lo | hi << 32;
+}
+
+/* ---- AVX-512BW --------------------------------------------------------- */
+
+/* Masked loads suppress faults on the masked-off bytes, so the tail needs
+ * no copy and still never touches the next page. */
+__attribute__((target("avx512f,avx512bw"))) static size_t find_avx512(const char *p, size_t n)
+{
+    const __m512i soh = _mm512_set1_epi8(TW_FIX_SOH);
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        __m512i v = _mm512_loadu_si512((const void *)(p + i));
+        uint64_t m = _mm512_cmpeq_epi8_mask(v, soh);
+        if (m)
+            return i + (size_t)__builtin_ctzll(m);
+    }
+    if (i < n) {
+        __mmask64 k = _cvtu64_mask64(~0ull >> (64 - (n - i)));
+        __m512i v = _mm512_maskz_loadu_epi8(k, (const void *)(p + i));
+        uint64_t m = _mm512_mask_cmpeq_epi8_mask(k, v, soh);
+        if (m)
+            return i + (size_t)__builtin_ctzll(m);
+    }
+    return n;
+}
+
+__attribute__((target("avx512f,avx512bw"))) static uint64_t mask_avx512(const char *p, size_t n)
+{
+    const __m512i soh = _mm512_set1_epi8(TW_FIX_SOH);
+    if (n >= 64)
+        return _mm512_cmpeq_epi8_mask(_mm512_loadu_si512((const void *)p), soh);
+    if (n == 0)
+        return 0;
+    __mmask64 k = _cvtu64_mask64(~0ull >> (64 - n));
+    __m512i v = _mm512_maskz_loadu_epi8(k, (const void *)p);
+    return _mm512_mask_cmpeq_epi8_mask(k, v, soh);
+}
+
+#endif /* TW_FIX_X86 */
+
+/* ---- dispatch ---------------------------------------------------------- */
+
+int tw_fix_isa_supported(tw_fix_isa isa)
+{
+    switch (isa) {
+    case TW_FIX_ISA_AUTO:
+    case TW_FIX_ISA_SCALAR:
+        return 1;
+#ifdef TW_FIX_X86
+    case TW_FIX_ISA_SSE2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("sse2");
+    case TW_FIX_ISA_AVX2:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx2");
+    case TW_FIX_ISA_AVX512:
+        __builtin_cpu_init();
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
+#endif
+    default:
+        return 0;
+    }
+}
+
+static tw_fix_isa resolve(tw_fix_isa isa)
+{
+    if (isa != TW_FIX_ISA_AUTO)
+        return tw_fix_isa_supported(isa) ? isa : TW_FIX_ISA_SCALAR;
+    /* TW_FIX_ISA (scalar, sse2, avx2, avx512) caps the choice, so the
+     * slower variants can be benchmarked and tested on a machine that has
+     * the faster ones. */
+    const char *cap = getenv("TW_FIX_ISA");
+    static const tw_fix_isa order[] = { TW_FIX_ISA_AVX512, TW_FIX_ISA_AVX2, TW_FIX_ISA_SSE2 };
+    for (size_t i = 0; i < TW_ARRAY_SIZE(order); i++) {
+        if (cap && *cap && strcmp(cap, tw_fix_isa_name(order[i])) != 0)
+            continue;
+        if (tw_fix_isa_supported(order[i]))
+            return order[i];
+        if (cap && *cap)
+            break;
+    }
+    return TW_FIX_ISA_SCALAR;
+}
+
+const char *tw_fix_isa_name(tw_fix_isa isa)
+{
+    switch (isa) {
+    case TW_FIX_ISA_SCALAR: return "scalar";
+    case TW_FIX_ISA_SSE2: return "sse2";
+    case TW_FIX_ISA_AVX2: return "avx2";
+    case TW_FIX_ISA_AVX512: return "avx512";
+    default: return "auto";
+    }
+}
+
+typedef size_t (*find_fn)(const char *, size_t);
+
+static find_fn find_for(tw_fix_isa isa)
+{
+    switch (isa) {
+#ifdef TW_FIX_X86
+    case TW_FIX_ISA_SSE2: return find_sse2;
+    case TW_FIX_ISA_AVX2: return find_avx2;
+    case TW_FIX_ISA_AVX512: return find_avx512;
+#endif
+    default: return find_scalar;
+    }
+}
+
+static tw__fix_mask_fn mask_for(tw_fix_isa isa)
+{
+    switch (isa) {
+#ifdef TW_FIX_X86
+    case TW_FIX_ISA_SSE2: return mask_sse2;
+    case TW_FIX_ISA_AVX2: return mask_avx2;
+    case TW_FIX_ISA_AVX512: return mask_avx512;
+#endif
+    default: return mask_scalar;
+    }
+}
+
+static tw_fix_isa active_isa;
+int tw__fix_fast_parse;
+static int use_avx512_sum; /* CheckSum with 64-byte vpsadbw */
+static find_fn active_find;
+static uint64_t mask_first(const char *p, size_t n);
+tw__fix_mask_fn tw__fix_soh_mask = mask_first;
+
+/* Chosen before main() runs so that the hot path reads two plain function
+ * pointers; the lazy path below covers a call from another constructor.
+ * Both write the same values, so a race between them is benign. */
+__attribute__((constructor)) static void choose_isa(void)
+{
+    tw_fix_isa isa = resolve(TW_FIX_ISA_AUTO);
+#ifdef TW_FIX_X86
+    /* The block-at-a-time parser needs VBMI/VBMI2 on top of AVX-512BW. */
+    tw__fix_fast_parse = isa == TW_FIX_ISA_AVX512 && __builtin_cpu_supports("avx512vbmi") &&
+                         __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("bmi") &&
+                         __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
+#endif
+    use_avx512_sum = isa == TW_FIX_ISA_AVX512;
+    active_find = find_for(isa);
+    tw__fix_soh_mask = mask_for(isa);
+    active_isa = isa;
+}
+
+static uint64_t mask_first(const char *p, size_t n)
+{
+    choose_isa();
+    return tw__fix_soh_mask(p, n);
+}
+
+tw_fix_isa tw_fix_isa_active(void)
+{
+    if (!active_find)
+        choose_isa();
+    return active_isa;
+}
+
+size_t tw_fix_find_soh(const char *p, size_t n)
+{
+    if (TW_UNLIKELY(!active_find))
+        choose_isa();
+    return active_find(p, n);
+}
+
+size_t tw_fix_find_soh_isa(tw_fix_isa isa, const char *p, size_t n)
+{
+    return find_for(resolve(isa))(p, n);
+}
+
+uint64_t tw__fix_soh_mask_isa(tw_fix_isa isa, const char *p, size_t n)
+{
+    return mask_for(resolve(isa))(p, n);
+}
+
+/* ---- CheckSum ------------------------------------------------------------ */
+
+#ifdef TW_FIX_X86
+/* 64 bytes per step; the tail goes through a masked load. */
+__attribute__((target("avx512f,avx512bw"))) static unsigned checksum_avx512(const char *buf, size_t n)
+{
+    __m512i acc = _mm512_setzero_si512();
+    const __m512i zero = _mm512_setzero_si512();
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_loadu_si512((const void *)(buf + i)), zero));
+    if (i < n) {
+        __mmask64 k = _cvtu64_mask64(~0ull >> (64 - (n - i)));
+        acc = _mm512_add_epi64(acc, _mm512_sad_epu8(_mm512_maskz_loadu_epi8(k, (const void *)(buf + i)), zero));
+    }
+    return (unsigned)(_mm512_reduce_add_epi64(acc) & 0xFF);
+}
+#endif
+
+unsigned tw_fix_checksum(const char *buf, size_t n)
+{
+    uint64_t sum = 0;
+    size_t i = 0;
+#ifdef TW_FIX_X86
+    if (use_avx512_sum)
+        return checksum_avx512(buf, n);
+    /* psadbw against zero adds 8 bytes into each 64-bit lane; SSE2 is part
+     * of x86-64, so no dispatch is needed. */
+    __m128i acc0 = _mm_setzero_si128(), acc1 = _mm_setzero_si128();
+    const __m128i zero = _mm_setzero_si128();
+    for (; i + 32 <= n; i += 32) {
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(buf + i));
+        __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(buf + i + 16));
+        acc0 = _mm_add_epi64(acc0, _mm_sad_epu8(a, zero));
+        acc1 = _mm_add_epi64(acc1, _mm_sad_epu8(b, zero));
+    }
+    acc0 = _mm_add_epi64(acc0, acc1);
+    sum = (uint64_t)_mm_cvtsi128_si64(acc0) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc0, acc0));
+#endif
+    for (; i + 8 <= n; i += 8) {
+        uint64_t w = tw__load64(buf + i);
+        /* Add byte pairs, then fold: no lane overflows with 8 bytes. */
+        w = (w & 0x00FF00FF00FF00FFull) + ((w >> 8) & 0x00FF00FF00FF00FFull);
+        sum += (w * 0x0001000100010001ull) >> 48;
+    }
+    for (; i < n; i++)
+        sum += (unsigned char)buf[i];
+    return (unsigned)(sum & 0xFF);
+}

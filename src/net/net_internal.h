@@ -1,0 +1,114 @@
+/* What the files of the stack share (net.c, net_input.c, tcp_in.c,
+ * tcp_out.c, tcp_timer.c, tcp.c).  Nobody else may use it. */
+#ifndef TW_NET_INTERNAL_H
+#define TW_NET_INTERNAL_H
+
+#include <string.h>
+
+#include "tickwire/net.h"
+#include "tickwire/net_wire.h"
+
+/* Sequence-number comparisons modulo 2^32 (RFC 793 3.3). */
+#define SEQ_LT(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)) < 0)
+#define SEQ_LEQ(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)) <= 0)
+#define SEQ_GT(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)) > 0)
+#define SEQ_GEQ(a, b) ((int32_t)((uint32_t)(a) - (uint32_t)(b)) >= 0)
+
+/* Connection flags (tw_tcp_conn.flags). */
+#define TF_ACK_NOW     (1u << 0)  /* send an ACK on this turn */
+#define TF_FIN_PENDING (1u << 1)  /* app closed: FIN after the data */
+#define TF_FIN_SENT    (1u << 2)  /* FIN has been sent at seq snd_end */
+#define TF_ECN         (1u << 3)  /* ECN negotiated */
+#define TF_ECE_ECHO    (1u << 4)  /* saw CE: set ECE until peer's CWR */
+#define TF_SEND_CWR    (1u << 5)  /* set CWR on the next data segment */
+#define TF_NEED_ARP    (1u << 6)  /* waiting for the next hop's MAC */
+#define TF_HDR_READY   (1u << 7)  /* hdr template built */
+#define TF_PEER_FIN    (1u << 8)  /* peer's FIN received (rcv_nxt counts it) */
+#define TF_IN_RECOVERY (1u << 9)  /* fast recovery until snd_una >= recover */
+#define TF_WND_UPDATE  (1u << 10) /* window grew: advertise it */
+#define TF_SEND_SYN    (1u << 11) /* (re)send SYN or SYN-ACK */
+#define TF_PERSIST     (1u << 12) /* persist timer armed */
+
+#define TW_NET_HDR_LEN 54 /* Ethernet + IPv4 + TCP without options */
+#define TW_NET_MAX_BURST 64
+
+enum { ARP_FREE = 0, ARP_PENDING, ARP_OK, ARP_STATIC };
+
+typedef struct arp_entry {
+    uint32_t ip;
+    uint8_t mac[6];
+    uint8_t state;
+    uint8_t pad_;
+    uint64_t req_ns; /* last request sent */
+} arp_entry;
+
+struct tw_net {
+    tw_port *port;
+    tw_net_config cfg; /* with defaults filled in */
+    uint8_t mac[6];
+    uint16_t ip_id;
+    uint16_t next_port;
+    uint32_t ms_pad_;
+    tw_net_stats stats;
+    arp_entry *arp;
+    tw_tcp_conn **conns;        /* cfg.max_conns slots */
+    tw_tcp_listener **listeners;
+    uint8_t *rx_mem, *tx_mem;   /* slot i owns ring i of each */
+    tw_pkt *txq;                /* pending transmissions, cfg.tx_burst */
+    unsigned txq_n;
+    uint64_t now_ns;
+};
+
+/* net.c */
+void tw__net_tx(tw_net *st, tw_pkt *pkt);  /* queue (flushes when full) */
+void tw__net_tx_flush(tw_net *st);
+int tw__net_alloc(tw_net *st, tw_pkt *pkt); /* 0 or -ENOBUFS */
+/* Next-hop MAC for ip: 0 and mac set, or -EAGAIN after sending (or
+ * rate-limiting) an ARP request. */
+int tw__net_resolve(tw_net *st, uint32_t ip, uint8_t mac[6], uint64_t now_ns);
+void tw__net_event(tw_tcp_conn *c, unsigned ev);
+/* Next-hop MAC for ip from the ARP table only (no request): 0 or -ENOENT. */
+int tw__net_arp_lookup(tw_net *st, uint32_t ip, uint8_t mac[6]);
+
+/* net_input.c */
+void tw__net_input(tw_net *st, tw_pkt *pkt, uint64_t now_ns);
+void tw__net_arp_input(tw_net *st, const tw_arp_hdr *a, uint64_t now_ns);
+
+/* tcp_in.c */
+void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns);
+
+/* tcp_out.c */
+void tw__tcp_output(tw_tcp_conn *c, uint64_t now_ns);
+/* Sends one segment: data [seq, seq+len) from the tx ring, flags. */
+int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
+                     uint64_t now_ns);
+void tw__tcp_send_ack(tw_tcp_conn *c, uint64_t now_ns);
+/* RST in reply to a segment that has no connection (RFC 793 p.36). */
+void tw__tcp_send_rst_reply(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns);
+void tw__tcp_build_template(tw_tcp_conn *c);
+uint32_t tw__tcp_rcv_window(const tw_tcp_conn *c);
+void tw__tcp_tokens_refill(tw_tcp_conn *c, uint64_t now_ns);
+uint64_t tw__tcp_bucket_cap(const tw_tcp_conn *c);
+
+/* tcp_timer.c */
+void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns);
+uint64_t tw__tcp_next_timer(const tw_tcp_conn *c);
+void tw__tcp_rtt_sample(tw_tcp_conn *c, uint64_t rtt_ns);
+void tw__tcp_arm_rto(tw_tcp_conn *c, uint64_t now_ns);
+
+/* tcp.c */
+void tw__tcp_set_closed(tw_tcp_conn *c, unsigned ev);
+uint32_t tw__tcp_isn(const tw_net *st, uint32_t lip, uint16_t lport,
+                     uint32_t rip, uint16_t rport, uint64_t now_ns);
+int tw__tcp_slot_alloc(tw_net *st, tw_tcp_conn *c);
+tw_tcp_conn *tw__tcp_lookup(tw_net *st, uint32_t rip, uint16_t rport,
+                            uint16_t lport);
+void tw__tcp_conn_init_rate(tw_tcp_conn *c, uint64_t now_ns);
+
+static inline uint32_t tcp_data_una(const tw_tcp_conn *c)
+{
+    /* snd_una can pass snd_end by one when our FIN is ACKed. */
+    return SEQ_GT(c->snd_una, c->snd_end) ? c->snd_end : c->snd_una;
+}
+
+#endif

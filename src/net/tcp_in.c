@@ -1,0 +1,624 @@
+/* TCP input path: demultiplexing, passive open, the RFC 793 segment
+ * processing order (sequence check, RST, SYN, ACK, data, FIN) hardened per
+ * RFC 5961, RTT samples, fast retransmit, ECN, and in-order delivery into
+ * the receive ring through a small bounded list of out-of-order ranges. */
+#include <errno.h>
+
+#include "net/net_internal.h"
+
+typedef struct seg_info {
+    uint32_t seq, ack, wnd;   /* wnd unscaled as on the wire */
+    uint32_t dlen;            /* payload bytes */
+    uint8_t flags;
+    uint8_t ecn;              /* IP ECN bits */
+    uint16_t peer_mss;        /* 0 = no option */
+    int peer_ws;              /* -1 = no option */
+    const uint8_t *data;
+} seg_info;
+
+/* Walks the options; returns 0, or -1 when an option's length is bad. */
+static int parse_opts(const uint8_t *o, uint32_t n, seg_info *s)
+{
+    s->peer_mss = 0;
+    s->peer_ws = -1;
+    uint32_t i = 0;
+    while (i < n) { /* bounded: each step advances i by at least 1 */
+        uint8_t kind = o[i];
+        if (kind == TW_TCPOPT_EOL)
+            break;
+        if (kind == TW_TCPOPT_NOP) {
+            i++;
+            continue;
+        }
+        if (i + 1 >= n)
+            return -1;
+        uint8_t len = o[i + 1];
+        if (len < 2 || i + len > n)
+            return -1;
+        if (kind == TW_TCPOPT_MSS) {
+            if (len != 4)
+                return -1;
+            s->peer_mss = (uint16_t)(o[i + 2] << 8 | o[i + 3]);
+        } else if (kind == TW_TCPOPT_WSCALE) {
+            if (len != 3)
+                return -1;
+            s->peer_ws = o[i + 2] > 14 ? 14 : o[i + 2]; /* RFC 7323 2.3 */
+        }
+        i += len;
+    }
+    return 0;
+}
+
+static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s)
+{
+    uint16_t mss = s->peer_mss ? s->peer_mss : 536; /* RFC 1122 default */
+    if (mss < 64)
+        mss = 64; /* a tiny MSS is a resource attack; refuse to go below */
+    if (mss < c->mss)
+        c->mss = mss;
+    if (s->peer_ws >= 0) {
+        c->snd_wscale = (uint8_t)s->peer_ws;
+    } else {
+        /* Scaling only when both sides offer it (RFC 7323 1.3). */
+        c->snd_wscale = 0;
+        c->rcv_wscale = 0;
+    }
+}
+
+static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
+                       uint64_t now_ns)
+{
+    uint16_t lport = tw_be16(pp->tcp->dport_be);
+    tw_tcp_listener *l = NULL;
+    for (unsigned i = 0; i < st->cfg.max_listeners; i++)
+        if (st->listeners[i] && st->listeners[i]->port == lport)
+            l = st->listeners[i];
+    if (!l || (s->flags & (TW_TCP_RST | TW_TCP_ACK | TW_TCP_FIN)) ||
+        !(s->flags & TW_TCP_SYN)) {
+        st->stats.rx_tcp_no_conn++;
+        tw__tcp_send_rst_reply(st, pp, now_ns);
+        return;
+    }
+    uint32_t rip = tw_be32(pp->ip->src_be);
+    uint16_t rport = tw_be16(pp->tcp->sport_be);
+    if (pp->eth->src[0] & 1) { /* a group address is never a sender */
+        st->stats.rx_tcp_bad++;
+        return;
+    }
+    tw_tcp_conn *c = l->accept(l, rip, rport, l->user);
+    if (!c) {
+        st->stats.listen_overflow++;
+        tw__tcp_send_rst_reply(st, pp, now_ns);
+        return;
+    }
+    tw_tcp_event_cb cb = c->cb;
+    void *user = c->user;
+    memset(c, 0, sizeof(*c));
+    c->cb = cb;
+    c->user = user;
+    c->slot = -1;
+    if (tw__tcp_slot_alloc(st, c)) {
+        st->stats.listen_overflow++;
+        tw__tcp_send_rst_reply(st, pp, now_ns);
+        return;
+    }
+    c->local_ip = st->cfg.ip;
+    c->remote_ip = rip;
+    c->remote_port = rport;
+    c->local_port = lport;
+    c->mss = st->cfg.mss;
+    c->iss = tw__tcp_isn(st, c->local_ip, lport, rip, rport, now_ns);
+    c->snd_una = c->snd_nxt = c->snd_max = c->iss;
+    c->snd_end = c->iss + 1;
+    c->rto_ns = st->cfg.rto_init_ns;
+    c->cwnd = 10u * c->mss;
+    c->ssthresh = UINT32_MAX / 2;
+    while ((c->rx_size >> c->rcv_wscale) > 65535 && c->rcv_wscale < 14)
+        c->rcv_wscale++;
+    c->irs = s->seq;
+    c->rcv_nxt = c->rx_head = c->rx_tail = s->seq + 1;
+    c->rcv_adv = c->rcv_nxt;
+    apply_syn_opts(c, s);
+    c->snd_wnd = s->wnd; /* never scaled in a SYN */
+    c->snd_wl1 = s->seq;
+    c->snd_wl2 = c->iss;
+    /* RFC 3168 6.1.1: an ECN-setup SYN has both ECE and CWR. */
+    if (st->cfg.ecn && (s->flags & (TW_TCP_ECE | TW_TCP_CWR)) ==
+                           (TW_TCP_ECE | TW_TCP_CWR))
+        c->flags |= TF_ECN;
+    /* The ARP table is the authority on where to send; without an entry,
+     * answer where the SYN came from (the peer or its gateway). */
+    if (tw__net_arp_lookup(st, rip, c->remote_mac))
+        memcpy(c->remote_mac, pp->eth->src, 6);
+    tw__tcp_build_template(c);
+    c->last_rx_ns = now_ns;
+    tw__tcp_conn_init_rate(c, now_ns);
+    c->state = TW_TCP_SYN_RCVD;
+    c->flags |= TF_SEND_SYN;
+    st->stats.conns_accepted++;
+}
+
+/* Stores [seq, seq+len) in the receive ring and advances rx_tail over
+ * whatever became contiguous.  Returns the in-order bytes added. */
+static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
+                         uint32_t len)
+{
+    tw_net *st = c->st;
+    uint32_t mask = c->rx_size - 1;
+    uint32_t off = (seq - c->irs - 1) & mask;
+    uint32_t first = c->rx_size - off < len ? c->rx_size - off : len;
+    /* Bytes beyond rx_tail belong to no reader yet; rewriting a range with
+     * a retransmission of it writes the same bytes. */
+    memcpy(c->rx_buf + off, p, first);
+    memcpy(c->rx_buf, p + first, len - first);
+    uint32_t before = c->rx_tail;
+    if (seq == c->rx_tail) {
+        c->rx_tail += len;
+        while (c->ooo_n && SEQ_LEQ(c->ooo[0][0], c->rx_tail)) {
+            if (SEQ_GT(c->ooo[0][1], c->rx_tail))
+                c->rx_tail = c->ooo[0][1];
+            c->ooo_n--;
+            memmove(c->ooo[0], c->ooo[1], c->ooo_n * sizeof(c->ooo[0]));
+            c->flags |= TF_ACK_NOW; /* a hole was filled: tell the sender now */
+        }
+        return c->rx_tail - before;
+    }
+    /* Out of order: merge into the sorted list of disjoint ranges. */
+    uint32_t s = seq, e = seq + len;
+    unsigned i = 0, n = c->ooo_n;
+    while (i < n && SEQ_LT(c->ooo[i][1], s))
+        i++;
+    unsigned j = i;
+    while (j < n && SEQ_LEQ(c->ooo[j][0], e)) {
+        if (SEQ_LT(c->ooo[j][0], s))
+            s = c->ooo[j][0];
+        if (SEQ_GT(c->ooo[j][1], e))
+            e = c->ooo[j][1];
+        j++;
+    }
+    if (i == j && n == TW_ARRAY_SIZE(c->ooo)) {
+        /* No room for another range: forget it (the bytes in the ring
+         * are not counted as received; the sender retransmits). */
+        st->stats.rx_tcp_ooo_drop++;
+        return 0;
+    }
+    /* Replace ranges [i, j) by the merged one. */
+    memmove(c->ooo[i + 1], c->ooo[j], (n - j) * sizeof(c->ooo[0]));
+    c->ooo[i][0] = s;
+    c->ooo[i][1] = e;
+    c->ooo_n = n - (j - i) + 1;
+    st->stats.rx_tcp_ooo++;
+    return 0;
+}
+
+static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns);
+static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns);
+
+static void enter_time_wait(tw_tcp_conn *c, uint64_t now_ns)
+{
+    c->state = TW_TCP_TIME_WAIT;
+    c->rto_at_ns = c->persist_at_ns = c->keepalive_at_ns = 0;
+    c->timewait_at_ns = now_ns + c->st->cfg.time_wait_ns;
+}
+
+static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
+{
+    tw_net *st = c->st;
+    uint32_t acked = s->ack - c->snd_una;
+    if (c->snd_una == c->iss)
+        acked--; /* the SYN is not data: it does not grow cwnd */
+    if (c->rtt_start_ns && SEQ_GEQ(s->ack, c->rtt_seq)) {
+        tw__tcp_rtt_sample(c, now_ns - c->rtt_start_ns);
+        c->rtt_start_ns = 0;
+    }
+    uint32_t old_data_una = tcp_data_una(c);
+    c->snd_una = s->ack;
+    if (SEQ_GT(s->ack, c->snd_nxt))
+        c->snd_nxt = s->ack; /* the receiver had later bytes already */
+    c->retries = 0;
+    if (c->flags & TF_IN_RECOVERY) {
+        if (SEQ_GEQ(s->ack, c->recover)) {
+            c->flags &= ~TF_IN_RECOVERY;
+            c->cwnd = c->ssthresh;
+        } else {
+            /* NewReno partial ACK (RFC 6582): resend the next hole. */
+            retransmit_head(c, now_ns);
+            c->cwnd = c->cwnd > acked ? c->cwnd - acked + c->mss : c->mss;
+        }
+    } else if (c->cwnd < c->ssthresh) {
+        c->cwnd += acked < c->mss ? acked : c->mss; /* slow start */
+    } else {
+        uint32_t inc = (uint32_t)((uint64_t)c->mss * c->mss / c->cwnd);
+        c->cwnd += inc ? inc : 1; /* congestion avoidance */
+    }
+    if (c->cwnd > (1u << 30))
+        c->cwnd = 1u << 30;
+    c->dupacks = 0;
+    if (c->snd_una == c->snd_max)
+        c->rto_at_ns = 0;
+    else
+        tw__tcp_arm_rto(c, now_ns);
+    if (tcp_data_una(c) != old_data_una)
+        tw__net_event(c, TW_TCP_EV_WRITABLE);
+    /* ECN rate recovery: one additive step per RTT without a cut. */
+    uint64_t rtt = c->srtt_ns ? c->srtt_ns : st->cfg.rto_min_ns;
+    if (now_ns - c->rate_epoch_ns >= rtt && c->rate_Bps < st->cfg.rate_max_Bps) {
+        c->rate_Bps += st->cfg.rate_add_Bps;
+        if (c->rate_Bps > st->cfg.rate_max_Bps)
+            c->rate_Bps = st->cfg.rate_max_Bps;
+        c->rate_epoch_ns = now_ns;
+    }
+}
+
+/* Resends the first unacknowledged segment: only bytes already sent
+ * (never past snd_max, which would put data on the wire that snd_max does
+ * not account for), or the FIN when that is all that is outstanding. */
+static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns)
+{
+    tw_net *st = c->st;
+    uint32_t end = SEQ_LT(c->snd_max, c->snd_end) ? c->snd_max : c->snd_end;
+    if (SEQ_LT(c->snd_una, end)) {
+        uint32_t len = end - c->snd_una;
+        if (len > c->mss)
+            len = c->mss;
+        if (!tw__tcp_send_seg(c, c->snd_una, len, TW_TCP_ACK, now_ns))
+            st->stats.retransmits++;
+    } else if ((c->flags & TF_FIN_SENT) && c->snd_una == c->snd_end) {
+        if (!tw__tcp_send_seg(c, c->snd_end, 0, TW_TCP_FIN | TW_TCP_ACK, now_ns))
+            st->stats.retransmits++;
+    }
+}
+
+static void fast_retransmit(tw_tcp_conn *c, uint64_t now_ns)
+{
+    tw_net *st = c->st;
+    uint32_t flight = c->snd_max - c->snd_una;
+    c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
+    c->cwnd = c->ssthresh + 3u * c->mss;
+    c->recover = c->snd_max;
+    c->flags |= TF_IN_RECOVERY;
+    c->rtt_start_ns = 0; /* Karn */
+    st->stats.fast_retransmits++;
+    retransmit_head(c, now_ns);
+    tw__tcp_arm_rto(c, now_ns);
+}
+
+/* RFC 5961 7: challenge ACKs are rate-limited (100 per second per
+ * connection) so that a flood of forged segments cannot turn the stack
+ * into an ACK amplifier. */
+static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns)
+{
+    if (now_ns - c->challenge_at_ns >= 1000000000ull || now_ns < c->challenge_at_ns) {
+        c->challenge_at_ns = now_ns;
+        c->challenge_n = 0;
+    }
+    if (c->challenge_n >= 100) {
+        c->st->stats.challenge_acks_limited++;
+        return;
+    }
+    c->challenge_n++;
+    c->st->stats.challenge_acks++;
+    tw__tcp_send_ack(c, now_ns);
+}
+
+static void syn_sent_input(tw_tcp_conn *c, const tw_net_parsed *pp,
+                           const seg_info *s, uint64_t now_ns)
+{
+    tw_net *st = c->st;
+    if (s->flags & TW_TCP_ACK) {
+        if (SEQ_LEQ(s->ack, c->iss) || SEQ_GT(s->ack, c->snd_max)) {
+            st->stats.rx_tcp_out_of_window++;
+            tw__tcp_send_rst_reply(st, pp, now_ns);
+            return;
+        }
+    }
+    if (s->flags & TW_TCP_RST) {
+        if (s->flags & TW_TCP_ACK) { /* acceptable ACK checked above */
+            st->stats.rx_rst++;
+            st->stats.conns_reset++;
+            tw__tcp_set_closed(c, TW_TCP_EV_RESET);
+        } else {
+            st->stats.rx_rst_ignored++;
+        }
+        return;
+    }
+    if (!(s->flags & TW_TCP_SYN))
+        return;
+    c->irs = s->seq;
+    c->rcv_nxt = c->rx_head = c->rx_tail = s->seq + 1;
+    c->rcv_adv = c->rcv_nxt;
+    apply_syn_opts(c, s);
+    /* RFC 3168 6.1.1: the ECN-setup SYN-ACK has ECE and not CWR. */
+    if ((s->flags & (TW_TCP_ECE | TW_TCP_CWR)) != TW_TCP_ECE)
+        c->flags &= ~TF_ECN;
+    if (s->flags & TW_TCP_ACK) {
+        if (c->rtt_start_ns && SEQ_GEQ(s->ack, c->rtt_seq)) {
+            tw__tcp_rtt_sample(c, now_ns - c->rtt_start_ns);
+            c->rtt_start_ns = 0;
+        }
+        c->snd_una = s->ack;
+        c->snd_wnd = s->wnd; /* unscaled in the SYN-ACK */
+        c->snd_wl1 = s->seq;
+        c->snd_wl2 = s->ack;
+        c->retries = 0;
+        c->rto_at_ns = 0;
+        if (c->rto_ns > st->cfg.rto_init_ns || !c->srtt_ns)
+            c->rto_ns = c->srtt_ns ? c->rto_ns : st->cfg.rto_init_ns;
+        c->state = TW_TCP_ESTABLISHED;
+        c->flags |= TF_ACK_NOW;
+        tw__net_event(c, TW_TCP_EV_CONNECTED);
+    } else {
+        /* Simultaneous open (RFC 793 p.68): answer with SYN-ACK. */
+        c->state = TW_TCP_SYN_RCVD;
+        c->snd_wnd = s->wnd;
+        c->flags |= TF_SEND_SYN;
+        c->snd_nxt = c->iss;
+    }
+}
+
+void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
+{
+    const tw_tcp_hdr *th = pp->tcp;
+    seg_info s;
+    s.seq = tw_be32(th->seq_be);
+    s.ack = tw_be32(th->ack_be);
+    s.wnd = tw_be16(th->win_be);
+    s.flags = th->flags;
+    s.dlen = pp->payload_len;
+    s.data = pp->payload;
+    s.ecn = pp->ip->tos & TW_IP_ECN_MASK;
+    if (parse_opts(pp->tcp_opts, pp->tcp_opts_len, &s) ||
+        ((s.flags & TW_TCP_SYN) && (s.flags & (TW_TCP_FIN | TW_TCP_RST))) ||
+        tw_be16(th->sport_be) == 0 || tw_be16(th->dport_be) == 0) {
+        st->stats.rx_tcp_bad++;
+        return;
+    }
+    uint32_t rip = tw_be32(pp->ip->src_be);
+    tw_tcp_conn *c = tw__tcp_lookup(st, rip, tw_be16(th->sport_be),
+                                    tw_be16(th->dport_be));
+    if (!c) {
+        accept_syn(st, pp, &s, now_ns);
+        return;
+    }
+    if (c->state == TW_TCP_SYN_SENT) {
+        syn_sent_input(c, pp, &s, now_ns);
+        return;
+    }
+    c->last_rx_ns = now_ns;
+    c->ka_probes_sent = 0;
+    c->keepalive_at_ns = 0;
+
+    /* SYN_RCVD: a retransmitted SYN means our SYN-ACK was lost. */
+    if (c->state == TW_TCP_SYN_RCVD && (s.flags & TW_TCP_SYN) &&
+        !(s.flags & TW_TCP_ACK) && s.seq == c->irs) {
+        c->flags |= TF_SEND_SYN;
+        c->snd_nxt = c->iss;
+        return;
+    }
+
+    /* 1. Sequence check (RFC 793 p.69), on every segment. */
+    uint32_t wnd = tw__tcp_rcv_window(c);
+    uint32_t seglen = s.dlen + !!(s.flags & TW_TCP_SYN) + !!(s.flags & TW_TCP_FIN);
+    int ok;
+    if (seglen == 0)
+        ok = wnd == 0 ? s.seq == c->rcv_nxt
+                      : SEQ_GEQ(s.seq, c->rcv_nxt) && SEQ_LT(s.seq, c->rcv_nxt + wnd);
+    else if (wnd == 0)
+        ok = 0;
+    else
+        ok = (SEQ_GEQ(s.seq, c->rcv_nxt) && SEQ_LT(s.seq, c->rcv_nxt + wnd)) ||
+             (SEQ_GEQ(s.seq + seglen - 1, c->rcv_nxt) &&
+              SEQ_LT(s.seq + seglen - 1, c->rcv_nxt + wnd));
+    /* A zero window still takes an in-sequence pure ACK or the FIN. */
+    if (!ok && wnd == 0 && s.seq == c->rcv_nxt && s.dlen == 0)
+        ok = 1;
+    if (!ok) {
+        st->stats.rx_tcp_out_of_window++;
+        if (s.flags & TW_TCP_RST) {
+            st->stats.rx_rst_ignored++; /* RFC 5961 3.2: silently */
+            return;
+        }
+        /* A wholly old segment (a retransmission of what we have, or an
+         * ACK sent from before the peer's go-back) still carries a valid
+         * ACK field: process it (as BSD does) so that two ends that both
+         * went back cannot deadlock; its data is trimmed away below. */
+        if (!SEQ_LEQ(s.seq + seglen, c->rcv_nxt) || (s.flags & TW_TCP_SYN) ||
+            c->state == TW_TCP_SYN_RCVD) {
+            /* Beyond the window: answer, but through the challenge-ACK
+             * limiter, so two confused ends cannot ping-pong ACKs. */
+            challenge_ack(c, now_ns);
+            return;
+        }
+        c->flags |= TF_ACK_NOW;
+    }
+    /* 2. RST (RFC 5961 3.2): exact match resets, in-window challenges. */
+    if (s.flags & TW_TCP_RST) {
+        if (c->state == TW_TCP_TIME_WAIT) {
+            st->stats.rx_rst_ignored++; /* RFC 1337: no TIME_WAIT assassination */
+            return;
+        }
+        if (s.seq == c->rcv_nxt) {
+            st->stats.rx_rst++;
+            st->stats.conns_reset++;
+            tw__tcp_set_closed(c, TW_TCP_EV_RESET);
+        } else {
+            st->stats.rx_rst_ignored++;
+            challenge_ack(c, now_ns);
+        }
+        return;
+    }
+    /* 3. SYN in a synchronised state (RFC 5961 4.2): challenge ACK. */
+    if (s.flags & TW_TCP_SYN) {
+        challenge_ack(c, now_ns);
+        return;
+    }
+    /* 4. ACK. */
+    if (!(s.flags & TW_TCP_ACK))
+        return;
+    if (c->state == TW_TCP_SYN_RCVD) {
+        if (SEQ_LEQ(s.ack, c->snd_una) || SEQ_GT(s.ack, c->snd_max)) {
+            tw__tcp_send_rst_reply(st, pp, now_ns);
+            return;
+        }
+        c->state = TW_TCP_ESTABLISHED;
+        c->snd_wnd = s.wnd << c->snd_wscale;
+        c->snd_wl1 = s.seq;
+        c->snd_wl2 = s.ack;
+        tw__net_event(c, TW_TCP_EV_CONNECTED);
+    }
+    /* RFC 5961 5.2: an ACK for data never sent, or far older than the
+     * window, is answered and dropped. */
+    uint32_t max_wnd = c->snd_wnd > 65535 ? c->snd_wnd : 65535;
+    if (SEQ_GT(s.ack, c->snd_max)) {
+        st->stats.rx_tcp_out_of_window++;
+        challenge_ack(c, now_ns);
+        return;
+    }
+    if (SEQ_LT(s.ack, c->snd_una - max_wnd)) {
+        st->stats.rx_tcp_out_of_window++;
+        challenge_ack(c, now_ns);
+        return;
+    }
+    /* CWR from the peer ends our ECE echo (RFC 3168 6.1.3). */
+    if (s.flags & TW_TCP_CWR)
+        c->flags &= ~TF_ECE_ECHO;
+    if ((c->flags & TF_ECN) && s.ecn == TW_IP_ECN_CE) {
+        st->stats.ecn_ce_rx++;
+        c->flags |= TF_ECE_ECHO | TF_ACK_NOW;
+    }
+    uint32_t new_wnd = s.wnd << c->snd_wscale;
+    if (SEQ_GT(s.ack, c->snd_una)) {
+        on_new_ack(c, &s, now_ns);
+        if (c->state == TW_TCP_CLOSED)
+            return;
+    } else if (s.ack == c->snd_una && s.dlen == 0 &&
+               !(s.flags & TW_TCP_FIN) && new_wnd == c->snd_wnd &&
+               SEQ_GT(c->snd_max, c->snd_una)) {
+        /* RFC 5681 duplicate ACK. */
+        c->dupacks++;
+        if (c->dupacks == 3 && !(c->flags & TF_IN_RECOVERY))
+            fast_retransmit(c, now_ns);
+        else if (c->dupacks > 3 && (c->flags & TF_IN_RECOVERY))
+            c->cwnd += c->mss; /* window inflation: more may go out */
+    }
+    /* An answer to a zero-window probe proves the peer alive. */
+    if (c->snd_wnd == 0 && s.ack == c->snd_una)
+        c->retries = 0;
+    /* Window update (RFC 793 p.72: only from a newer segment). */
+    if (SEQ_LT(c->snd_wl1, s.seq) ||
+        (c->snd_wl1 == s.seq && SEQ_LEQ(c->snd_wl2, s.ack))) {
+        c->snd_wnd = new_wnd;
+        c->snd_wl1 = s.seq;
+        c->snd_wl2 = s.ack;
+        if (new_wnd) {
+            c->persist_at_ns = 0;
+            c->persist_backoff = 0;
+        }
+    }
+    /* ECE: cut the send rate at most once per window of data (RFC 3168
+     * 6.1.2: once per RTT), then tell the peer with CWR. */
+    if ((c->flags & TF_ECN) && (s.flags & TW_TCP_ECE)) {
+        st->stats.ecn_ece_rx++;
+        if (SEQ_GEQ(c->snd_una, c->ecn_cut_seq) || c->ecn_cut_seq == 0) {
+            uint64_t r = c->rate_Bps / 2;
+            c->rate_Bps = r > st->cfg.rate_min_Bps ? r : st->cfg.rate_min_Bps;
+            if (c->tokens > tw__tcp_bucket_cap(c))
+                c->tokens = tw__tcp_bucket_cap(c);
+            c->ecn_cut_seq = c->snd_max + 1;
+            c->rate_epoch_ns = now_ns;
+            c->flags |= TF_SEND_CWR;
+            st->stats.ecn_rate_cuts++;
+            tw__net_event(c, TW_TCP_EV_ECN_CUT);
+        }
+    }
+    /* Our FIN acknowledged? */
+    int fin_acked = (c->flags & TF_FIN_SENT) && c->snd_una == c->snd_end + 1;
+    switch (c->state) {
+    case TW_TCP_FIN_WAIT_1:
+        if (fin_acked)
+            c->state = TW_TCP_FIN_WAIT_2;
+        break;
+    case TW_TCP_CLOSING:
+        if (fin_acked)
+            enter_time_wait(c, now_ns);
+        return;
+    case TW_TCP_LAST_ACK:
+        if (fin_acked)
+            tw__tcp_set_closed(c, TW_TCP_EV_CLOSED);
+        return;
+    case TW_TCP_TIME_WAIT:
+        if (s.flags & TW_TCP_FIN) {
+            c->flags |= TF_ACK_NOW;
+            enter_time_wait(c, now_ns);
+        }
+        return;
+    default:
+        break;
+    }
+
+    /* 5. Data, in ESTABLISHED, FIN_WAIT_1 and FIN_WAIT_2 only. */
+    uint32_t end = s.seq + s.dlen; /* where a FIN would sit */
+    if (s.dlen && !(c->flags & TF_PEER_FIN) &&
+        (c->state == TW_TCP_ESTABLISHED || c->state == TW_TCP_FIN_WAIT_1 ||
+         c->state == TW_TCP_FIN_WAIT_2)) {
+        uint32_t seq = s.seq, len = s.dlen;
+        const uint8_t *p = s.data;
+        if (SEQ_LT(seq, c->rx_tail)) {
+            uint32_t trim = c->rx_tail - seq;
+            if (trim >= len) {
+                len = 0;
+            } else {
+                seq += trim;
+                p += trim;
+                len -= trim;
+            }
+        }
+        uint32_t right = c->rx_head + c->rx_size;
+        if (len && SEQ_GT(seq + len, right))
+            len = SEQ_GT(right, seq) ? right - seq : 0;
+        if (!len) {
+            st->stats.rx_tcp_dup++;
+            c->flags |= TF_ACK_NOW;
+        } else {
+            int was_ooo = seq != c->rx_tail;
+            uint32_t got = rx_store(c, seq, p, len);
+            if (got) {
+                c->rcv_nxt = c->rx_tail;
+                st->stats.rx_tcp_bytes += got;
+                tw__net_event(c, TW_TCP_EV_READABLE);
+            }
+            if (was_ooo || (s.flags & TW_TCP_PSH) || c->unacked_segs >= 1) {
+                c->flags |= TF_ACK_NOW; /* RFC 5681 4.2, and PSH at once */
+            } else {
+                c->unacked_segs++;
+                if (!c->delack_at_ns)
+                    c->delack_at_ns = now_ns + st->cfg.delack_ns;
+            }
+        }
+    }
+    /* 6. FIN, once every byte before it has arrived. */
+    if ((s.flags & TW_TCP_FIN) && end == c->rx_tail && !(c->flags & TF_PEER_FIN) &&
+        c->ooo_n == 0) {
+        c->flags |= TF_PEER_FIN | TF_ACK_NOW;
+        c->rcv_nxt = c->rx_tail + 1;
+        switch (c->state) {
+        case TW_TCP_ESTABLISHED:
+            c->state = TW_TCP_CLOSE_WAIT;
+            break;
+        case TW_TCP_FIN_WAIT_1:
+            if ((c->flags & TF_FIN_SENT) && c->snd_una == c->snd_end + 1)
+                enter_time_wait(c, now_ns);
+            else
+                c->state = TW_TCP_CLOSING;
+            break;
+        case TW_TCP_FIN_WAIT_2:
+            enter_time_wait(c, now_ns);
+            break;
+        default:
+            break;
+        }
+        tw__net_event(c, TW_TCP_EV_PEER_FIN);
+    } else if ((s.flags & TW_TCP_FIN) && (c->flags & TF_PEER_FIN)) {
+        c->flags |= TF_ACK_NOW; /* retransmitted FIN: our ACK was lost */
+    }
+}

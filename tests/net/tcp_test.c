@@ -1,0 +1,679 @@
+/* Unit tests of the TCP state machine: one scenario per transition or
+ * rule, each driving the stack with hand-built segments from a scripted
+ * peer (rawpeer.h) and checking the state, the events and the exact
+ * segments the stack answers with.  Time is virtual. */
+#include "rawpeer.h"
+
+#define PEER_PORT 40000
+#define US_PORT 80
+#define PEER_ISN 1000u
+
+static tw_tcp_conn g_conn;
+static tw_tcp_conn *acc(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *u)
+{
+    (void)l; (void)ip; (void)port; (void)u;
+    return &g_conn;
+}
+
+static const uint8_t syn_opts[8] = {2, 4, 0x05, 0xb4, 1, 3, 3, 0}; /* MSS 1460, WS 0 */
+
+/* Passive open up to ESTABLISHED; returns the stack's ISS. */
+static uint32_t establish_passive(rawpeer *r, tw_tcp_listener *l, uint8_t syn_extra)
+{
+    memset(&g_conn, 0, sizeof(g_conn));
+    EXPECT(tw_tcp_listen(r->st, l, US_PORT, acc, NULL) == 0, "listen");
+    uint8_t f[2048];
+    uint32_t n = rp_build(f, PEER_PORT, US_PORT, PEER_ISN, 0, TW_TCP_SYN | syn_extra, 65535,
+                          NULL, 0, syn_opts, 8, 0, 0);
+    rp_send_raw(r, f, n);
+    EXPECT(g_conn.state == TW_TCP_SYN_RCVD, "SYN -> SYN_RCVD, got %s",
+           tw_tcp_state_name(g_conn.state));
+    seg s;
+    EXPECT(rp_seg(r, &s), "SYN-ACK sent");
+    EXPECT(s.flags == (TW_TCP_SYN | TW_TCP_ACK | (syn_extra ? TW_TCP_ECE : 0)),
+           "SYN-ACK flags %02x", s.flags);
+    EXPECT(s.ack == PEER_ISN + 1, "SYN-ACK acks %u", s.ack);
+    EXPECT(s.mss == 1460 && s.ws >= 0, "SYN-ACK options mss %u ws %d", s.mss, s.ws);
+    rp_tcp(r, PEER_PORT, US_PORT, PEER_ISN + 1, s.seq + 1, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED, "ACK -> ESTABLISHED, got %s",
+           tw_tcp_state_name(g_conn.state));
+    EXPECT(tw_tcp_events(&g_conn) & TW_TCP_EV_CONNECTED, "CONNECTED event");
+    return s.seq;
+}
+
+static void t_passive_open_and_data(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    /* Data with PSH: delivered and ACKed at once. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK | TW_TCP_PSH, 65535,
+           "hello", 5);
+    const uint8_t *p;
+    size_t n;
+    EXPECT(tw_tcp_recv_peek(&g_conn, &p, &n) == 5 && !memcmp(p, "hello", 5), "read hello");
+    tw_tcp_recv_consume(&g_conn, 5);
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 6 && s.flags == TW_TCP_ACK, "PSH acked now");
+    /* Without PSH: ACK delayed, but by no more than delack_ns. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 6, iss + 1, TW_TCP_ACK, 65535, "abc", 3);
+    EXPECT(!rp_seg(&r, &s), "no immediate ACK without PSH");
+    rp_run(&r, 999999);
+    EXPECT(!rp_seg(&r, &s), "no ACK before delack_ns");
+    rp_run(&r, 1);
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 9, "delayed ACK after 1 ms");
+    /* Send: one segment with PSH, exact bytes. */
+    EXPECT(tw_tcp_send(&g_conn, "world!", 6, r.now) == 6, "send");
+    rp_run(&r, 0);
+    EXPECT(rp_seg(&r, &s) && s.seq == iss + 1 && s.dlen == 6 && !memcmp(s.data, "world!", 6) &&
+               (s.flags & TW_TCP_PSH), "data segment seq %u len %u", s.seq, s.dlen);
+    EXPECT(tw_tcp_unacked(&g_conn) == 6, "6 unacked");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 9, iss + 7, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(tw_tcp_unacked(&g_conn) == 0, "acked");
+    rp_close(&r);
+}
+
+static void t_active_open(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_conn c;
+    memset(&c, 0, sizeof(c));
+    EXPECT(tw_tcp_connect(r.st, &c, PEER_IP, 7000, 0, r.now) == 0, "connect");
+    EXPECT(c.state == TW_TCP_SYN_SENT, "SYN_SENT");
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.flags == TW_TCP_SYN && s.dport == 7000 && s.mss == 1460 &&
+               s.ws >= 0, "SYN with options (flags %02x mss %u)", s.flags, s.mss);
+    /* A SYN-ACK acking the wrong number: RST, state unchanged. */
+    rp_tcp(&r, 7000, s.sport, 5000, s.seq + 7, TW_TCP_SYN | TW_TCP_ACK, 65535, NULL, 0);
+    seg rst;
+    EXPECT(rp_seg(&r, &rst) && rst.flags == TW_TCP_RST && rst.seq == s.seq + 7, "RST for bad ACK");
+    EXPECT(c.state == TW_TCP_SYN_SENT, "still SYN_SENT");
+    uint8_t f[2048];
+    uint32_t n = rp_build(f, 7000, s.sport, 5000, s.seq + 1, TW_TCP_SYN | TW_TCP_ACK, 1000,
+                          NULL, 0, syn_opts, 8, 0, 0);
+    rp_send_raw(&r, f, n);
+    EXPECT(c.state == TW_TCP_ESTABLISHED, "SYN-ACK -> ESTABLISHED");
+    EXPECT(tw_tcp_events(&c) & TW_TCP_EV_CONNECTED, "CONNECTED");
+    seg a;
+    EXPECT(rp_seg(&r, &a) && a.flags == TW_TCP_ACK && a.ack == 5001, "handshake ACK");
+    EXPECT(c.snd_wnd == 1000, "window from SYN-ACK unscaled: %u", c.snd_wnd);
+    rp_close(&r);
+}
+
+static void t_syn_sent_rst(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_conn c;
+    memset(&c, 0, sizeof(c));
+    tw_tcp_connect(r.st, &c, PEER_IP, 7000, 0, r.now);
+    seg s;
+    rp_seg(&r, &s);
+    /* RST without ACK in SYN_SENT: ignored. */
+    rp_tcp(&r, 7000, s.sport, 0, 0, TW_TCP_RST, 0, NULL, 0);
+    EXPECT(c.state == TW_TCP_SYN_SENT, "RST without ACK ignored");
+    rp_tcp(&r, 7000, s.sport, 0, s.seq + 1, TW_TCP_RST | TW_TCP_ACK, 0, NULL, 0);
+    EXPECT(c.state == TW_TCP_CLOSED, "refused -> CLOSED");
+    EXPECT(tw_tcp_events(&c) & TW_TCP_EV_RESET, "RESET event");
+    EXPECT(tw_tcp_conn_release(&c) == 0, "release");
+    rp_close(&r);
+}
+
+static void t_active_close(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    tw_tcp_close(&g_conn, r.now);
+    EXPECT(g_conn.state == TW_TCP_FIN_WAIT_1, "close -> FIN_WAIT_1");
+    seg s;
+    EXPECT(rp_seg(&r, &s) && (s.flags & TW_TCP_FIN) && s.seq == iss + 1, "FIN sent");
+    EXPECT(tw_tcp_send(&g_conn, "x", 1, r.now) == -EPIPE, "send after close is EPIPE");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 2, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_FIN_WAIT_2, "ACK of FIN -> FIN_WAIT_2");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 2, TW_TCP_ACK | TW_TCP_FIN, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_TIME_WAIT, "FIN -> TIME_WAIT");
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 2, "FIN acked");
+    /* A retransmitted FIN in TIME_WAIT is acked again. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 2, TW_TCP_ACK | TW_TCP_FIN, 65535, NULL, 0);
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 2, "FIN re-acked in TIME_WAIT");
+    rp_run(&r, 999000000ull);
+    EXPECT(g_conn.state == TW_TCP_TIME_WAIT, "TIME_WAIT holds");
+    rp_run(&r, 2000000ull);
+    EXPECT(g_conn.state == TW_TCP_CLOSED, "TIME_WAIT expires");
+    EXPECT(tw_tcp_events(&g_conn) & TW_TCP_EV_CLOSED, "CLOSED event");
+    rp_close(&r);
+}
+
+static void t_simultaneous_close(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    tw_tcp_close(&g_conn, r.now);
+    rp_drain(&r);
+    /* Peer's FIN crosses ours (it does not ack our FIN). */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK | TW_TCP_FIN, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_CLOSING, "FIN_WAIT_1 + FIN -> CLOSING, got %s",
+           tw_tcp_state_name(g_conn.state));
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 2, iss + 2, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_TIME_WAIT, "CLOSING + ACK -> TIME_WAIT");
+    rp_close(&r);
+
+    /* FIN+ACK of our FIN in one segment: FIN_WAIT_1 -> TIME_WAIT. */
+    rp_open(&r, NULL);
+    iss = establish_passive(&r, &l, 0);
+    tw_tcp_close(&g_conn, r.now);
+    rp_drain(&r);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 2, TW_TCP_ACK | TW_TCP_FIN, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_TIME_WAIT, "FIN_WAIT_1 + FIN/ACK -> TIME_WAIT, got %s",
+           tw_tcp_state_name(g_conn.state));
+    rp_close(&r);
+}
+
+static void t_passive_close(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK | TW_TCP_FIN | TW_TCP_PSH,
+           65535, "bye", 3);
+    EXPECT(g_conn.state == TW_TCP_CLOSE_WAIT, "FIN -> CLOSE_WAIT");
+    EXPECT(tw_tcp_events(&g_conn) & TW_TCP_EV_PEER_FIN, "PEER_FIN event");
+    EXPECT(tw_tcp_readable(&g_conn) == 3, "data before FIN readable");
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 5, "FIN acked (ack %u)", s.ack);
+    EXPECT(tw_tcp_send(&g_conn, "ok", 2, r.now) == 2, "CLOSE_WAIT may still send");
+    tw_tcp_close(&g_conn, r.now);
+    EXPECT(g_conn.state == TW_TCP_LAST_ACK, "close -> LAST_ACK");
+    rp_run(&r, 0);
+    int fin = 0;
+    while (rp_seg(&r, &s))
+        fin |= (s.flags & TW_TCP_FIN) && s.seq == iss + 3;
+    EXPECT(fin, "FIN after the data");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 5, iss + 4, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_CLOSED, "LAST_ACK + ACK -> CLOSED");
+    rp_close(&r);
+}
+
+static void t_rfc5961(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    seg s;
+    /* RST in window but not exact: challenge ACK, connection stays. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 100, 0, TW_TCP_RST, 0, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED, "inexact RST ignored");
+    EXPECT(rp_seg(&r, &s) && s.flags == TW_TCP_ACK && s.ack == PEER_ISN + 1, "challenge ACK");
+    EXPECT(tw_net_get_stats(r.st)->challenge_acks == 1, "counted");
+    /* RST outside the window: silently dropped. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 10000000, 0, TW_TCP_RST, 0, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED && !rp_seg(&r, &s), "out-of-window RST dropped");
+    /* SYN on an established connection: challenge ACK. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 5, 0, TW_TCP_SYN, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED, "SYN does not reset");
+    EXPECT(rp_seg(&r, &s) && s.flags == TW_TCP_ACK, "challenge ACK for SYN");
+    /* ACK of data never sent: challenge ACK, data not accepted. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5000, TW_TCP_ACK | TW_TCP_PSH, 65535, "zz", 2);
+    EXPECT(tw_tcp_readable(&g_conn) == 0, "segment with a future ACK dropped");
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 1, "answered");
+    /* Data beyond the window is not accepted. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + (1u << 20), iss + 1, TW_TCP_ACK, 65535, "q", 1);
+    EXPECT(tw_tcp_readable(&g_conn) == 0 && g_conn.ooo_n == 0, "out-of-window data dropped");
+    rp_drain(&r);
+    /* A flood of forged RSTs gets at most 100 challenge ACKs a second. */
+    unsigned answered = 0;
+    for (int i = 0; i < 300; i++) {
+        uint8_t f[128];
+        uint32_t n = rp_build(f, PEER_PORT, US_PORT, PEER_ISN + 50 + (uint32_t)i, 0, TW_TCP_RST,
+                              0, NULL, 0, NULL, 0, 0, 0);
+        rp_send_raw(&r, f, n);
+        answered += rp_drain(&r);
+    }
+    /* 4 challenge ACKs were sent above in the same second (RST, SYN, future
+     * ACK, data beyond the window): 96 more. */
+    EXPECT(answered == 96 && tw_net_get_stats(r.st)->challenge_acks == 100,
+           "challenge ACKs rate-limited to 100/s: %u", answered);
+    EXPECT(tw_net_get_stats(r.st)->challenge_acks_limited >= 200, "limited counted");
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED, "flood did not reset");
+    /* Exact RST: reset. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, 0, TW_TCP_RST, 0, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_CLOSED, "exact RST resets");
+    EXPECT(tw_tcp_events(&g_conn) & TW_TCP_EV_RESET, "RESET event");
+    rp_close(&r);
+}
+
+static void t_no_listener_rst(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    rp_tcp(&r, PEER_PORT, 9999, 777, 0, TW_TCP_SYN, 65535, NULL, 0);
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.flags == (TW_TCP_RST | TW_TCP_ACK) && s.ack == 778 && s.seq == 0,
+           "RST/ACK to a closed port");
+    rp_tcp(&r, PEER_PORT, 9999, 777, 4242, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(rp_seg(&r, &s) && s.flags == TW_TCP_RST && s.seq == 4242, "RST seq = their ack");
+    rp_tcp(&r, PEER_PORT, 9999, 777, 4242, TW_TCP_RST, 65535, NULL, 0);
+    EXPECT(!rp_seg(&r, &s), "no RST for a RST");
+    /* A bad checksum is counted and gets no answer. */
+    uint8_t f[2048];
+    uint32_t n = rp_build(f, PEER_PORT, 9999, 1, 0, TW_TCP_SYN, 100, NULL, 0, NULL, 0, 0, 1);
+    rp_send_raw(&r, f, n);
+    EXPECT(!rp_seg(&r, &s) && tw_net_get_stats(r.st)->rx_tcp_cksum_bad == 1, "bad cksum dropped");
+    rp_close(&r);
+}
+
+static void t_out_of_order(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    seg s;
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 4, iss + 1, TW_TCP_ACK, 65535, "def", 3);
+    EXPECT(tw_tcp_readable(&g_conn) == 0, "hole: nothing readable");
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 1, "immediate dup ACK for a hole");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 10, iss + 1, TW_TCP_ACK, 65535, "jkl", 3);
+    /* An overlapping retransmission and the missing piece. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 3, iss + 1, TW_TCP_ACK, 65535, "cdefghi", 7);
+    EXPECT(tw_tcp_readable(&g_conn) == 0, "still a hole at the front");
+    rp_drain(&r);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK, 65535, "ab", 2);
+    const uint8_t *p;
+    size_t n;
+    tw_tcp_recv_peek(&g_conn, &p, &n);
+    EXPECT(n == 12 && !memcmp(p, "abcdefghijkl", 12), "reassembled in order: %.*s", (int)n, p);
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 13, "ACK after the hole filled: %u", s.ack);
+    /* A full duplicate changes nothing and is acked. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK, 65535, "ab", 2);
+    EXPECT(tw_tcp_readable(&g_conn) == 12, "duplicate not delivered twice");
+    rp_close(&r);
+}
+
+static void t_rto_and_fast_retransmit(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    seg s;
+    /* The handshake gave an RTT sample of 0: RTO = rto_min (200 ms). */
+    EXPECT(g_conn.rto_ns == 200000000ull, "rto after handshake %llu",
+           (unsigned long long)g_conn.rto_ns);
+    tw_tcp_send(&g_conn, "AAAA", 4, r.now);
+    rp_run(&r, 0);
+    EXPECT(rp_seg(&r, &s) && s.dlen == 4, "sent");
+    rp_run(&r, 199000000ull);
+    EXPECT(!rp_seg(&r, &s), "no retransmit before RTO");
+    rp_run(&r, 1000000ull);
+    EXPECT(rp_seg(&r, &s) && s.seq == iss + 1 && s.dlen == 4, "RTO retransmit");
+    EXPECT(g_conn.rto_ns == 400000000ull, "backoff doubles RTO");
+    rp_run(&r, 400000000ull);
+    EXPECT(rp_seg(&r, &s) && s.seq == iss + 1, "second retransmit after 2x");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(g_conn.rto_at_ns == 0 && g_conn.retries == 0, "ACK stops the timer");
+    EXPECT(g_conn.cwnd == 1460u + 4, "after a loss, one segment plus the bytes acked: %u",
+           g_conn.cwnd);
+    rp_close(&r);
+    /* Fast retransmit on a fresh connection: 4 segments out, the first
+     * lost, 3 dup ACKs. */
+    rp_open(&r, NULL);
+    iss = establish_passive(&r, &l, 0) - 4;
+    char buf[4 * 1460];
+    memset(buf, 'x', sizeof(buf));
+    tw_tcp_send(&g_conn, buf, sizeof(buf), r.now);
+    rp_run(&r, 0);
+    int k = 0;
+    while (rp_seg(&r, &s))
+        k++;
+    EXPECT(k == 4, "4 segments sent, got %d", k);
+    for (int i = 0; i < 3; i++)
+        rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(rp_seg(&r, &s) && s.seq == iss + 5 && s.dlen == 1460, "fast retransmit of the hole");
+    EXPECT(tw_net_get_stats(r.st)->fast_retransmits == 1, "counted");
+    rp_close(&r);
+}
+
+static void t_zero_window_and_keepalive(void)
+{
+    rawpeer r;
+    tw_net_config cfg;
+    tw_net_config_init(&cfg, US_IP);
+    cfg.keepalive_idle_ns = 5000000000ull;
+    cfg.keepalive_intvl_ns = 1000000000ull;
+    cfg.keepalive_probes = 2;
+    rp_open(&r, &cfg);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    seg s;
+    /* The peer closes its window: data waits, probes follow. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK, 0, NULL, 0);
+    EXPECT(g_conn.snd_wnd == 0, "zero window");
+    tw_tcp_send(&g_conn, "data", 4, r.now);
+    rp_run(&r, 0);
+    EXPECT(!rp_seg(&r, &s), "nothing sent into a zero window");
+    rp_run(&r, 1000000000ull);
+    EXPECT(rp_seg(&r, &s) && s.dlen == 0 && s.seq == iss, "zero-window probe (seq %u)", s.seq);
+    EXPECT(tw_net_get_stats(r.st)->zero_window_probes >= 1, "probe counted");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK, 1000, NULL, 0);
+    rp_run(&r, 0);
+    EXPECT(rp_seg(&r, &s) && s.dlen == 4, "window opened: data sent");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5, TW_TCP_ACK, 1000, NULL, 0);
+    rp_drain(&r);
+    /* Data in flight when the window closes without an ACK of it: the
+     * RTO must not kill a peer that keeps answering probes with a zero
+     * window, however long its reader stalls (here 10 minutes). */
+    tw_tcp_send(&g_conn, "more", 4, r.now);
+    rp_run(&r, 0);
+    rp_drain(&r);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5, TW_TCP_ACK, 0, NULL, 0);
+    unsigned probes = 0;
+    for (int i = 0; i < 600; i++) {
+        rp_run(&r, 1000000000ull);
+        while (rp_seg(&r, &s)) {
+            probes++;
+            rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5, TW_TCP_ACK, 0, NULL, 0);
+        }
+    }
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED, "zero window for 10 min: still %s",
+           tw_tcp_state_name(g_conn.state));
+    EXPECT(probes >= 10, "probed while the window was shut: %u", probes);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5, TW_TCP_ACK, 1000, NULL, 0);
+    rp_run(&r, 0);
+    EXPECT(rp_seg(&r, &s) && s.dlen == 4 && s.seq == iss + 5 && !memcmp(s.data, "more", 4),
+           "window reopened: data resent");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 9, TW_TCP_ACK, 1000, NULL, 0);
+    rp_drain(&r);
+    /* Keepalive: idle 5 s, then probes 1 s apart, then timeout. */
+    rp_run(&r, 4900000000ull);
+    EXPECT(!rp_seg(&r, &s), "no probe before idle time");
+    rp_run(&r, 200000000ull);
+    EXPECT(rp_seg(&r, &s) && s.dlen == 0 && s.seq == iss + 8, "keepalive probe (seq %u)", s.seq);
+    rp_run(&r, 1000000000ull);
+    EXPECT(rp_seg(&r, &s), "second probe");
+    rp_run(&r, 1000000000ull);
+    EXPECT(g_conn.state == TW_TCP_CLOSED && (tw_tcp_events(&g_conn) & TW_TCP_EV_TIMEOUT),
+           "unanswered keepalives time out: %s", tw_tcp_state_name(g_conn.state));
+    rp_close(&r);
+}
+
+static void t_zero_window_dead_peer(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK, 0, NULL, 0);
+    tw_tcp_send(&g_conn, "data", 4, r.now);
+    /* The peer never answers a probe: after max_retries probes the
+     * connection times out instead of probing forever. */
+    for (int i = 0; i < 3600 && g_conn.state != TW_TCP_CLOSED; i++) {
+        rp_run(&r, 1000000000ull);
+        rp_drain(&r);
+    }
+    EXPECT(g_conn.state == TW_TCP_CLOSED && (tw_tcp_events(&g_conn) & TW_TCP_EV_TIMEOUT),
+           "silent zero-window peer times out: %s", tw_tcp_state_name(g_conn.state));
+    rp_close(&r);
+}
+
+static void t_ecn(void)
+{
+    rawpeer r;
+    tw_net_config cfg;
+    tw_net_config_init(&cfg, US_IP);
+    cfg.ecn = 1;
+    cfg.rate_max_Bps = 100000000ull;
+    cfg.rate_min_Bps = 1000000ull;
+    cfg.rate_add_Bps = 1000000ull;
+    rp_open(&r, &cfg);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, TW_TCP_ECE | TW_TCP_CWR);
+    EXPECT(g_conn.flags & (1u << 3), "ECN negotiated");
+    seg s;
+    /* Data is ECT(0). */
+    tw_tcp_send(&g_conn, "m1", 2, r.now);
+    rp_run(&r, 0);
+    EXPECT(rp_seg(&r, &s) && (s.tos & 3) == TW_IP_ECN_ECT0, "data ECT(0), tos %02x", s.tos);
+    /* ECE from the peer halves the rate once, then CWR on the next data. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 3, TW_TCP_ACK | TW_TCP_ECE, 65535, NULL, 0);
+    EXPECT(tw_tcp_rate_Bps(&g_conn) == 50000000ull, "rate halved: %llu",
+           (unsigned long long)tw_tcp_rate_Bps(&g_conn));
+    EXPECT(tw_tcp_events(&g_conn) & TW_TCP_EV_ECN_CUT, "ECN_CUT event");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 3, TW_TCP_ACK | TW_TCP_ECE, 65535, NULL, 0);
+    EXPECT(tw_tcp_rate_Bps(&g_conn) == 50000000ull, "no second cut in the same window");
+    tw_tcp_send(&g_conn, "m2", 2, r.now);
+    rp_run(&r, 0);
+    EXPECT(rp_seg(&r, &s) && (s.flags & TW_TCP_CWR), "CWR on the next data");
+    /* A new window's ECE cuts again. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5, TW_TCP_ACK | TW_TCP_ECE, 65535, NULL, 0);
+    EXPECT(tw_tcp_rate_Bps(&g_conn) == 25000000ull, "second event cuts again");
+    /* Additive recovery: an RTT later, ACKs without ECE add rate_add. */
+    tw_tcp_send(&g_conn, "m3", 2, r.now);
+    rp_run(&r, 300000000ull);
+    rp_drain(&r);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 7, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(tw_tcp_rate_Bps(&g_conn) == 26000000ull, "additive increase: %llu",
+           (unsigned long long)tw_tcp_rate_Bps(&g_conn));
+    /* CE on received data: our ACKs carry ECE until the peer's CWR. */
+    uint8_t f[2048];
+    uint32_t n = rp_build(f, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 7, TW_TCP_ACK | TW_TCP_PSH,
+                          65535, "ce", 2, NULL, 0, TW_IP_ECN_CE, 0);
+    rp_send_raw(&r, f, n);
+    EXPECT(rp_seg(&r, &s) && (s.flags & TW_TCP_ECE), "ECE echoed for CE");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 3, iss + 7, TW_TCP_ACK | TW_TCP_PSH, 65535, "x", 1);
+    EXPECT(rp_seg(&r, &s) && (s.flags & TW_TCP_ECE), "ECE repeated until CWR");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 4, iss + 7, TW_TCP_ACK | TW_TCP_PSH | TW_TCP_CWR,
+           65535, "y", 1);
+    EXPECT(rp_seg(&r, &s) && !(s.flags & TW_TCP_ECE), "CWR stops ECE");
+    rp_close(&r);
+}
+
+static void t_token_bucket_paces(void)
+{
+    rawpeer r;
+    tw_net_config cfg;
+    tw_net_config_init(&cfg, US_IP);
+    cfg.ecn = 1;
+    cfg.rate_max_Bps = 1460000ull; /* 1000 segments/s; bucket = 16 segments */
+    cfg.rate_min_Bps = 146000ull;
+    rp_open(&r, &cfg);
+    tw_tcp_listener l;
+    establish_passive(&r, &l, TW_TCP_ECE | TW_TCP_CWR);
+    static char big[64 * 1460];
+    memset(big, 'b', sizeof(big));
+    tw_tcp_send(&g_conn, big, sizeof(big), r.now);
+    rp_run(&r, 0);
+    int k = 0;
+    seg s;
+    while (rp_seg(&r, &s))
+        k++;
+    EXPECT(k == 10, "initial cwnd (10) sent in a burst: %d", k); /* cwnd < bucket */
+    EXPECT(tw_net_get_stats(r.st)->rate_limited == 0, "not rate limited yet");
+    rp_close(&r);
+}
+
+static void t_icmp_arp(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    /* ARP request for our IP. */
+    uint8_t f[64] = {0};
+    tw_eth_hdr *e = (tw_eth_hdr *)f;
+    memset(e->dst, 0xff, 6);
+    memcpy(e->src, PEER_MAC, 6);
+    e->type_be = tw_htobe16(TW_ETHERTYPE_ARP);
+    tw_arp_hdr *a = (tw_arp_hdr *)(e + 1);
+    a->htype_be = tw_htobe16(1);
+    a->ptype_be = tw_htobe16(0x0800);
+    a->hlen = 6;
+    a->plen = 4;
+    a->op_be = tw_htobe16(1);
+    memcpy(a->sha, PEER_MAC, 6);
+    a->spa_be = tw_htobe32(PEER_IP);
+    a->tpa_be = tw_htobe32(US_IP);
+    rp_send_raw(&r, f, 60);
+    uint8_t b[2048];
+    uint32_t n;
+    EXPECT(rp_recv(&r, b, &n) && n == 60, "ARP reply");
+    const tw_arp_hdr *ra = (const tw_arp_hdr *)(b + 14);
+    EXPECT(tw_be16(ra->op_be) == 2 && !memcmp(ra->sha, US_MAC, 6) &&
+               tw_be32(ra->spa_be) == US_IP && tw_be32(ra->tpa_be) == PEER_IP &&
+               !memcmp(b, PEER_MAC, 6), "ARP reply fields");
+    /* An ARP request for someone else: no answer. */
+    a->tpa_be = tw_htobe32(0x0a000009);
+    rp_send_raw(&r, f, 60);
+    EXPECT(!rp_recv(&r, b, &n), "no reply for another IP");
+    rp_close(&r);
+}
+
+static void t_arp_resolution(void)
+{
+    /* Without a static entry, connect ARPs for the peer first. */
+    rawpeer r;
+    tw_error err;
+    memset(&r, 0, sizeof(r));
+    tw_sim_net_open(&r.net, 1, 64, &err);
+    tw_sim_port_open(r.net, &r.us_port, US_MAC, 64, NULL, &err);
+    tw_sim_port_open(r.net, &r.peer_port, PEER_MAC, 64, NULL, &err);
+    tw_net_config cfg;
+    tw_net_config_init(&cfg, US_IP);
+    tw_net_open(&r.st, r.us_port, &cfg, &err);
+    r.now = 1;
+    tw_tcp_conn c;
+    memset(&c, 0, sizeof(c));
+    tw_tcp_connect(r.st, &c, PEER_IP, 7000, 0, r.now);
+    uint8_t b[2048];
+    uint32_t n;
+    rp_run(&r, 0);
+    EXPECT(rp_recv(&r, b, &n) && tw_be16(((tw_eth_hdr *)b)->type_be) == TW_ETHERTYPE_ARP,
+           "ARP request first");
+    const tw_arp_hdr *q = (const tw_arp_hdr *)(b + 14);
+    EXPECT(tw_be16(q->op_be) == 1 && tw_be32(q->tpa_be) == PEER_IP, "who-has peer");
+    uint8_t f[64] = {0};
+    tw_eth_hdr *e = (tw_eth_hdr *)f;
+    memcpy(e->dst, US_MAC, 6);
+    memcpy(e->src, PEER_MAC, 6);
+    e->type_be = tw_htobe16(TW_ETHERTYPE_ARP);
+    tw_arp_hdr *a = (tw_arp_hdr *)(e + 1);
+    a->htype_be = tw_htobe16(1);
+    a->ptype_be = tw_htobe16(0x0800);
+    a->hlen = 6;
+    a->plen = 4;
+    a->op_be = tw_htobe16(2);
+    memcpy(a->sha, PEER_MAC, 6);
+    a->spa_be = tw_htobe32(PEER_IP);
+    memcpy(a->tha, US_MAC, 6);
+    a->tpa_be = tw_htobe32(US_IP);
+    rp_send_raw(&r, f, 60);
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.flags == TW_TCP_SYN, "SYN once resolved");
+    rp_close(&r);
+}
+
+static void t_gateway_and_static_arp(void)
+{
+    rawpeer r;
+    tw_error err;
+    memset(&r, 0, sizeof(r));
+    tw_sim_net_open(&r.net, 1, 64, &err);
+    tw_sim_port_open(r.net, &r.us_port, US_MAC, 64, NULL, &err);
+    tw_sim_port_open(r.net, &r.peer_port, PEER_MAC, 64, NULL, &err);
+    tw_net_config cfg;
+    tw_net_config_init(&cfg, US_IP);
+    cfg.gateway = 0x0a0000feu;
+    tw_net_open(&r.st, r.us_port, &cfg, &err);
+    r.now = 1;
+    /* Off-subnet: ARP asks for the gateway, not the destination. */
+    tw_tcp_conn c;
+    memset(&c, 0, sizeof(c));
+    EXPECT(tw_tcp_connect(r.st, &c, 0xc0a80105u, 443, 0, r.now) == 0, "connect off-subnet");
+    uint8_t b[2048];
+    uint32_t n;
+    EXPECT(rp_recv(&r, b, &n) && tw_be32(((const tw_arp_hdr *)(b + 14))->tpa_be) == 0x0a0000feu,
+           "who-has gateway");
+    /* A static entry for the gateway: the SYN goes to its MAC, and an ARP
+     * reply claiming another MAC does not overwrite it. */
+    static const uint8_t gw_mac[6] = {0x02, 0, 0, 0, 0, 0x02}; /* the peer port */
+    EXPECT(tw_net_arp_add(r.st, 0x0a0000feu, gw_mac) == 0, "static entry");
+    uint8_t f[64] = {0};
+    tw_eth_hdr *e = (tw_eth_hdr *)f;
+    memcpy(e->dst, US_MAC, 6);
+    memcpy(e->src, PEER_MAC, 6);
+    e->type_be = tw_htobe16(TW_ETHERTYPE_ARP);
+    tw_arp_hdr *a = (tw_arp_hdr *)(e + 1);
+    a->htype_be = tw_htobe16(1);
+    a->ptype_be = tw_htobe16(0x0800);
+    a->hlen = 6;
+    a->plen = 4;
+    a->op_be = tw_htobe16(2);
+    static const uint8_t evil[6] = {0x02, 0xee, 0xee, 0xee, 0xee, 0xee};
+    memcpy(a->sha, evil, 6);
+    a->spa_be = tw_htobe32(0x0a0000feu);
+    memcpy(a->tha, US_MAC, 6);
+    a->tpa_be = tw_htobe32(US_IP);
+    rp_send_raw(&r, f, 60);
+    rp_run(&r, 1000000000ull); /* the SYN's RTO resends it */
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.flags == TW_TCP_SYN && s.dport == 443, "SYN via the gateway MAC");
+    rp_close(&r);
+}
+
+static void t_isn(void)
+{
+    rawpeer r;
+    tw_net_config cfg;
+    tw_net_config_init(&cfg, US_IP);
+    cfg.isn_secret[0] = 42;
+    rp_open(&r, &cfg);
+    tw_tcp_conn c1, c2;
+    memset(&c1, 0, sizeof(c1));
+    memset(&c2, 0, sizeof(c2));
+    tw_tcp_connect(r.st, &c1, PEER_IP, 7000, 50000, r.now);
+    tw_tcp_connect(r.st, &c2, PEER_IP, 7000, 50001, r.now);
+    /* Different 4-tuples: unrelated ISNs (RFC 6528), same clock. */
+    EXPECT(c1.iss != c2.iss && c1.iss - c2.iss != 1 && c2.iss - c1.iss != 1, "ISNs differ");
+    rp_close(&r);
+    tw_net_config_init(&cfg, US_IP);
+    cfg.isn_secret[0] = 43;
+    rp_open(&r, &cfg);
+    tw_tcp_conn c3;
+    memset(&c3, 0, sizeof(c3));
+    tw_tcp_connect(r.st, &c3, PEER_IP, 7000, 50000, r.now);
+    EXPECT(c3.iss != c1.iss, "the secret changes the ISN");
+    rp_close(&r);
+}
+
+int main(void)
+{
+    t_passive_open_and_data();
+    t_active_open();
+    t_syn_sent_rst();
+    t_active_close();
+    t_simultaneous_close();
+    t_passive_close();
+    t_rfc5961();
+    t_no_listener_rst();
+    t_out_of_order();
+    t_rto_and_fast_retransmit();
+    t_zero_window_and_keepalive();
+    t_zero_window_dead_peer();
+    t_ecn();
+    t_token_bucket_paces();
+    t_icmp_arp();
+    t_arp_resolution();
+    t_gateway_and_static_arp();
+    t_isn();
+    if (g_fails) {
+        fprintf(stderr, "net_tcp_test: %d failures\n", g_fails);
+        return 1;
+    }
+    printf("net_tcp_test: all passed\n");
+    return 0;
+}

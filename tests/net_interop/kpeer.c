@@ -1,0 +1,234 @@
+/* The kernel side of the interop tests and the netrtt benchmark: plain
+ * Linux TCP sockets, run inside the peer namespace (ip netns exec).  Every
+ * server mode prints "ready" on stdout once it listens, then serves one
+ * connection.
+ *
+ *   kpeer echo PORT                  echo bytes back until EOF (TCP_NODELAY)
+ *   kpeer bulk PORT NBYTES SEED      send NBYTES of stream SEED while reading
+ *                                    to EOF; print "rx N SHA tx N SHA"
+ *   kpeer rst PORT                   read one byte, then close with RST
+ *   kpeer rttclient IP PORT N SIZE   (client) N round trips of SIZE bytes to
+ *                                    an echo server; print "rtt NS..." sorted
+ *                                    percentiles: p50 p99 p999 max
+ * Exit status 0 on success. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "sha256.h"
+
+static int die(const char *what)
+{
+    fprintf(stderr, "kpeer: %s: %s\n", what, strerror(errno));
+    exit(1);
+}
+
+static int listen_accept(int port)
+{
+    int ls = socket(AF_INET, SOCK_STREAM, 0);
+    if (ls < 0)
+        die("socket");
+    int one = 1;
+    setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    if (bind(ls, (struct sockaddr *)&a, sizeof(a)) < 0)
+        die("bind");
+    if (listen(ls, 4) < 0)
+        die("listen");
+    printf("ready\n");
+    fflush(stdout);
+    int s = accept(ls, NULL, NULL);
+    if (s < 0)
+        die("accept");
+    close(ls);
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    return s;
+}
+
+static int mode_echo(int port)
+{
+    int s = listen_accept(port);
+    static uint8_t buf[65536];
+    for (;;) {
+        ssize_t n = read(s, buf, sizeof(buf));
+        if (n == 0 || (n < 0 && errno == ECONNRESET))
+            break; /* EOF, or the client aborted: both end the session */
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            die("read");
+        }
+        for (ssize_t off = 0; off < n;) {
+            ssize_t w = write(s, buf + off, (size_t)(n - off));
+            if (w < 0) {
+                if (errno == EINTR)
+                    continue;
+                die("write");
+            }
+            off += w;
+        }
+    }
+    close(s);
+    return 0;
+}
+
+static int mode_bulk(int port, uint64_t nbytes, uint64_t seed)
+{
+    int s = listen_accept(port);
+    tw_sha256 hrx, htx;
+    tw_sha256_init(&hrx);
+    tw_sha256_init(&htx);
+    static uint8_t rbuf[1 << 16], tbuf[1 << 16];
+    uint64_t rx = 0, tx = 0;
+    size_t tlen = 0, toff = 0;
+    int rx_done = 0, tx_done = nbytes == 0;
+    if (tx_done)
+        shutdown(s, SHUT_WR);
+    while (!rx_done || !tx_done) {
+        struct pollfd pf = {.fd = s, .events = (short)((rx_done ? 0 : POLLIN) | (tx_done ? 0 : POLLOUT))};
+        if (poll(&pf, 1, 60000) <= 0)
+            die("poll (60 s without progress)");
+        if (pf.revents & (POLLIN | POLLHUP | POLLERR)) {
+            ssize_t n = recv(s, rbuf, sizeof(rbuf), MSG_DONTWAIT);
+            if (n == 0)
+                rx_done = 1;
+            else if (n > 0) {
+                tw_sha256_update(&hrx, rbuf, (size_t)n);
+                rx += (uint64_t)n;
+            } else if (errno != EAGAIN && errno != EINTR)
+                die("recv");
+        }
+        if (!tx_done && (pf.revents & POLLOUT)) {
+            if (toff == tlen) {
+                uint64_t left = nbytes - tx;
+                tlen = left < sizeof(tbuf) ? (size_t)left : sizeof(tbuf);
+                tw_stream_fill(seed, tx, tbuf, tlen);
+                tw_sha256_update(&htx, tbuf, tlen);
+                toff = 0;
+            }
+            ssize_t w = send(s, tbuf + toff, tlen - toff, MSG_DONTWAIT | MSG_NOSIGNAL);
+            if (w > 0) {
+                toff += (size_t)w;
+                if (toff == tlen) {
+                    tx += tlen;
+                    if (tx == nbytes) {
+                        tx_done = 1;
+                        shutdown(s, SHUT_WR);
+                    }
+                }
+            } else if (w < 0 && errno != EAGAIN && errno != EINTR)
+                die("send");
+        }
+    }
+    uint8_t d[32];
+    char hx[65], ht[65];
+    tw_sha256_final(&hrx, d);
+    tw_sha256_hex(d, hx);
+    tw_sha256_final(&htx, d);
+    tw_sha256_hex(d, ht);
+    printf("rx %llu %s tx %llu %s\n", (unsigned long long)rx, hx, (unsigned long long)tx, ht);
+    fflush(stdout);
+    close(s);
+    return 0;
+}
+
+static int mode_rst(int port)
+{
+    int s = listen_accept(port);
+    uint8_t b;
+    if (read(s, &b, 1) != 1)
+        die("read");
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(s, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+    close(s); /* linger 0: RST instead of FIN */
+    return 0;
+}
+
+static int cmp_u64(const void *a, const void *b)
+{
+    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size)
+{
+    int s = socket(AF_INET, SOCK_STREAM, 0);
+    if (s < 0)
+        die("socket");
+    int one = 1;
+    setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+    struct sockaddr_in a;
+    memset(&a, 0, sizeof(a));
+    a.sin_family = AF_INET;
+    a.sin_port = htons((uint16_t)port);
+    if (inet_pton(AF_INET, ip, &a.sin_addr) != 1)
+        die("address");
+    if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
+        die("connect");
+    uint64_t *lat = calloc(n, sizeof(uint64_t));
+    uint8_t msg[4096], in[4096];
+    if (!lat || size == 0 || size > sizeof(msg))
+        die("size");
+    for (unsigned i = 0; i < n; i++) {
+        tw_stream_fill(7, (uint64_t)i * size, msg, size);
+        uint64_t t0 = now_ns();
+        if (write(s, msg, size) != (ssize_t)size)
+            die("write");
+        size_t got = 0;
+        while (got < size) {
+            /* Busy-read: the same polling discipline as the stack's client. */
+            ssize_t r = recv(s, in + got, size - got, MSG_DONTWAIT);
+            if (r > 0)
+                got += (size_t)r;
+            else if (r == 0 || (errno != EAGAIN && errno != EINTR))
+                die("recv");
+        }
+        lat[i] = now_ns() - t0;
+        if (memcmp(in, msg, size) != 0) {
+            fprintf(stderr, "kpeer: echo mismatch at message %u\n", i);
+            return 1;
+        }
+    }
+    close(s);
+    qsort(lat, n, sizeof(uint64_t), cmp_u64);
+    printf("rtt %llu %llu %llu %llu\n", (unsigned long long)lat[n / 2],
+           (unsigned long long)lat[(size_t)((double)n * 0.99)],
+           (unsigned long long)lat[(size_t)((double)n * 0.999)], (unsigned long long)lat[n - 1]);
+    fflush(stdout);
+    free(lat);
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc >= 3 && !strcmp(argv[1], "echo"))
+        return mode_echo(atoi(argv[2]));
+    if (argc >= 5 && !strcmp(argv[1], "bulk"))
+        return mode_bulk(atoi(argv[2]), strtoull(argv[3], NULL, 0), strtoull(argv[4], NULL, 0));
+    if (argc >= 3 && !strcmp(argv[1], "rst"))
+        return mode_rst(atoi(argv[2]));
+    if (argc >= 6 && !strcmp(argv[1], "rttclient"))
+        return mode_rttclient(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]),
+                              (unsigned)atoi(argv[5]));
+    fprintf(stderr, "usage: kpeer echo PORT | bulk PORT NBYTES SEED | rst PORT | "
+                    "rttclient IP PORT N SIZE\n");
+    return 2;
+}

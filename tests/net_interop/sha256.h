@@ -1,0 +1,25 @@
+/* A small SHA-256 (FIPS 180-4) for verifying bulk transfers end to end. */
+#ifndef TW_TESTS_SHA256_H
+#define TW_TESTS_SHA256_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct tw_sha256 {
+    uint32_t h[8];
+    uint64_t len;
+    uint8_t buf[64];
+    unsigned nbuf;
+} tw_sha256;
+
+void tw_sha256_init(tw_sha256 *s);
+void tw_sha256_update(tw_sha256 *s, const void *data, size_t n);
+void tw_sha256_final(tw_sha256 *s, uint8_t out[32]);
+/* out: 65 bytes, lower-case hex. */
+void tw_sha256_hex(const uint8_t d[32], char out[65]);
+
+/* The deterministic test stream: byte i of stream `seed`.  fill() writes
+ * bytes [off, off+n) of it. */
+void tw_stream_fill(uint64_t seed, uint64_t off, uint8_t *dst, size_t n);
+
+#endif

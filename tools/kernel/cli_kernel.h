@@ -1,0 +1,25 @@
+/* Helpers shared by the kernel's subcommands (sweep, gen, bench kernel). */
+#ifndef TW_CLI_KERNEL_H
+#define TW_CLI_KERNEL_H
+
+#include "tickwire/kernel.h"
+
+/* Numbers from the command line: 0, or -1 after printing one line on
+ * stderr naming the option. */
+int tw__cli_u64(const char *cmd, const char *opt, const char *s, uint64_t *v);
+int tw__cli_double(const char *cmd, const char *opt, const char *s, double *v);
+
+/* Closes from --data FILE [--column NAME] or synthetic (n, seed, sigma);
+ * *close malloc'd.  0 or -1 after printing the error. */
+int tw__cli_load_closes(const char *cmd, const char *data, const char *column,
+                        uint64_t synthetic, uint64_t seed, double sigma,
+                        double **close, size_t *n);
+
+/* Combos from a grid CSV (six window columns, or one `length` column) or
+ * the default grid when path is NULL; *combos malloc'd.  0 or -1 after
+ * printing the error. */
+int tw__cli_load_grid(const char *cmd, const char *path, int64_t **combos, size_t *n);
+
+double tw__cli_now(void);
+
+#endif

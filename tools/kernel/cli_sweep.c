@@ -1,0 +1,272 @@
+/* tickwire sweep: the 80-combo (or any) sweep from the command line. */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "kernel/cli_kernel.h"
+
+/* tools/CMakeLists.txt defines it: the source tree's python/ directory. */
+#ifndef TW_PYTHON_DIR
+#error "TW_PYTHON_DIR must be defined (tools/CMakeLists.txt)"
+#endif
+
+int tw__cli_sweep(int argc, char **argv);
+
+static const char usage[] =
+    "usage: tickwire sweep [--data FILE [--column NAME]] [--synthetic N] [--seed S]\n"
+    "                      [--sigma X] [--grid FILE] [--threads T] [--kernel scalar|exact]\n"
+    "                      [--isa auto|scalar|avx2|avx512] [--fee F] [--format csv|json]\n"
+    "                      [--output FILE] [--dask ADDR]\n"
+    "\n"
+    "Runs the HMA/HMA3 stop-and-reverse sweep (kernel.md) and prints one row per combo.\n"
+    "  --data FILE      closes from FILE: .npy (float64), .csv (header required) or raw float64\n"
+    "  --column NAME    the CSV column to read (default close)\n"
+    "  --synthetic N    N synthetic bars when no --data (default 150000)\n"
+    "  --seed S         generator seed (default 42); --sigma X its step sigma (default 0.0008)\n"
+    "  --grid FILE      CSV with columns h_half,h_full,h_sqrt,t_third,t_half,t_full or one\n"
+    "                   column length; default: the 80-combo grid\n"
+    "  --threads T      threads (default 0: every online core)\n"
+    "  --kernel K       exact (default, SIMD, bit-identical to scalar) or scalar (reference)\n"
+    "  --isa I          instruction set of the exact kernel (default auto: the best)\n"
+    "  --fee F          round-trip fee in percentage points (default 0.09)\n"
+    "  --format F       csv (default) or json\n"
+    "  --output FILE    write there instead of stdout\n"
+    "  --dask ADDR      run on a Dask cluster: /usr/bin/python3 -m tickwire.distributed\n"
+    "                   --scheduler ADDR with the other arguments unchanged\n";
+
+struct progress {
+    double last;
+};
+
+static void on_progress(void *ctx, size_t done, size_t total)
+{
+    struct progress *p = ctx;
+    double t = tw__cli_now();
+    if (done < total && t - p->last < 0.1)
+        return;
+    p->last = t;
+    fprintf(stderr, "\rsweep: %zu/%zu combos", done, total);
+    if (done == total)
+        fputc('\n', stderr);
+    fflush(stderr);
+}
+
+/* Replaces this process with the Dask driver; only returns on failure. */
+static int exec_dask(int argc, char **argv, const char *addr)
+{
+    char **av = calloc((size_t)argc + 8, sizeof(char *));
+    if (!av) {
+        fprintf(stderr, "tickwire sweep: out of memory\n");
+        return 1;
+    }
+    int k = 0;
+    av[k++] = "/usr/bin/python3";
+    av[k++] = "-m";
+    av[k++] = "tickwire.distributed";
+    av[k++] = "--scheduler";
+    av[k++] = (char *)addr;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--dask")) {
+            i++;
+            continue;
+        }
+        av[k++] = argv[i];
+    }
+    av[k] = NULL;
+    const char *old = getenv("PYTHONPATH");
+    size_t len = strlen(TW_PYTHON_DIR) + (old ? strlen(old) + 1 : 0) + 1;
+    char *pp = malloc(len);
+    if (!pp) {
+        free(av);
+        fprintf(stderr, "tickwire sweep: out of memory\n");
+        return 1;
+    }
+    snprintf(pp, len, "%s%s%s", TW_PYTHON_DIR, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("PYTHONPATH", pp, 1);
+    execv(av[0], av);
+    fprintf(stderr, "tickwire sweep: cannot run %s: %s\n", av[0], strerror(errno));
+    free(pp);
+    free(av);
+    return 1;
+}
+
+int tw__cli_sweep(int argc, char **argv)
+{
+    const char *data = NULL, *column = NULL, *grid = NULL, *output = NULL, *dask = NULL;
+    const char *format = "csv";
+    uint64_t synthetic = 150000, seed = 42, threads = 0;
+    double sigma = 0.0008;
+    tw_sweep_opts opts;
+    tw_sweep_opts_init(&opts);
+
+    for (int i = 1; i < argc; i++) {
+        const char *a = argv[i];
+        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (strncmp(a, "--", 2)) {
+            fprintf(stderr, "tickwire sweep: unexpected argument '%s' (see --help)\n", a);
+            return 2;
+        }
+        if (i + 1 >= argc) {
+            fprintf(stderr, "tickwire sweep: %s needs a value (see --help)\n", a);
+            return 2;
+        }
+        const char *v = argv[++i];
+        if (!strcmp(a, "--data")) {
+            data = v;
+        } else if (!strcmp(a, "--column")) {
+            column = v;
+        } else if (!strcmp(a, "--synthetic")) {
+            if (tw__cli_u64("sweep", a, v, &synthetic))
+                return 2;
+        } else if (!strcmp(a, "--seed")) {
+            if (tw__cli_u64("sweep", a, v, &seed))
+                return 2;
+        } else if (!strcmp(a, "--sigma")) {
+            if (tw__cli_double("sweep", a, v, &sigma))
+                return 2;
+        } else if (!strcmp(a, "--grid")) {
+            grid = v;
+        } else if (!strcmp(a, "--threads")) {
+            if (tw__cli_u64("sweep", a, v, &threads))
+                return 2;
+            if (threads > 1024) {
+                fprintf(stderr, "tickwire sweep: --threads %s is too many\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--kernel")) {
+            if (!strcmp(v, "exact"))
+                opts.kernel = TW_KERNEL_EXACT;
+            else if (!strcmp(v, "scalar"))
+                opts.kernel = TW_KERNEL_SCALAR;
+            else {
+                fprintf(stderr, "tickwire sweep: --kernel must be scalar or exact, not '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--isa")) {
+            int found = 0;
+            for (int q = TW_ISA_AUTO; q <= TW_ISA_AVX512; q++)
+                if (!strcmp(v, tw_isa_name((tw_isa)q))) {
+                    opts.isa = (tw_isa)q;
+                    found = 1;
+                }
+            if (!found) {
+                fprintf(stderr, "tickwire sweep: --isa must be auto, scalar, avx2 or avx512, not '%s'\n", v);
+                return 2;
+            }
+        } else if (!strcmp(a, "--fee")) {
+            if (tw__cli_double("sweep", a, v, &opts.fee))
+                return 2;
+        } else if (!strcmp(a, "--format")) {
+            if (strcmp(v, "csv") && strcmp(v, "json")) {
+                fprintf(stderr, "tickwire sweep: --format must be csv or json, not '%s'\n", v);
+                return 2;
+            }
+            format = v;
+        } else if (!strcmp(a, "--output")) {
+            output = v;
+        } else if (!strcmp(a, "--dask")) {
+            dask = v;
+        } else {
+            fprintf(stderr, "tickwire sweep: unknown option '%s' (see --help)\n", a);
+            return 2;
+        }
+    }
+    if (column && !data) {
+        fprintf(stderr, "tickwire sweep: --column needs --data\n");
+        return 2;
+    }
+    if (dask)
+        return exec_dask(argc, argv, dask);
+    opts.threads = (unsigned)threads;
+
+    double *close = NULL, *pnl = NULL;
+    int64_t *combos = NULL, *trades = NULL;
+    size_t n = 0, k = 0;
+    tw_sweeper *s = NULL;
+    FILE *out = NULL;
+    int ret = 1;
+    if (tw__cli_load_closes("sweep", data, column, synthetic, seed, sigma, &close, &n))
+        goto done;
+    if (tw__cli_load_grid("sweep", grid, &combos, &k))
+        goto done;
+    pnl = malloc((k ? k : 1) * sizeof(double));
+    trades = malloc((k ? k : 1) * sizeof(int64_t));
+    if (!pnl || !trades) {
+        fprintf(stderr, "tickwire sweep: out of memory\n");
+        goto done;
+    }
+    tw_error err;
+    int rc = tw_sweep_check(close, n, combos, k, &err);
+    if (rc) {
+        fprintf(stderr, "tickwire sweep: %s%s%s\n", data ? data : "", data ? ": " : "", err.msg);
+        goto done;
+    }
+    rc = tw_sweeper_create(&s, n, &opts);
+    if (rc) {
+        if (rc == -ENOTSUP)
+            fprintf(stderr, "tickwire sweep: --isa %s is not supported on this CPU\n",
+                    tw_isa_name(opts.isa));
+        else
+            fprintf(stderr, "tickwire sweep: cannot set up the sweep: %s\n", tw_strerror(rc));
+        goto done;
+    }
+    struct progress prog = {0.0};
+    if (isatty(STDERR_FILENO))
+        tw_sweeper_set_progress(s, on_progress, &prog);
+    double t0 = tw__cli_now();
+    rc = tw_sweeper_run(s, close, n, combos, k, pnl, trades, &err);
+    double secs = tw__cli_now() - t0;
+    if (rc) {
+        fprintf(stderr, "tickwire sweep: %s\n", err.msg);
+        goto done;
+    }
+
+    out = output ? fopen(output, "w") : stdout;
+    if (!out) {
+        fprintf(stderr, "tickwire sweep: %s: %s\n", output, strerror(errno));
+        goto done;
+    }
+    const char *kname = opts.kernel == TW_KERNEL_SCALAR ? "scalar" : "exact";
+    if (!strcmp(format, "csv")) {
+        fputs("combo,h_half,h_full,h_sqrt,t_third,t_half,t_full,pnl,trades\n", out);
+        for (size_t c = 0; c < k; c++) {
+            const int64_t *w = combos + c * TW_COMBO_WINDOWS;
+            fprintf(out, "%zu,%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%lld\n", c, (long long)w[0],
+                    (long long)w[1], (long long)w[2], (long long)w[3], (long long)w[4],
+                    (long long)w[5], pnl[c], (long long)trades[c]);
+        }
+    } else {
+        fprintf(out, "{\"n_bars\":%zu,\"n_combos\":%zu,\"kernel\":\"%s\",\"isa\":\"%s\","
+                     "\"threads\":%u,\"seconds\":%.6f,\"results\":[",
+                n, k, kname, tw_isa_name(tw_sweeper_isa(s)), tw_sweeper_threads(s), secs);
+        for (size_t c = 0; c < k; c++) {
+            const int64_t *w = combos + c * TW_COMBO_WINDOWS;
+            fprintf(out, "%s{\"combo\":[%lld,%lld,%lld,%lld,%lld,%lld],\"pnl\":%.17g,\"trades\":%lld}",
+                    c ? "," : "", (long long)w[0], (long long)w[1], (long long)w[2],
+                    (long long)w[3], (long long)w[4], (long long)w[5], pnl[c],
+                    (long long)trades[c]);
+        }
+        fputs("]}\n", out);
+    }
+    if (fflush(out) != 0 || ferror(out)) {
+        fprintf(stderr, "tickwire sweep: %s: write error\n", output ? output : "stdout");
+        goto done;
+    }
+    ret = 0;
+done:
+    if (out && out != stdout && fclose(out) != 0 && ret == 0) {
+        fprintf(stderr, "tickwire sweep: %s: write error\n", output);
+        ret = 1;
+    }
+    tw_sweeper_destroy(s);
+    free(close);
+    free(combos);
+    free(pnl);
+    free(trades);
+    return ret;
+}
