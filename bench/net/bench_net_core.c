@@ -132,12 +132,18 @@ static int bench_parse(int reps, uint64_t iters)
     /* Keeps the loops from being optimised away (and prints nothing). */
     if (acc == 0x9e3779b9u)
         fprintf(stderr, " ");
+    double pmin = parse_ns[0];
+    for (int r = 1; r < reps; r++)
+        if (parse_ns[r] < pmin)
+            pmin = parse_ns[r];
     double p = median(parse_ns, reps), f = median(full_ns, reps), c = median(copy_ns, reps);
-    printf("parse Eth+IPv4+TCP in place        %8.2f ns/packet  (goal <= 5 ns: %s)\n", p,
-           p <= 5.0 ? "met" : "NOT met");
+    printf("parse Eth+IPv4+TCP in place        %8.2f ns/packet  (min %.2f; goal <= 5 ns: %s)\n",
+           p, pmin, p <= 5.0 ? "met" : "NOT met");
     printf("parse + IPv4 and TCP checksums     %8.2f ns/packet  (avg payload 724 B; %.1fx parse)\n",
            f, f / p);
-    printf("memcpy 1448 bytes (yardstick)      %8.2f ns\n", c);
+    printf("memcpy 1448 bytes (yardstick)      %8.2f ns  (parse = %.2fx this memcpy: a ratio\n"
+           "                                   that holds when a shared machine is loaded)\n",
+           c, p / c);
     return 0;
 }
 
@@ -157,7 +163,8 @@ static tw_tcp_conn *bacc(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *u
 /* Streams `segs` MSS-sized writes from stack A to stack B over a perfect
  * sim link; returns 0 and the ns per data segment spent in A's calls (tx)
  * and in B's calls (rx). */
-static int bench_segments(uint64_t segs, double *tx_ns, double *rx_ns, uint32_t *mss_out)
+static int bench_segments(uint64_t segs, int in_place, double *tx_ns, double *rx_ns,
+                          uint32_t *mss_out)
 {
     static const uint8_t ma[6] = {2, 0, 0, 0, 0, 1}, mb[6] = {2, 0, 0, 0, 0, 2};
     tw_sim_net *net;
@@ -208,6 +215,23 @@ static int bench_segments(uint64_t segs, double *tx_ns, double *rx_ns, uint32_t 
         now += 1000;
         uint64_t t0 = ns_now();
         for (int k = 0; k < 16 && sent < want; k++) {
+            if (in_place) {
+                /* Write the message straight into the retransmit ring. */
+                /* Write the message straight into the retransmit ring; at
+                 * the ring's wrap point it goes in two pieces. */
+                uint8_t *p;
+                size_t room = tw_tcp_send_reserve(&c, &p);
+                size_t part = mss - sent % mss;
+                if (!room)
+                    break;
+                if (part > room)
+                    part = room;
+                memset(p, (int)(uint8_t)(sent / mss), part);
+                if (tw_tcp_send_commit(&c, part, now))
+                    break;
+                sent += part;
+                continue;
+            }
             memset(msg, (int)(uint8_t)(sent / mss), mss);
             long r = tw_tcp_send(&c, msg, mss, now);
             if (r <= 0)
@@ -275,16 +299,19 @@ int tw__bench_net_run(int argc, char **argv)
     printf("tickwire bench net (medians of %d runs)\n", reps);
     if (bench_parse(reps, iters))
         return 1;
-    double tx[31], rx[31];
+    double tx[31], rx[31], tx2[31], rx2[31];
     uint32_t mss = 0;
     if (reps > 31)
         reps = 31;
     for (int r = 0; r < reps; r++)
-        if (bench_segments(segs, &tx[r], &rx[r], &mss))
+        if (bench_segments(segs, 0, &tx[r], &rx[r], &mss) ||
+            bench_segments(segs, 1, &tx2[r], &rx2[r], &mss))
             return 1;
-    double mt = median(tx, reps), mr = median(rx, reps);
+    double mt = median(tx, reps), mr = median(rx, reps), mt2 = median(tx2, reps);
     printf("TCP transmit path, sim port        %8.1f ns/segment (%u-byte segments: send copy, "
            "headers from template, checksum, sim tx copy, ACK processing)\n", mt, mss);
+    printf("TCP transmit path, in-place write  %8.1f ns/segment (tw_tcp_send_reserve/commit: "
+           "no send copy; %.2fx the copying send)\n", mt2, mt2 / mt);
     printf("TCP receive path, sim port         %8.1f ns/segment (checksums, in-order copy to "
            "the ring, read, ACK every 2nd segment)\n", mr);
     printf("  = %.2f Gbit/s tx, %.2f Gbit/s rx of payload per core\n",

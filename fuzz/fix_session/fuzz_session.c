@@ -1,7 +1,7 @@
 /* libFuzzer target: bytes into an established FIX session (acceptor,
  * logged on, three application messages stored so resends have work).
  *
- * Input: first byte selects the mode.
+ * Input: first byte selects the mode (bit 1: store appends through mmap).
  *   even: the rest is raw stream bytes, fed in chunks whose sizes and the
  *         clock steps between them come from the data itself;
  *   odd:  the rest is lines of '|'-separated fields that the harness frames
@@ -83,7 +83,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     int fd = memfd_create("fixfuzz", 0);
     TW_VERIFY(fd >= 0);
-    tw_fix_store_cfg sc = { .path = NULL, .fd = fd, .fsync = TW_FIX_FSYNC_NONE, .index_cap = 64 };
+    /* Bit 1 of the mode byte picks the store's append mode. */
+    tw_fix_store_cfg sc = { .path = NULL, .fd = fd, .fsync = TW_FIX_FSYNC_NONE, .index_cap = 64,
+                            .mmap_bytes = (data[0] & 2) ? 4096 : 0 };
     TW_VERIFY(tw_fix_store_open(&store, &sc, NULL) == 0);
     tw_fix_session_cfg cfg = { .begin_string = "FIX.4.4", .sender_comp_id = "TW",
                                .target_comp_id = "PEER", .initiator = 0, .heart_bt_int_s = 30,

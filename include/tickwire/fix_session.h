@@ -38,6 +38,13 @@ typedef struct tw_fix_store_cfg {
     tw_fix_fsync fsync;
     uint32_t fsync_n;    /* for TW_FIX_FSYNC_EVERY_N */
     uint32_t index_cap;  /* initial message index capacity (default 65536) */
+    uint32_t pad_;
+    /* > 0: append by copying into a shared mapping of the file (this many
+     * bytes to start with, doubled when full) instead of one pwritev per
+     * record: no system call per message.  The file then carries a zeroed
+     * tail while open (and after a crash), which open() recognises as free
+     * space, not as a torn record; a clean close cuts it off. */
+    uint64_t mmap_bytes;
 } tw_fix_store_cfg;
 
 typedef struct tw_fix_store_ent {
@@ -59,6 +66,9 @@ typedef struct tw_fix_store {
     uint64_t records;       /* valid records read or written */
     uint64_t torn_bytes;    /* bytes cut off at open (a torn last record) */
     uint64_t write_errors;
+    char *map;         /* mmap mode: the file mapped shared, map_cap bytes */
+    uint64_t map_cap;
+    uint64_t synced;   /* mmap mode: records before this offset are msync'ed */
 } tw_fix_store;
 
 /* Record types (the low byte of the first header word). */
@@ -71,7 +81,8 @@ typedef struct tw_fix_store {
 #define TW_FIX_STORE_MAGIC "TWFIXST1" /* 8-byte file header */
 
 /* Opens (creating if absent) and replays the store.  Returns 0 (a torn last
- * record is cut off and counted in s->torn_bytes); -TW_EFORMAT when a record
+ * record is cut off and counted in s->torn_bytes; a zero-filled tail, as an
+ * mmap-mode store leaves, is free space and not counted); -TW_EFORMAT when a record
  * in the middle is damaged (err names its offset; the file is left
  * untouched); -errno on I/O errors. */
 int tw_fix_store_open(tw_fix_store *s, const tw_fix_store_cfg *cfg, tw_error *err);
@@ -173,6 +184,10 @@ typedef struct tw_fix_session_stats {
     uint64_t store_errors;
 } tw_fix_session_stats;
 
+/* One session; embed it in the caller's connection state (about 25 KB:
+ * its buffers are inside, nothing is allocated after init).  Callbacks may
+ * call tw_fix_session_begin/send/logout (to answer an order, say) but must
+ * not feed input or run the timer re-entrantly. */
 struct tw_fix_session {
     tw_fix_session_cfg cfg;
     tw_fix_template tmpl;
@@ -188,7 +203,7 @@ struct tw_fix_session {
     uint64_t resend_until;    /* >0: a ResendRequest is outstanding up to this seq */
     int64_t resend_sent_ns;   /* when it was (last) sent */
     int logon_received;
-    int closing;
+    int pad2_;
     tw_fix_session_stats st;
     /* Message being built by the application (tw_fix_session_begin). */
     size_t app_body_off;

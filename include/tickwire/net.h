@@ -53,8 +53,9 @@ typedef struct tw_net_config {
     unsigned arp_entries;    /* 0 = 16 */
     unsigned tx_burst;       /* packets allocated/sent per tx burst; 0 = 32 */
     /* RFC 6528 secret for initial sequence numbers (ISN = hash(4-tuple,
-     * secret) + now/4us).  Tests set it for reproducibility; production
-     * should fill it from a random source. */
+     * secret) + now/4us); it also seeds the first ephemeral port.  Both
+     * zero = filled by getrandom() in tw_net_open; tests set it for
+     * reproducible runs. */
     uint64_t isn_secret[2];
     /* Timers; 0 selects the default in brackets. */
     uint64_t rto_init_ns;        /* [1 s, RFC 6298 2.1] */
@@ -107,8 +108,9 @@ void tw_net_close(tw_net *st);
  * received plus sent (0 = idle; a yielding loop may sleep on rx_fd). */
 unsigned tw_net_poll(tw_net *st, uint64_t now_ns);
 
-/* The earliest time at which a timer is due (UINT64_MAX if none): the
- * simulation advances virtual time to it. */
+/* The earliest time at which a timer is due (UINT64_MAX if none; 0 when
+ * an ACK or window update is waiting for the next poll): the simulation
+ * advances virtual time to it. */
 uint64_t tw_net_next_timer_ns(const tw_net *st);
 
 /* Adds a static ARP entry (never expires, never overwritten by replies). */
@@ -222,6 +224,7 @@ struct tw_tcp_conn {
     uint32_t rx_head;         /* seq of the first unconsumed byte */
     uint32_t rx_tail;         /* seq after the last in-order data byte */
     uint32_t unacked_segs;    /* in-order segments received since our last ACK */
+    uint32_t fin_seq;         /* where the peer's FIN sits when it came early */
     uint32_t ooo_n;           /* out-of-order intervals held */
     uint32_t ooo[8][2];       /* [start, end) seq, sorted, disjoint */
     /* RTT and timers (ns; 0 = not armed) */
@@ -318,8 +321,8 @@ void tw_tcp_abort(tw_tcp_conn *c, uint64_t now_ns);
  * Calling it on a connection not CLOSED returns -EBUSY. */
 int tw_tcp_conn_release(tw_tcp_conn *c);
 
-/* The current token-bucket rate (bytes/s) and SRTT/RTO, for tests and
- * tools. */
+/* The current token-bucket send rate in bytes/s (halved by ECN congestion
+ * events, recovering additively), for tests and tools. */
 uint64_t tw_tcp_rate_Bps(const tw_tcp_conn *c);
 
 /* ---- checksums (exported for ports and tests) --------------------------- */

@@ -59,6 +59,11 @@ int tw_sim_port_open(tw_sim_net *net, tw_port **out, const uint8_t mac[6],
                      unsigned pool_bufs, const tw_sim_link_config *egress,
                      tw_error *err);
 
+/* Checksum offload: set TW_PORT_CAP_TX_CKSUM / TW_PORT_CAP_RX_CKSUM in
+ * the port's caps (p->caps) and the sim acts like such a NIC: on transmit
+ * it completes the checksums a frame's TW_PKT_TX_* flags ask for; on
+ * receive it sets TW_PKT_RX_*_CKSUM_GOOD for checksums that verify. */
+
 /* Replaces a port's egress link config. */
 void tw_sim_port_set_link(tw_port *p, const tw_sim_link_config *egress);
 

@@ -158,11 +158,16 @@ const char *tw_wire_strerror(unsigned wire_code);
 
 /* One SPSC ring in the shared mapping.  Indices are free-running byte
  * counters; a record starts at an index that is a multiple of 64:
- *   [u32 rec_bytes (multiple of 64)][u32 frame_off][... frame ...]
- * frame_off = 0 marks padding to the end of the buffer.  The producer picks
- * frame_off so that the frame's arrays land 8-byte aligned and may be used
- * in place.  Each side keeps its own index privately and only publishes it
- * here; it never trusts the other side's copy beyond bounds checks. */
+ *   [u32 rec_bytes (multiple of 64)][u32 frame_off][u64 stamp][... frame ...]
+ * stamp = the record's index + 1, stored last (release): the consumer polls
+ * the stamp of the record at its index, so a small frame crosses between
+ * cores as a single cache line.  frame_off = 0 marks padding to the end of
+ * the buffer.  The producer picks frame_off (>= 16) so that the frame's
+ * arrays land 8-byte aligned and may be used in place.  Each side keeps its
+ * own index privately and only publishes it here (tail for sleepers and
+ * observers, head for the producer's space check); it never trusts the
+ * other side's copy beyond bounds checks. */
+#define TW_SHM_REC_HDR 16u
 typedef struct tw_shm_ring_ctl {
     /* Producer's cache line. */
     _Alignas(64) uint64_t tail;   /* bytes published; release-stored by the producer,

@@ -136,3 +136,37 @@ def test_inputs_converted_without_copy_semantics(server, data):
 def test_bad_address():
     with pytest.raises(ValueError):
         Client("carrier-pigeon:/x")
+
+
+def test_study_client_unchanged(server, data):
+    """The study's own client code (seed 000, build_request verbatim) works
+    against this server for opcodes 0 and 1."""
+    close, combos, pnl_ref, trades_ref = data
+
+    def build_request(opcode, close, params):
+        body = bytes([opcode]) + struct.pack("<II", len(close), len(params))
+        body += close.astype("<f8").tobytes()
+        body += np.asarray(params, dtype="<i8").reshape(-1).tobytes()
+        return struct.pack("<I", len(body)) + body
+
+    def recv_exact(s, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = s.recv(n - len(buf))
+            assert chunk, "server closed"
+            buf += chunk
+        return buf
+
+    s = socket.socket(socket.AF_UNIX)
+    s.connect(server["unix"][5:])
+    s.sendall(build_request(0, close, combos.tolist()))
+    (n,) = struct.unpack("<I", recv_exact(s, 4))
+    body = recv_exact(s, n)
+    k = len(combos)
+    assert n == 16 * k
+    assert np.array_equal(np.frombuffer(body[:8 * k], "<f8"), pnl_ref)
+    assert np.array_equal(np.frombuffer(body[8 * k:], "<i8"), trades_ref)
+    s.sendall(build_request(1, close, []))
+    (n,) = struct.unpack("<I", recv_exact(s, 4))
+    assert np.array_equal(np.frombuffer(recv_exact(s, n), "<f8"), close)
+    s.close()

@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "tickwire/common.h"
+#include "tickwire/wire.h"
 
 int tw__err(tw_error *err, int code, const char *fmt, ...)
 {
@@ -23,6 +24,10 @@ const char *tw_strerror(int code)
     case TW_EBADPRICE: return "price not positive or not finite";
     case TW_ENODATA: return "no data";
     case TW_EFORMAT: return "bad format";
-    default: return strerror(-code);
+    default:
+        /* Error frames from the engine come back as -(TW_EWIRE + code). */
+        if (TW_EWIRE_CODE(code))
+            return tw_wire_strerror((unsigned)TW_EWIRE_CODE(code));
+        return strerror(-code);
     }
 }

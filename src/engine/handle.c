@@ -173,9 +173,20 @@ static int dataset_drop(tw_engine *e, uint64_t id)
  * index of the first bad one or n. */
 static size_t first_bad_price(const double *c, size_t n)
 {
-    for (size_t i = 0; i < n; i++)
-        if (!isnan(c[i]) && !(c[i] > 0 && c[i] < INFINITY))
-            return i;
+    /* A price is bad iff v <= 0 or v == +inf (NaN compares false to both).
+     * Blocks are tested branch-free so the compiler vectorises them (a
+     * LOAD_FD of 1.2 MB is checked in tens of microseconds); only a block
+     * with a bad price is scanned again for its index. */
+    for (size_t b = 0; b < n; b += 1024) {
+        size_t e = n - b < 1024 ? n : b + 1024;
+        int bad = 0;
+        for (size_t i = b; i < e; i++)
+            bad |= (c[i] <= 0) | (c[i] == INFINITY);
+        if (bad)
+            for (size_t i = b; i < e; i++)
+                if (c[i] <= 0 || c[i] == INFINITY)
+                    return i;
+    }
     return n;
 }
 

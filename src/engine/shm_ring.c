@@ -47,6 +47,7 @@ void tw__ring_init(tw__ring *r, tw_shm_ring_ctl *ctl, uint8_t *buf, uint32_t cap
     r->buf = buf;
     r->cap = cap;
     r->spin_ns = spin_ns;
+    r->spin_cur_ns = spin_ns;
     r->alive = alive;
     r->alive_arg = alive_arg;
 }
@@ -78,29 +79,44 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
 {
     if (ready(r))
         return 0;
-    /* Spin hot for a few microseconds (a peer on another core answers
-     * within that), then keep polling but yield the CPU between polls, and
-     * finally sleep.  If the peer last ran on our own CPU, spinning only
-     * delays it: yield from the start. */
-    uint32_t me = (uint32_t)sched_getcpu() + 1;
-    int shared = __atomic_load_n(peer_cpu, __ATOMIC_RELAXED) == me;
-    if (shared && r->nudge) {
-        step_off(r, me - 1);
-        shared = 0;
+    /* Spin for spin_ns (a peer on another core answers within that), then
+     * sleep on the futex.  If the peer last ran on our own CPU, spinning
+     * only delays it: yield between polls instead.  (Yielding otherwise
+     * would hand the CPU to any other runnable task for a whole slice; a
+     * futex sleeper is woken promptly.) */
+    /* The peer's CPU hint sits on the peer's cache line: look at it only
+     * every 64th wait, so the steady state moves no extra line. */
+    int shared = r->shared;
+    if ((r->waits++ & 63) == 0) {
+        uint32_t me = (uint32_t)sched_getcpu() + 1;
+        shared = r->shared = __atomic_load_n(peer_cpu, __ATOMIC_RELAXED) == me;
     }
+    if (shared && r->nudge) {
+        step_off(r, (uint32_t)sched_getcpu());
+        shared = r->shared = 0;
+    }
+    /* The budget adapts like an adaptive mutex: a wait that the spin
+     * satisfied doubles it (up to spin_ns), a wait that had to sleep
+     * halves it, so a peer that answers at once (small echo) meets a
+     * spinning side and a peer that works long between frames (copying
+     * megabytes) is not robbed of a CPU by our spinning. */
     uint64_t t0 = tw__now_ns();
     for (unsigned i = 1;; i++) {
         cpu_relax();
-        if (ready(r))
+        if (ready(r)) {
+            uint64_t grown = 2 * r->spin_cur_ns + 1000;
+            r->spin_cur_ns = grown < r->spin_ns ? grown : r->spin_ns;
             return 0;
+        }
         if ((i & 63) == 0) {
             uint64_t dt = tw__now_ns() - t0;
-            if (dt >= r->spin_ns)
+            if (dt >= r->spin_cur_ns)
                 break;
-            if (shared || dt >= 5000)
+            if (shared)
                 sched_yield();
         }
     }
+    r->spin_cur_ns /= 2;
     for (;;) {
         /* seq_cst store pairs with the peer's seq_cst increment and load of
          * *sleeping: either the peer sees the flag and wakes us, or we see
@@ -152,7 +168,7 @@ static int space_ready(tw__ring *r)
 
 int tw__ring_reserve(tw__ring *r, size_t frame_bytes, size_t align_at, uint8_t **frame)
 {
-    size_t off = 8 + ((8 - (8 + align_at) % 8) % 8);
+    size_t off = TW_SHM_REC_HDR + ((8 - (TW_SHM_REC_HDR + align_at) % 8) % 8);
     size_t rec = (off + frame_bytes + 63) & ~(size_t)63;
     if (frame_bytes > TW_SHM_MAX_FRAME(r->cap) || rec > r->cap / 2)
         return -E2BIG;
@@ -170,6 +186,7 @@ int tw__ring_reserve(tw__ring *r, size_t frame_bytes, size_t align_at, uint8_t *
         r->held = 0;
         return -EPROTO; /* space_ready() saw a head beyond our tail */
     }
+    r->pad_bytes = pad;
     if (pad) {
         uint32_t h[2] = {(uint32_t)pad, 0};
         memcpy(r->buf + idx, h, 8);
@@ -177,6 +194,7 @@ int tw__ring_reserve(tw__ring *r, size_t frame_bytes, size_t align_at, uint8_t *
     }
     uint32_t h[2] = {(uint32_t)rec, (uint32_t)off};
     memcpy(r->buf + idx, h, 8);
+    r->rec_idx = idx;
     *frame = r->buf + idx + off;
     TW_ASSERT(((uintptr_t)(*frame + align_at) & 7) == 0);
     return 0;
@@ -185,10 +203,22 @@ int tw__ring_reserve(tw__ring *r, size_t frame_bytes, size_t align_at, uint8_t *
 void tw__ring_publish(tw__ring *r)
 {
     TW_VERIFY(r->held > 0);
+    /* The stamp (the record's position + 1) is what the consumer polls:
+     * it lives in the record's own first cache line, so a small frame
+     * crosses as one line.  Release pairs with the consumer's acquire-load
+     * in data_ready(): the frame's bytes are visible before the stamp.
+     * Padding is stamped last, so a consumer that sees it also sees the
+     * record after it. */
+    uint64_t rec_pos = r->pos + r->pad_bytes;
+    __atomic_store_n((uint64_t *)(void *)(r->buf + r->rec_idx + 8), rec_pos + 1,
+                     __ATOMIC_RELEASE);
+    if (r->pad_bytes) {
+        uint32_t pidx = (uint32_t)(r->pos & (r->cap - 1));
+        __atomic_store_n((uint64_t *)(void *)(r->buf + pidx + 8), r->pos + 1, __ATOMIC_RELEASE);
+    }
     r->pos += r->held;
     r->held = 0;
-    /* Release pairs with the consumer's acquire-load of tail in
-     * data_ready(): the record's bytes are visible before the index. */
+    /* tail only serves sleepers and observers; the stamps carry the data. */
     __atomic_store_n(&r->ctl->tail, r->pos, __ATOMIC_RELEASE);
     /* Our own cache line, written anyway: the CPU hint costs no traffic. */
     __atomic_store_n(&r->ctl->prod_cpu, (uint32_t)sched_getcpu() + 1, __ATOMIC_RELAXED);
@@ -199,8 +229,12 @@ void tw__ring_publish(tw__ring *r)
 
 static int data_ready(tw__ring *r)
 {
-    /* Acquire pairs with the producer's release-store in tw__ring_publish. */
-    return __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE) != r->pos;
+    /* Acquire pairs with the producer's release-store of the stamp in
+     * tw__ring_publish.  A stale stamp from an earlier lap (or the zeroed
+     * mapping) never equals pos + 1. */
+    uint32_t idx = (uint32_t)(r->pos & (r->cap - 1));
+    return __atomic_load_n((const uint64_t *)(const void *)(r->buf + idx + 8), __ATOMIC_ACQUIRE) ==
+           r->pos + 1;
 }
 
 int tw__ring_peek(tw__ring *r, const uint8_t **frame, size_t *avail)
@@ -211,15 +245,11 @@ int tw__ring_peek(tw__ring *r, const uint8_t **frame, size_t *avail)
                             &r->ctl->prod_cpu);
         if (rc)
             return rc;
-        uint64_t tail = __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
-        uint64_t have = tail - r->pos;
-        if (have > r->cap || (have & 63) != 0)
-            return -EPROTO;
         uint32_t idx = (uint32_t)(r->pos & (r->cap - 1));
         /* Read the record header once: the peer may rewrite it. */
         uint32_t rec = __atomic_load_n((uint32_t *)(r->buf + idx), __ATOMIC_RELAXED);
         uint32_t off = __atomic_load_n((uint32_t *)(r->buf + idx + 4), __ATOMIC_RELAXED);
-        if (rec < 64 || (rec & 63) != 0 || rec > have || rec > r->cap - idx)
+        if (rec < 64 || (rec & 63) != 0 || rec > r->cap - idx)
             return -EPROTO;
         if (off == 0) {
             /* Padding to the end of the buffer; consumed with the record
@@ -227,7 +257,7 @@ int tw__ring_peek(tw__ring *r, const uint8_t **frame, size_t *avail)
             r->pos += rec;
             continue;
         }
-        if (off < 8 || (size_t)off + TW_WIRE_PREFIX_BYTES > rec)
+        if (off < TW_SHM_REC_HDR || (size_t)off + TW_WIRE_PREFIX_BYTES > rec)
             return -EPROTO;
         r->held = rec;
         *frame = r->buf + idx + off;

@@ -22,7 +22,12 @@ typedef struct tw__ring {
     uint64_t pos;          /* private index */
     uint64_t held;         /* consumer: bytes of the record being held; producer: reserved */
     uint64_t head_cache;   /* producer: last head read from the consumer's line */
-    uint64_t spin_ns;      /* spin this long before futex-sleeping */
+    uint64_t pad_bytes;    /* producer: padding before the reserved record */
+    uint32_t rec_idx;      /* producer: buffer offset of the reserved record */
+    int shared;            /* the peer was last seen on our CPU */
+    uint32_t waits;        /* waits so far (the CPU hint is sampled every 64th) */
+    uint64_t spin_ns;      /* spin at most this long before futex-sleeping */
+    uint64_t spin_cur_ns;  /* adaptive budget: shrinks while waits end asleep */
     tw__ring_alive_fn alive;
     void *alive_arg;
     int nudge;             /* move off a CPU shared with the peer (server side) */

@@ -1,6 +1,8 @@
 /* The parser: one pass over a framed message, SOH positions from a SIMD
  * bitmask per 64 bytes, tags parsed eight bytes at a time without a branch
- * per digit, values left where they are. */
+ * per digit, values left where they are.  On CPUs with AVX-512 VBMI2 the
+ * block parser in parse_avx512.c goes first and hands anything unusual
+ * back to this one, which also writes every error message. */
 #include <errno.h>
 
 #include "fix_internal.h"

@@ -57,6 +57,14 @@ static const int64_t pow10_tab[19] = {
     1000000000000000000ll,
 };
 
+/* INT64_MAX / 10^d: the largest integer part with d decimals. */
+static const uint64_t max_int_tab[19] = {
+    9223372036854775807ull, 922337203685477580ull, 92233720368547758ull, 9223372036854775ull,
+    922337203685477ull, 92233720368547ull, 9223372036854ull, 922337203685ull, 92233720368ull,
+    9223372036ull, 922337203ull, 92233720ull, 9223372ull, 922337ull, 92233ull, 9223ull, 922ull,
+    92ull, 9ull,
+};
+
 int tw_fix_to_fixed(const char *v, uint32_t len, unsigned decimals, int64_t *out)
 {
     if (decimals > 18)
@@ -85,8 +93,9 @@ int tw_fix_to_fixed(const char *v, uint32_t len, unsigned decimals, int64_t *out
         return -1;
     int64_t scale = pow10_tab[decimals];
     int64_t fscale = pow10_tab[decimals - keep];
-    /* a * scale + f * fscale must fit in int64. */
-    if (a > (uint64_t)(INT64_MAX / scale))
+    /* a * scale + f * fscale must fit in int64 (the bound is a table: a
+     * division here would cost more than the rest of the decode). */
+    if (a > max_int_tab[decimals])
         return -1;
     int64_t r = (int64_t)a * scale;
     int64_t fr = (int64_t)f * fscale; /* < scale, cannot overflow */

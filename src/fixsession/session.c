@@ -1,6 +1,13 @@
 /* FIX session layer: logon, heartbeats, sequence numbers, resend and
  * gap-fill, logout (tickwire/fix_session.h).  No clock, no socket: now_ns
- * comes in, bytes go out through cfg.stream. */
+ * comes in, bytes go out through cfg.stream.
+ *
+ * Gaps: a message above the expected MsgSeqNum triggers one open-ended
+ * ResendRequest and is then dropped, not queued: the open-ended request
+ * brings it back (as PossDup) in order, so no queue memory is needed and
+ * the application sees every message exactly once in sequence.  While the
+ * request is outstanding further gaps send nothing new; it is repeated
+ * only if left unanswered for a heartbeat interval. */
 #include <errno.h>
 #include <string.h>
 
@@ -565,7 +572,10 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
     char t = m.msg_type_len == 1 ? m.msg_type[0] : 0;
     if (s->state == TW_FIX_CONNECTED || s->state == TW_FIX_LOGON_SENT) {
         if (!is_logon) {
-            disconnect(s, "first message is not a Logon", now_ns);
+            /* A Logout here is the peer refusing our Logon: say so. */
+            disconnect(s, t == '5' ? "Logon refused: peer sent Logout"
+                                   : "first message is not a Logon",
+                       now_ns);
             return;
         }
     }

@@ -134,9 +134,9 @@ static void SFX(tw__wma_group)(const double *x, size_t n, const int64_t *w,
 /* ---- one window over one series ---------------------------------------
  *
  * Outputs [ib, ie) of WMA(x, w) (NaN below w - 1); x holds every input
- * from 0.  Lanes over output bars, four independent vectors in flight so
- * that the adder's latency is hidden (each vector is its own chain of w
- * adds). */
+ * from 0.  Lanes over output bars, four or eight independent vectors in
+ * flight so that the adder's latency is hidden (each vector is its own
+ * chain of w adds). */
 static void SFX(tw__wma_range)(const double *x, int64_t w, double *out,
                                const double *wt, size_t ib, size_t ie)
 {
@@ -150,68 +150,88 @@ static void SFX(tw__wma_range)(const double *x, int64_t w, double *out,
     const VD vden = V_SET1(den);
     const double *wj = wt + w; /* wj[-j] = w - j */
 
-    /* Four blocks of VL outputs, skewed in time: at step t block r is at
-     * its term j = t + r*VL, whose input x[i + r*VL - j] = x[i - t] is the
-     * same vector for every block.  One load then feeds four multiplies
+    /* Blocks of VL outputs, skewed in time: at step t block r is at its
+     * term j = t + r*VL, whose input x[i + r*VL - j] = x[i - t] is the same
+     * vector for every block.  One load then feeds every block's multiply
      * (each with its own weight, broadcast from memory), where the plain
-     * loop below loads a vector per term; on cores whose vector loads are
-     * the bottleneck (line-crossing unaligned loads) that is what limits
-     * this pass.  Each block still adds its terms in its own j order.  The
-     * ramps in and out are the steps where not every block is inside its
-     * window; they need w >= 4*VL. */
-    if (ws >= 4 * VL) {
-        const ptrdiff_t L = VL, W = (ptrdiff_t)ws;
-        for (; i + 4 * VL <= ie; i += 4 * VL) {
-            VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
-            const double *xi = x + i;
-            ptrdiff_t t = -3 * L;
+     * loop further down loads a vector per term; on cores where vector
+     * loads are the bottleneck (line-crossing unaligned loads) that is
+     * what limits this pass.  Each block still adds its own terms in its
+     * own j order.  Block r is inside its window for t in [-r*VL, w -
+     * r*VL), so the steps split into ramps in (blocks p..B-1), the body
+     * (all blocks) and ramps out (blocks 0..q-1); SK_STEP's constant block
+     * range lets the compiler drop the inactive blocks of each ramp.  The
+     * ramps need w >= B*VL. */
 #define XV V_LOAD(xi - t)
 #define WV(r) V_BCAST(wj - t - (r) * L)
-            for (; t < -2 * L; t++) {
-                VD v = XV;
-                a3 = V_ADD(a3, V_MUL(v, WV(3)));
-            }
-            for (; t < -L; t++) {
-                VD v = XV;
-                a2 = V_ADD(a2, V_MUL(v, WV(2)));
-                a3 = V_ADD(a3, V_MUL(v, WV(3)));
-            }
-            for (; t < 0; t++) {
-                VD v = XV;
-                a1 = V_ADD(a1, V_MUL(v, WV(1)));
-                a2 = V_ADD(a2, V_MUL(v, WV(2)));
-                a3 = V_ADD(a3, V_MUL(v, WV(3)));
-            }
-            for (; t < W - 3 * L; t++) {
-                VD v = XV;
-                a0 = V_ADD(a0, V_MUL(v, WV(0)));
-                a1 = V_ADD(a1, V_MUL(v, WV(1)));
-                a2 = V_ADD(a2, V_MUL(v, WV(2)));
-                a3 = V_ADD(a3, V_MUL(v, WV(3)));
-            }
-            for (; t < W - 2 * L; t++) {
-                VD v = XV;
-                a0 = V_ADD(a0, V_MUL(v, WV(0)));
-                a1 = V_ADD(a1, V_MUL(v, WV(1)));
-                a2 = V_ADD(a2, V_MUL(v, WV(2)));
-            }
-            for (; t < W - L; t++) {
-                VD v = XV;
-                a0 = V_ADD(a0, V_MUL(v, WV(0)));
-                a1 = V_ADD(a1, V_MUL(v, WV(1)));
-            }
-            for (; t < W; t++) {
-                VD v = XV;
-                a0 = V_ADD(a0, V_MUL(v, WV(0)));
-            }
-#undef XV
-#undef WV
+#define SK_ADD(r, lo, hi)                                   \
+    if ((r) >= (lo) && (r) <= (hi))                         \
+        a##r = V_ADD(a##r, V_MUL(v, WV(r)))
+#define SK_STEP(lo, hi)                                     \
+    do {                                                    \
+        VD v = XV;                                          \
+        SK_ADD(0, lo, hi); SK_ADD(1, lo, hi); SK_ADD(2, lo, hi); SK_ADD(3, lo, hi); \
+        SK_ADD(4, lo, hi); SK_ADD(5, lo, hi); SK_ADD(6, lo, hi); SK_ADD(7, lo, hi); \
+    } while (0)
+#define SK_RUN(lo, hi, until) for (; t < (until); t++) SK_STEP(lo, hi)
+    const ptrdiff_t L = VL, W = (ptrdiff_t)ws;
+    if (ws >= 8 * VL) {
+        for (; i + 8 * VL <= ie; i += 8 * VL) {
+            VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
+            VD a4 = V_ZERO(), a5 = V_ZERO(), a6 = V_ZERO(), a7 = V_ZERO();
+            const double *xi = x + i;
+            ptrdiff_t t = -7 * L;
+            SK_RUN(7, 7, -6 * L);
+            SK_RUN(6, 7, -5 * L);
+            SK_RUN(5, 7, -4 * L);
+            SK_RUN(4, 7, -3 * L);
+            SK_RUN(3, 7, -2 * L);
+            SK_RUN(2, 7, -L);
+            SK_RUN(1, 7, 0);
+            SK_RUN(0, 7, W - 7 * L);
+            SK_RUN(0, 6, W - 6 * L);
+            SK_RUN(0, 5, W - 5 * L);
+            SK_RUN(0, 4, W - 4 * L);
+            SK_RUN(0, 3, W - 3 * L);
+            SK_RUN(0, 2, W - 2 * L);
+            SK_RUN(0, 1, W - L);
+            SK_RUN(0, 0, W);
+            V_STORE(out + i, V_DIV(a0, vden));
+            V_STORE(out + i + VL, V_DIV(a1, vden));
+            V_STORE(out + i + 2 * VL, V_DIV(a2, vden));
+            V_STORE(out + i + 3 * VL, V_DIV(a3, vden));
+            V_STORE(out + i + 4 * VL, V_DIV(a4, vden));
+            V_STORE(out + i + 5 * VL, V_DIV(a5, vden));
+            V_STORE(out + i + 6 * VL, V_DIV(a6, vden));
+            V_STORE(out + i + 7 * VL, V_DIV(a7, vden));
+        }
+    }
+    if (ws >= 4 * VL) {
+        for (; i + 4 * VL <= ie; i += 4 * VL) {
+            /* The same with four blocks (a4..a7 stay unused). */
+            VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
+            VD a4 = V_ZERO(), a5 = V_ZERO(), a6 = V_ZERO(), a7 = V_ZERO();
+            const double *xi = x + i;
+            ptrdiff_t t = -3 * L;
+            SK_RUN(3, 3, -2 * L);
+            SK_RUN(2, 3, -L);
+            SK_RUN(1, 3, 0);
+            SK_RUN(0, 3, W - 3 * L);
+            SK_RUN(0, 2, W - 2 * L);
+            SK_RUN(0, 1, W - L);
+            SK_RUN(0, 0, W);
+            (void)a4, (void)a5, (void)a6, (void)a7;
             V_STORE(out + i, V_DIV(a0, vden));
             V_STORE(out + i + VL, V_DIV(a1, vden));
             V_STORE(out + i + 2 * VL, V_DIV(a2, vden));
             V_STORE(out + i + 3 * VL, V_DIV(a3, vden));
         }
     }
+#undef SK_RUN
+#undef SK_STEP
+#undef SK_ADD
+#undef XV
+#undef WV
     for (; i + 4 * VL <= ie; i += 4 * VL) {
         VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
         const double *xi = x + i;

@@ -3,6 +3,7 @@
  * output together. */
 #include <errno.h>
 #include <stdio.h>
+#include <sys/random.h>
 
 #include "net/net_internal.h"
 
@@ -111,6 +112,12 @@ int tw_net_open(tw_net **out, tw_port *port, const tw_net_config *in,
         c.rate_min_Bps = 1250000ull;
     if (c.rate_min_Bps > c.rate_max_Bps)
         c.rate_min_Bps = c.rate_max_Bps;
+    if (!c.isn_secret[0] && !c.isn_secret[1]) {
+        /* RFC 6528 needs a secret an attacker cannot guess; tests that want
+         * reproducible ISNs set one.  Init time, so a system call is fine. */
+        if (getrandom(c.isn_secret, sizeof(c.isn_secret), 0) != (ssize_t)sizeof(c.isn_secret))
+            return tw__err(err, -EIO, "net: getrandom failed for the ISN secret");
+    }
     if (!c.rate_add_Bps)
         c.rate_add_Bps = c.rate_max_Bps / 64 ? c.rate_max_Bps / 64 : 1;
 

@@ -28,6 +28,7 @@
 #define TF_WND_UPDATE  (1u << 10) /* window grew: advertise it */
 #define TF_SEND_SYN    (1u << 11) /* (re)send SYN or SYN-ACK */
 #define TF_PERSIST     (1u << 12) /* persist timer armed */
+#define TF_FIN_OOO     (1u << 13) /* peer's FIN seen past a hole, at fin_seq */
 
 #define TW_NET_HDR_LEN 54 /* Ethernet + IPv4 + TCP without options */
 #define TW_NET_MAX_BURST 64
@@ -104,6 +105,8 @@ int tw__tcp_slot_alloc(tw_net *st, tw_tcp_conn *c);
 tw_tcp_conn *tw__tcp_lookup(tw_net *st, uint32_t rip, uint16_t rport,
                             uint16_t lport);
 void tw__tcp_conn_init_rate(tw_tcp_conn *c, uint64_t now_ns);
+/* 1 when c holds a slot of st's table (memory the stack is using). */
+int tw__tcp_conn_in_use(tw_net *st, const tw_tcp_conn *c);
 
 static inline uint32_t tcp_data_una(const tw_tcp_conn *c)
 {

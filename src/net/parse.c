@@ -11,13 +11,22 @@
 
 #include "tickwire/net_wire.h"
 
+/* Error exits set the pointers the caller may test (ip, tcp) so that a
+ * failed parse never leaves a stale view behind; the hot path stores each
+ * field once. */
+static int fail(tw_net_parsed *out, const tw_ipv4_hdr *ip, int r)
+{
+    out->ip = ip;
+    out->tcp = NULL;
+    return r;
+}
+
 int tw_net_parse(const uint8_t *frame, uint32_t len, tw_net_parsed *out)
 {
-    out->ip = NULL;
-    out->tcp = NULL;
-    out->ethertype = 0;
-    if (len < sizeof(tw_eth_hdr))
-        return -2;
+    if (len < sizeof(tw_eth_hdr)) {
+        out->ethertype = 0;
+        return fail(out, NULL, -2);
+    }
     const tw_eth_hdr *eth = (const tw_eth_hdr *)frame;
     uint16_t type = tw_be16(eth->type_be);
     out->eth = eth;
@@ -31,38 +40,41 @@ int tw_net_parse(const uint8_t *frame, uint32_t len, tw_net_parsed *out)
         out->ip_hlen = 0;
         if (type == TW_ETHERTYPE_ARP) {
             if (len - off < sizeof(tw_arp_hdr))
-                return -2;
+                return fail(out, NULL, -2);
             out->payload = frame + off;
             out->payload_len = sizeof(tw_arp_hdr);
+            fail(out, NULL, 0);
             return (int)(off + sizeof(tw_arp_hdr));
         }
         out->payload = NULL;
         out->payload_len = 0;
+        fail(out, NULL, 0);
         return (int)off; /* not ours to parse; the stack counts it */
     }
 
     /* IPv4: header, then the total length, bounds-checked once. */
     if (len - off < sizeof(tw_ipv4_hdr))
-        return -2;
+        return fail(out, NULL, -2);
     const tw_ipv4_hdr *ip = (const tw_ipv4_hdr *)(frame + off);
     uint32_t vihl = ip->ver_ihl;
     uint32_t hlen = (vihl & 0x0f) * 4;
     uint32_t total = tw_be16(ip->total_len_be);
     if ((vihl >> 4) != 4 || hlen < sizeof(tw_ipv4_hdr) || total < hlen)
-        return -1;
+        return fail(out, NULL, -1);
     if (len - off < total)
-        return -2; /* frames shorter than the IP total length are truncated */
-    out->ip = ip;
+        return fail(out, NULL, -2); /* shorter than the IP total length: truncated */
     out->ip_hlen = (uint8_t)hlen;
     out->ip_proto = ip->proto;
     /* Any fragment (MF set or a non-zero offset) is refused: no
-     * reassembly (netstack.md). */
+     * reassembly (netstack.md).  ip is set so the stack can count it. */
     if (ip->frag_be & tw_htobe16(TW_IP_FLAG_MF | TW_IP_FRAG_OFF_MASK))
-        return -1;
+        return fail(out, ip, -1);
     off += hlen;
     uint32_t l4 = total - hlen; /* Ethernet padding past total is ignored */
+    out->ip = ip;
     out->l4_len = l4;
     if (__builtin_expect(ip->proto != TW_IP_PROTO_TCP, 0)) {
+        out->tcp = NULL;
         out->tcp_opts = NULL;
         out->tcp_opts_len = 0;
         out->payload = frame + off;
@@ -70,11 +82,11 @@ int tw_net_parse(const uint8_t *frame, uint32_t len, tw_net_parsed *out)
         return (int)off;
     }
     if (l4 < sizeof(tw_tcp_hdr))
-        return -2;
+        return fail(out, ip, -2);
     const tw_tcp_hdr *tcp = (const tw_tcp_hdr *)(frame + off);
     uint32_t doff = (uint32_t)(tcp->off >> 4) * 4;
     if (doff < sizeof(tw_tcp_hdr) || doff > l4)
-        return -1;
+        return fail(out, ip, -1);
     out->tcp = tcp;
     out->tcp_opts = frame + off + sizeof(tw_tcp_hdr);
     out->tcp_opts_len = doff - (uint32_t)sizeof(tw_tcp_hdr);

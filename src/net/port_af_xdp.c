@@ -157,6 +157,9 @@ static unsigned axp_tx_burst(tw_port *bp, tw_pkt *pkts, unsigned n)
     }
     for (unsigned i = 0; i < m; i++) {
         struct xdp_desc *d = xsk_ring_prod__tx_desc(&p->tx, idx + i);
+        /* Only frames of this UMEM can be sent (ours, from rx or alloc). */
+        TW_VERIFY(pkts[i].data >= p->area && pkts[i].len <= AXP_FRAME &&
+                  pkts[i].data + pkts[i].len <= p->area + p->area_len);
         d->addr = (uint64_t)(pkts[i].data - p->area);
         d->len = pkts[i].len;
         d->options = 0;
@@ -372,11 +375,13 @@ int tw_port_af_xdp_open(tw_port **out, const char *ifname, unsigned queue_id,
         what = "bpf_prog_load(XDP)";
         goto fail;
     }
+    /* UPDATE_IF_NOEXIST: never replace a program someone else attached. */
     p->xdp_flags = XDP_FLAGS_DRV_MODE;
-    rc = bpf_xdp_attach(p->ifindex, p->prog_fd, p->xdp_flags, NULL);
-    if (rc) {
+    rc = bpf_xdp_attach(p->ifindex, p->prog_fd, p->xdp_flags | XDP_FLAGS_UPDATE_IF_NOEXIST, NULL);
+    if (rc && rc != -EBUSY && rc != -EEXIST) {
         p->xdp_flags = XDP_FLAGS_SKB_MODE;
-        rc = bpf_xdp_attach(p->ifindex, p->prog_fd, p->xdp_flags, NULL);
+        rc = bpf_xdp_attach(p->ifindex, p->prog_fd, p->xdp_flags | XDP_FLAGS_UPDATE_IF_NOEXIST,
+                            NULL);
     }
     if (rc) {
         close(p->prog_fd);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rte_bus_vdev.h>
 #include <rte_dev.h>
@@ -50,6 +51,16 @@ uint64_t tw__dpdk_leaked;
 static char eal_buf[DPDK_ARGS_LEN];
 static char *eal_argv[DPDK_MAX_ARGS + 2];
 static int eal_state; /* 0 not tried, 1 up, <0 failed with this code */
+static char eal_rundir[512];
+
+/* The EAL leaves its runtime directory (/var/run/dpdk/<prefix>) behind even
+ * with --no-shconf; remove it at exit when it is empty (rmdir refuses
+ * otherwise, so nothing another process uses can go). */
+static void remove_rundir(void)
+{
+    if (eal_rundir[0])
+        (void)rmdir(eal_rundir);
+}
 
 /* Splits s (whitespace-separated) into argv in buf; returns argc or -1. */
 static int split_args(const char *s, char *buf, size_t cap, char **argv, int max)
@@ -112,6 +123,8 @@ static int eal_init_once(const char *eal_args, tw_error *err)
         return tw__err(err, -e, "dpdk: rte_eal_init('%s'): %s", eal_args, rte_strerror(e));
     }
     eal_state = 1;
+    snprintf(eal_rundir, sizeof(eal_rundir), "%s", rte_eal_get_runtime_dir());
+    atexit(remove_rundir);
     return 0;
 }
 

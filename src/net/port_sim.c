@@ -5,6 +5,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "tickwire/net.h"
 #include "tickwire/net_sim.h"
 #include "tickwire/net_wire.h"
 
@@ -240,12 +241,54 @@ static void enqueue(tw_sim_net *n, sim_port *src, const uint8_t *data,
     heap_push(n, (flight){t, n->order++, slot});
 }
 
+/* What a NIC with checksum offload does on transmit: fills the IPv4
+ * header checksum, and completes the TCP checksum whose field holds the
+ * pseudo-header sum (TW_PKT_TX_TCP_CKSUM). */
+static void tx_offload(tw_pkt *pkt)
+{
+    tw_net_parsed pp;
+    if (tw_net_parse(pkt->data, pkt->len, &pp) < 0 || !pp.ip)
+        return;
+    tw_ipv4_hdr *ip = (tw_ipv4_hdr *)(uintptr_t)pp.ip;
+    if (pkt->ol_flags & TW_PKT_TX_IP_CKSUM) {
+        ip->cksum = 0;
+        ip->cksum = tw_net_csum_fold(tw_net_csum_add(0, ip, pp.ip_hlen));
+    }
+    if ((pkt->ol_flags & TW_PKT_TX_TCP_CKSUM) && pp.tcp) {
+        tw_tcp_hdr *t = (tw_tcp_hdr *)(uintptr_t)pp.tcp;
+        t->cksum = tw_net_csum_fold(tw_net_csum_add(0, t, pp.l4_len));
+    }
+}
+
+/* What a NIC with receive offload reports: GOOD flags for checksums that
+ * verify; a bad one gets no flag, and the stack checks it in software. */
+static uint32_t rx_offload(const uint8_t *f, uint32_t len)
+{
+    tw_net_parsed pp;
+    uint32_t fl = 0;
+    if (tw_net_parse(f, len, &pp) < 0 || !pp.ip)
+        return 0;
+    if (tw_net_csum_fold(tw_net_csum_add(0, pp.ip, pp.ip_hlen)) == 0)
+        fl |= TW_PKT_RX_IP_CKSUM_GOOD;
+    if (pp.tcp) {
+        tw_ipv4_pseudo_hdr ph = {pp.ip->src_be, pp.ip->dst_be, 0, TW_IP_PROTO_TCP,
+                                 tw_htobe16((uint16_t)pp.l4_len)};
+        uint64_t sum = tw_net_csum_add(tw_net_csum_add(0, &ph, sizeof(ph)), pp.tcp, pp.l4_len);
+        if (tw_net_csum_fold(sum) == 0)
+            fl |= TW_PKT_RX_L4_CKSUM_GOOD;
+    }
+    return fl;
+}
+
 static unsigned sim_tx_burst(tw_port *p, tw_pkt *pkts, unsigned cnt)
 {
     sim_port *sp = (sim_port *)p;
     tw_sim_net *n = sp->net;
     for (unsigned i = 0; i < cnt; i++) {
         TW_VERIFY(pkts[i].len <= SIM_BUF);
+        if ((p->caps & TW_PORT_CAP_TX_CKSUM) &&
+            (pkts[i].ol_flags & (TW_PKT_TX_IP_CKSUM | TW_PKT_TX_TCP_CKSUM)))
+            tx_offload(&pkts[i]);
         n->stats.sent++;
         p->tx_pkts++;
         if (sp->partitioned)
@@ -403,6 +446,8 @@ static void deliver(tw_sim_net *n, sim_port *dst, const uint8_t *data, uint32_t 
     }
     memcpy(pkt.data, data, len);
     pkt.len = len;
+    if (dst->base.caps & TW_PORT_CAP_RX_CKSUM)
+        pkt.ol_flags = rx_offload(pkt.data, len);
     TW_VERIFY(dst->rx_n < dst->pool_n); /* every queued frame holds a buffer */
     dst->rxq[(dst->rx_head + dst->rx_n) % dst->pool_n] = pkt;
     dst->rx_n++;

@@ -125,7 +125,7 @@ static int port_in_use(tw_net *st, uint16_t p)
     return 0;
 }
 
-static int conn_in_use(tw_net *st, const tw_tcp_conn *c)
+int tw__tcp_conn_in_use(tw_net *st, const tw_tcp_conn *c)
 {
     return c->st == st && c->slot >= 0 &&
            (unsigned)c->slot < st->cfg.max_conns && st->conns[c->slot] == c;
@@ -134,7 +134,7 @@ static int conn_in_use(tw_net *st, const tw_tcp_conn *c)
 int tw_tcp_connect(tw_net *st, tw_tcp_conn *c, uint32_t ip, uint16_t port,
                    uint16_t local_port, uint64_t now_ns)
 {
-    if (conn_in_use(st, c))
+    if (tw__tcp_conn_in_use(st, c))
         return -EBUSY;
     if (!ip || !port || ip == st->cfg.ip)
         return -EINVAL;
@@ -364,7 +364,7 @@ int tw_tcp_close(tw_tcp_conn *c, uint64_t now_ns)
 
 void tw_tcp_abort(tw_tcp_conn *c, uint64_t now_ns)
 {
-    if (!c->st || !conn_in_use(c->st, c) || c->state == TW_TCP_CLOSED)
+    if (!c->st || !tw__tcp_conn_in_use(c->st, c) || c->state == TW_TCP_CLOSED)
         return;
     if (c->state != TW_TCP_SYN_SENT && c->state != TW_TCP_TIME_WAIT &&
         (c->flags & TF_HDR_READY)) {
@@ -379,7 +379,7 @@ int tw_tcp_conn_release(tw_tcp_conn *c)
 {
     if (c->state != TW_TCP_CLOSED)
         return -EBUSY;
-    if (c->st && conn_in_use(c->st, c))
+    if (c->st && tw__tcp_conn_in_use(c->st, c))
         c->st->conns[c->slot] = NULL;
     c->slot = -1;
     c->st = NULL;

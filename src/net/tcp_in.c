@@ -86,7 +86,7 @@ static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
         return;
     }
     tw_tcp_conn *c = l->accept(l, rip, rport, l->user);
-    if (!c) {
+    if (!c || tw__tcp_conn_in_use(st, c)) { /* NULL, or memory still in use */
         st->stats.listen_overflow++;
         tw__tcp_send_rst_reply(st, pp, now_ns);
         return;
@@ -384,10 +384,6 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
         syn_sent_input(c, pp, &s, now_ns);
         return;
     }
-    c->last_rx_ns = now_ns;
-    c->ka_probes_sent = 0;
-    c->keepalive_at_ns = 0;
-
     /* SYN_RCVD: a retransmitted SYN means our SYN-ACK was lost. */
     if (c->state == TW_TCP_SYN_RCVD && (s.flags & TW_TCP_SYN) &&
         !(s.flags & TW_TCP_ACK) && s.seq == c->irs) {
@@ -431,6 +427,12 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
         }
         c->flags |= TF_ACK_NOW;
     }
+    /* The peer is alive (only segments that passed the window check count,
+     * so forged ones cannot keep a dead connection open). */
+    c->last_rx_ns = now_ns;
+    c->ka_probes_sent = 0;
+    c->keepalive_at_ns = 0;
+
     /* 2. RST (RFC 5961 3.2): exact match resets, in-window challenges. */
     if (s.flags & TW_TCP_RST) {
         if (c->state == TW_TCP_TIME_WAIT) {
@@ -596,9 +598,30 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
             }
         }
     }
-    /* 6. FIN, once every byte before it has arrived. */
-    if ((s.flags & TW_TCP_FIN) && end == c->rx_tail && !(c->flags & TF_PEER_FIN) &&
-        c->ooo_n == 0) {
+    /* 6. FIN, once every byte before it has arrived.  A FIN past a hole
+     * is remembered (within the window) and taken when the hole fills,
+     * rather than waiting for the peer to resend it. */
+    int fin_now = 0;
+    if (!(c->flags & TF_PEER_FIN)) {
+        if ((s.flags & TW_TCP_FIN) && end == c->rx_tail)
+            fin_now = 1;
+        else if ((s.flags & TW_TCP_FIN) && SEQ_GT(end, c->rx_tail) &&
+                 SEQ_LEQ(end, c->rx_head + c->rx_size) &&
+                 (c->state == TW_TCP_ESTABLISHED || c->state == TW_TCP_FIN_WAIT_1 ||
+                  c->state == TW_TCP_FIN_WAIT_2)) {
+            c->flags |= TF_FIN_OOO;
+            c->fin_seq = end;
+        }
+        if ((c->flags & TF_FIN_OOO) && SEQ_GT(c->rx_tail, c->fin_seq))
+            c->flags &= ~TF_FIN_OOO; /* bytes past it: that FIN was not real */
+        if ((c->flags & TF_FIN_OOO) && c->rx_tail == c->fin_seq)
+            fin_now = 1;
+    }
+    if (fin_now) {
+        /* Nothing lies past a FIN: ranges held beyond it were never the
+         * peer's (a correct peer sends no byte after its FIN). */
+        c->ooo_n = 0;
+        c->flags &= ~TF_FIN_OOO;
         c->flags |= TF_PEER_FIN | TF_ACK_NOW;
         c->rcv_nxt = c->rx_tail + 1;
         switch (c->state) {

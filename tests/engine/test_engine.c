@@ -4,9 +4,11 @@
  * valid request on another connection.  argv[1] is the tickwire program. */
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -71,6 +73,8 @@ static void start_server(void)
         close(p[0]);
         int null = open("/dev/null", O_WRONLY);
         dup2(null, 1);
+        /* If the test dies (a crash, a ctest timeout), so does its server. */
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
         execl(g_bin, g_bin, "serve", "--unix", g_sock, "--tcp", "0", "--workers", "2",
               "--max-frame-bytes", "16777216", "--max-bars", "1000000", "--max-combos", "10000",
               "--max-datasets", "4", "--max-conns", "100", (char *)NULL);
@@ -189,19 +193,25 @@ static uint8_t *frame_sweep(uint8_t op, uint32_t n_bars, uint32_t n_combos, cons
     return f;
 }
 
-/* ops.sweep from INFO, read on a fresh connection. */
-static uint64_t info_sweeps(void)
+/* A counter of INFO's "ops" (e.g. "sweep", "sweep_loaded"), read on a
+ * fresh connection. */
+static uint64_t info_op(const char *op)
 {
     tw_client *c;
     tw_error err = {0};
-    char info[8192];
+    char info[8192], key[64];
     TW_VERIFY(tw_client_connect(&c, g_addr_unix, &err) == 0);
     TW_VERIFY(tw_client_info(c, info, sizeof(info), &err) > 0);
     tw_client_close(c);
-    const char *p = strstr(info, "\"ops\":{\"sweep\":");
+    snprintf(key, sizeof(key), "\"%s\":", op);
+    const char *p = strstr(info, "\"ops\":{");
     TW_VERIFY(p);
-    return strtoull(p + 16, NULL, 10);
+    p = strstr(p, key);
+    TW_VERIFY(p);
+    return strtoull(p + strlen(key), NULL, 10);
 }
+
+static uint64_t info_sweeps(void) { return info_op("sweep"); }
 
 /* ---- correctness over every transport ----------------------------------- */
 
@@ -229,6 +239,14 @@ static void test_transport(const char *addr)
     CHECK(!memcmp(big, bigb, sizeof(big)));
     rc = tw_client_echo(c, NULL, 0, NULL, &err);
     CHECKRC(rc, err);
+    /* Sizes that make the shm rings wrap (with padding) several times. */
+    for (int k = 0; k < 12; k++) {
+        size_t m = k % 3 == 0 ? 3 : 120000 + 7000 * (size_t)k;
+        big[0] = k;
+        rc = tw_client_echo(c, big, m, bigb, &err);
+        CHECKRC(rc, err);
+        CHECK(!memcmp(big, bigb, 8 * m));
+    }
 
     double pnl[NC];
     int64_t tr[NC];
@@ -259,6 +277,24 @@ static void test_transport(const char *addr)
         rc = tw_client_drop(c, id, &err);
         CHECKRC(rc, err);
     }
+
+    /* LOAD checks prices once: NaN is a valid price, 0 and +inf are not
+     * (named by index), and the connection stays usable. */
+    double pr[1500];
+    for (int i = 0; i < 1500; i++)
+        pr[i] = 100 + i;
+    pr[7] = NAN;
+    rc = tw_client_load(c, pr, 1500, &id, &err);
+    CHECKRC(rc, err);
+    rc = tw_client_drop(c, id, &err);
+    CHECKRC(rc, err);
+    pr[1300] = 0;
+    rc = tw_client_load(c, pr, 1500, &id, &err);
+    CHECK(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "close[1300]"));
+    pr[1300] = 1;
+    pr[1499] = INFINITY;
+    rc = tw_client_load(c, pr, 1500, &id, &err);
+    CHECK(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "close[1499]"));
 
     /* A bad window is BAD_PARAMS and the connection stays usable. */
     int64_t bad[6] = {1, 2, 3, 4, 5, 0};
@@ -556,6 +592,59 @@ static void test_many_clients(void)
     printf("%-28s -> ok\n", "64 clients at once");
 }
 
+/* DROP of a dataset while a sweep on it is in flight: the sweep still
+ * answers correctly (the dataset lives until its last user is done). */
+static void test_drop_during_sweep(void)
+{
+    enum { DB = 50000, DC = 12 };
+    double *dc = malloc(8 * DB);
+    int64_t dcombos[DC * 6];
+    double ref_pnl[DC], pnl[DC];
+    int64_t ref_tr[DC], tr[DC];
+    tw_error err = {0};
+    tw_gen_closes(dc, DB, 11, 0.01);
+    for (int i = 0; i < DC; i++)
+        tw_combo_from_length(10 + 40 * i, dcombos + 6 * i);
+    TW_VERIFY(tw_sweep(dc, DB, dcombos, DC, NULL, ref_pnl, ref_tr, &err) == 0);
+    tw_client *a, *b;
+    uint64_t id;
+    int rc = tw_client_connect(&a, g_addr_unix, &err);
+    CHECKRC(rc, err);
+    rc = tw_client_connect(&b, g_addr_unix, &err);
+    CHECKRC(rc, err);
+    rc = tw_client_load(a, dc, DB, &id, &err);
+    CHECKRC(rc, err);
+    /* Send the sweep by hand so that the DROP can go out while it runs. */
+    int fd = raw_connect();
+    uint8_t h[17];
+    uint32_t bl = 13 + 48 * DC, nc = DC;
+    memcpy(h, &bl, 4);
+    h[4] = TW_OP_SWEEP_LOADED;
+    memcpy(h + 5, &id, 8);
+    memcpy(h + 13, &nc, 4);
+    uint64_t before = info_op("sweep_loaded");
+    CHECK(send_all(fd, h, 17) == 0 && send_all(fd, dcombos, 48 * DC) == 0);
+    for (int i = 0; info_op("sweep_loaded") == before; i++) {
+        CHECK(i < 20000); /* the server never took the request */
+        sleep_ms(1);
+    }
+    rc = tw_client_drop(b, id, &err);
+    CHECKRC(rc, err);
+    static uint8_t body[16 * DC];
+    size_t got;
+    CHECK(read_reply(fd, body, sizeof(body), &got) == 0 && got == sizeof(body));
+    memcpy(pnl, body, sizeof(pnl));
+    memcpy(tr, body + sizeof(pnl), sizeof(tr));
+    CHECK(!memcmp(pnl, ref_pnl, sizeof(pnl)) && !memcmp(tr, ref_tr, sizeof(tr)));
+    rc = tw_client_sweep_loaded(a, id, dcombos, 1, pnl, tr, &err);
+    CHECK(TW_EWIRE_CODE(rc) == TW_WERR_NO_DATASET);
+    close(fd);
+    tw_client_close(a);
+    tw_client_close(b);
+    free(dc);
+    printf("%-28s -> ok\n", "drop during sweep");
+}
+
 /* Past --max-conns (100) a new connection gets a BUSY error frame; once
  * the others close, connections are accepted again. */
 static void test_conn_limit(void)
@@ -615,6 +704,7 @@ int main(int argc, char **argv)
         return 2;
     }
     g_bin = argv[1];
+    setvbuf(stdout, NULL, _IOLBF, 0);
     signal(SIGPIPE, SIG_IGN);
     tw_gen_closes(g_close, NB, 42, 0.01);
     for (int i = 0; i < NC; i++)
@@ -638,6 +728,7 @@ int main(int argc, char **argv)
     test_slow_client();
     test_many_clients();
     test_conn_limit();
+    test_drop_during_sweep();
 
     /* Graceful shutdown with a sweep in flight: the sweep's reply still
      * arrives, the server exits 0 and the socket file is gone. */
@@ -654,8 +745,10 @@ int main(int argc, char **argv)
     TW_VERIFY(send_all(sweeper, lf, flen) == 0);
     /* Wait (no time limit but the test's) until the server has taken the
      * sweep, so that SIGTERM lands while it is in flight or just done. */
-    while (info_sweeps() == sweeps_before)
+    for (int i = 0; info_sweeps() == sweeps_before; i++) {
+        TW_VERIFY(i < 20000); /* the server never took the request */
         sleep_ms(1);
+    }
     kill(g_pid, SIGTERM);
     {
         static uint8_t body[16 * LC];

@@ -320,6 +320,48 @@ static void test_bad(void)
     }
 }
 
+/* Group iteration edge cases on hand-made messages. */
+static void test_groups(void)
+{
+    char buf[1024];
+    tw_fix_group_iter it;
+    uint32_t first, n;
+    /* No count tag: zero entries, and next says so at once. */
+    tw_fix_msg m = parse_body(buf, sizeof(buf), "35=X|262=R|");
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), 0);
+    CHECK_EQ(tw_fix_group_next(&it, &first, &n), 0);
+    /* A count of zero. */
+    m = parse_body(buf, sizeof(buf), "35=X|268=0|58=x|");
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), 0);
+    CHECK_EQ(tw_fix_group_next(&it, &first, &n), 0);
+    /* A count above the fields that follow is refused at begin. */
+    m = parse_body(buf, sizeof(buf), "35=X|268=50|279=0|");
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -1);
+    m = parse_body(buf, sizeof(buf), "35=X|268=-1|279=0|");
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -1);
+    /* The first field after the count must be the delimiter. */
+    m = parse_body(buf, sizeof(buf), "35=X|268=1|269=0|279=0|");
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -1);
+    /* The last entry ends at the first tag that is not a member (58 is a
+     * member, 10 and 9999 are not), and fewer entries than announced is an
+     * error from next. */
+    m = parse_body(buf, sizeof(buf), "35=X|268=3|279=0|270=1|279=1|58=t|9999=z|279=2|");
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), 3);
+    CHECK_EQ(tw_fix_group_next(&it, &first, &n), 1);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(tw_fix_group_next(&it, &first, &n), 1);
+    CHECK_EQ(n, 2);
+    CHECK_EQ(tw_fix_group_next(&it, &first, &n), -1);
+    /* `from` skips an earlier group with the same count tag. */
+    m = parse_body(buf, sizeof(buf), "35=X|268=1|279=0|58=a|268=2|279=1|279=2|");
+    int second = tw_fix_find(&m, 268, 4);
+    CHECK(second > 0);
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, (uint32_t)second), 2);
+    CHECK_EQ(tw_fix_find(&m, 99, 0), -1);
+    CHECK(tw_fix_get(&m, 58) != NULL && tw_fix_get(&m, 58)->val[0] == 'a');
+    CHECK(tw_fix_get(&m, 77) == NULL);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -334,6 +376,7 @@ int main(int argc, char **argv)
     test_order_messages();
     test_market_data();
     test_bad();
+    test_groups();
     /* Names for the tools. */
     CHECK(strcmp(tw_fix_tag_name(34), "MsgSeqNum") == 0);
     CHECK(strcmp(tw_fix_tag_name(10), "CheckSum") == 0);

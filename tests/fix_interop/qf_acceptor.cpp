@@ -4,7 +4,7 @@
 // none arrived twice as new.  Optionally skips its own outgoing sequence
 // numbers once (a gap the counterparty must resolve).
 //
-// usage: qf_acceptor PORT RESULTS_FILE [GAP_AT_ORDER]
+// usage: qf_acceptor PORT RESULTS_FILE [GAP_AT_ORDER [BEGINSTRING]]
 // Runs until SIGTERM, then writes RESULTS_FILE:
 //   orders_new N / orders_possdup N / dup_new N / max_clordid N /
 //   missing N (ClOrdIDs 1..max never seen) / logons N
@@ -71,7 +71,11 @@ public:
         er.getHeader().setField(35, "8");
         er.setField(37, "O" + cl);
         er.setField(17, "E" + std::to_string(++exec_id));
-        er.setField(150, "F");
+        // FIX 4.2 reports a fill as ExecType 2 with ExecTransType 0; 4.4 as F.
+        bool fix42 = sid.getBeginString().getValue() == "FIX.4.2";
+        if (fix42)
+            er.setField(20, "0");
+        er.setField(150, fix42 ? "2" : "F");
         er.setField(39, "2");
         er.setField(11, cl);
         er.setField(55, m.getField(55));
@@ -98,7 +102,8 @@ int main(int argc, char **argv)
     if (argc > 3)
         app.gap_at = std::atol(argv[3]);
     try {
-        std::istringstream cfg(qf_settings(true, std::atoi(argv[1]), "QF", "TW", 0));
+        std::istringstream cfg(
+            qf_settings(true, std::atoi(argv[1]), "QF", "TW", 0, argc > 4 ? argv[4] : "FIX.4.4"));
         FIX::SessionSettings settings(cfg);
         // A file store, not MemoryStore: MemoryStore::get() starts at
         // find(BeginSeqNo), so a resend range whose first number was skipped

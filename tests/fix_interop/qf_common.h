@@ -14,9 +14,10 @@
 static volatile std::sig_atomic_t qf_stop = 0;
 static void qf_on_signal(int) { qf_stop = 1; }
 
-// Builds the QuickFIX settings text for one FIX.4.4 session.
+// Builds the QuickFIX settings text for one session (FIX.4.2 or FIX.4.4).
 static std::string qf_settings(bool acceptor, int port, const std::string &sender,
-                               const std::string &target, int hb)
+                               const std::string &target, int hb,
+                               const std::string &begin = "FIX.4.4")
 {
     std::ostringstream s;
     s << "[DEFAULT]\n"
@@ -28,7 +29,7 @@ static std::string qf_settings(bool acceptor, int port, const std::string &sende
     if (const char *logdir = std::getenv("TW_QF_LOG"))
         s << "FileLogPath=" << logdir << "\n";
     s
-      << "[SESSION]\nBeginString=FIX.4.4\n"
+      << "[SESSION]\nBeginString=" << begin << "\n"
       << "SenderCompID=" << sender << "\nTargetCompID=" << target << "\n";
     if (acceptor)
         s << "SocketAcceptPort=" << port << "\nSocketAcceptHost=127.0.0.1\n";

@@ -6,7 +6,7 @@
 //   logons N / done 0|1
 // Optionally skips its own outgoing sequence numbers after order GAP_AT.
 //
-// usage: qf_initiator PORT RESULTS N [GAP_AT [IDLE_S [HB_S]]]
+// usage: qf_initiator PORT RESULTS N [GAP_AT [IDLE_S [HB_S [BEGINSTRING]]]]
 #include <quickfix/Application.h>
 #include <quickfix/FileLog.h>
 #include <quickfix/FileStore.h>
@@ -91,7 +91,8 @@ int main(int argc, char **argv)
     App app;
     bool done = false;
     try {
-        std::istringstream cfg(qf_settings(false, std::atoi(argv[1]), "QF", "TW", hb));
+        std::istringstream cfg(qf_settings(false, std::atoi(argv[1]), "QF", "TW", hb,
+                                           argc > 7 ? argv[7] : "FIX.4.4"));
         FIX::SessionSettings settings(cfg);
         // A file store, not MemoryStore: MemoryStore::get() starts at
         // find(BeginSeqNo), so a resend range whose first number was skipped

@@ -52,11 +52,11 @@ def wait_listening(proc, word="listening"):
 
 
 class QfAcceptor:
-    def __init__(self, tmp, gap_at=0):
+    def __init__(self, tmp, gap_at=0, begin="FIX.4.4"):
         self.res = os.path.join(tmp, "qf_acceptor.res")
         self.port = free_port()
         self.proc = subprocess.Popen(
-            [exe("qf_acceptor"), str(self.port), self.res, str(gap_at)],
+            [exe("qf_acceptor"), str(self.port), self.res, str(gap_at), begin],
             stdout=subprocess.PIPE, text=True, cwd=tmp)
         wait_listening(self.proc)
 
@@ -98,13 +98,14 @@ def test_our_initiator_vs_quickfix_acceptor():
         assert r["rejects_sent"] == 0 and r["rejects_rcvd"] == 0 and r["garbled"] == 0
 
 
-def test_gap_on_each_side_initiator():
+@pytest.mark.parametrize("begin", ["FIX.4.4", "FIX.4.2"])
+def test_gap_on_each_side_initiator(begin):
     with tempfile.TemporaryDirectory() as tmp:
-        qf = QfAcceptor(tmp, gap_at=3000)
+        qf = QfAcceptor(tmp, gap_at=3000, begin=begin)
         try:
             p, r = run_peer(tmp, ["--initiator", "--port", str(qf.port), "--store",
                                   os.path.join(tmp, "tw.store"), "--orders", str(N),
-                                  "--gap-at", "6000"])
+                                  "--gap-at", "6000", "--begin", begin])
         finally:
             c = qf.stop()
         assert p.returncode == 0, p.stderr[-2000:]
@@ -119,16 +120,17 @@ def test_gap_on_each_side_initiator():
         assert r["rejects_rcvd"] == 0
 
 
-def test_kill9_and_resume():
+@pytest.mark.parametrize("mode", [[], ["--mmap"]], ids=["pwritev", "mmap"])
+def test_kill9_and_resume(mode):
     with tempfile.TemporaryDirectory() as tmp:
         store = os.path.join(tmp, "tw.store")
         qf = QfAcceptor(tmp)
         try:
             p1, _ = run_peer(tmp, ["--initiator", "--port", str(qf.port), "--store", store,
-                                   "--orders", str(N), "--die-at", "4000"], name="first")
+                                   "--orders", str(N), "--die-at", "4000"] + mode, name="first")
             assert p1.returncode == -signal.SIGKILL, p1.stderr[-2000:]
             p2, r = run_peer(tmp, ["--initiator", "--port", str(qf.port), "--store", store,
-                                   "--orders", str(N)], name="second")
+                                   "--orders", str(N)] + mode, name="second")
         finally:
             c = qf.stop()
         assert p2.returncode == 0, p2.stderr[-2000:]
@@ -142,18 +144,20 @@ def test_kill9_and_resume():
         assert r["msgs_resent"] >= 1
 
 
-def test_quickfix_initiator_vs_our_acceptor():
+@pytest.mark.parametrize("begin", ["FIX.4.4", "FIX.4.2"])
+def test_quickfix_initiator_vs_our_acceptor(begin):
     with tempfile.TemporaryDirectory() as tmp:
         port = free_port()
         peer = subprocess.Popen(
             [exe("tw_fix_peer"), "--acceptor", "--port", str(port), "--store",
-             os.path.join(tmp, "tw.store"), "--gap-at", "5000", "--results",
+             os.path.join(tmp, "tw.store"), "--gap-at", "5000", "--begin", begin, "--results",
              os.path.join(tmp, "peer.res")],
             cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         try:
             wait_listening(peer)
             qres = os.path.join(tmp, "qf_initiator.res")
-            q = subprocess.run([exe("qf_initiator"), str(port), qres, str(N), "2500", "5", "2"],
+            q = subprocess.run([exe("qf_initiator"), str(port), qres, str(N), "2500", "5", "2",
+                                begin],
                                cwd=tmp, timeout=300, capture_output=True, text=True)
             assert peer.wait(timeout=60) == 0
         finally:

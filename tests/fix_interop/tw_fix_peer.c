@@ -16,6 +16,8 @@
  *     ExecutionReport in the store count as executed (after a restart).
  *     --die-at K SIGKILLs it once the report for ClOrdID K is stored.
  *
+ * --begin FIX.4.2 runs the session as FIX 4.2 (default FIX.4.4); --mmap
+ * appends to the store through a shared mapping instead of pwritev.
  * Results ("key value" lines) go to --results for the test driver. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -42,6 +44,7 @@ static unsigned char *acked; /* per ClOrdID: ER seen (initiator) / executed (acc
 static long exec_seq;
 static int logged_out;
 static const char *results_path;
+static const char *begin_string = "FIX.4.4";
 static tw_fix_session sess;
 static tw_fix_store store;
 
@@ -124,7 +127,10 @@ static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdu
         return;
     tw_fix_put_u64(w, 37, (uint64_t)id);
     tw_fix_put_u64(w, 17, (uint64_t)++exec_seq);
-    tw_fix_put_char(w, 150, 'F');
+    /* A fill: ExecType 2 with ExecTransType 0 in FIX 4.2, F in 4.4. */
+    if (!sess.fix44)
+        tw_fix_put_char(w, 20, '0');
+    tw_fix_put_char(w, 150, sess.fix44 ? 'F' : '2');
     tw_fix_put_char(w, 39, '2');
     tw_fix_put_str(w, 11, cl->val, cl->len);
     tw_fix_put_str(w, 55, sym->val, sym->len);
@@ -277,6 +283,7 @@ int main(int argc, char **argv)
     int port = 0;
     const char *store_path = NULL;
     tw_fix_fsync fs = TW_FIX_FSYNC_NONE;
+    uint64_t mmap_bytes = 0;
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : "0";
         if (!strcmp(a, "--initiator")) initiator = 1;
@@ -289,6 +296,8 @@ int main(int argc, char **argv)
         else if (!strcmp(a, "--idle")) idle_s = atol(v), i++;
         else if (!strcmp(a, "--hb")) hb_s = atol(v), i++;
         else if (!strcmp(a, "--results")) results_path = v, i++;
+        else if (!strcmp(a, "--begin")) begin_string = v, i++;
+        else if (!strcmp(a, "--mmap")) mmap_bytes = 1 << 20;
         else if (!strcmp(a, "--fsync")) fs = !strcmp(v, "every") ? TW_FIX_FSYNC_EVERY : TW_FIX_FSYNC_NONE, i++;
         else {
             fprintf(stderr, "tw_fix_peer: unknown argument %s\n", a);
@@ -301,7 +310,8 @@ int main(int argc, char **argv)
     }
     acked = calloc(MAX_ORDERS, 1);
     tw_error err;
-    tw_fix_store_cfg sc = { .path = store_path, .fsync = fs, .index_cap = 1 << 16 };
+    tw_fix_store_cfg sc = { .path = store_path, .fsync = fs, .index_cap = 1 << 16,
+                            .mmap_bytes = mmap_bytes };
     if (tw_fix_store_open(&store, &sc, &err) != 0) {
         fprintf(stderr, "tw_fix_peer: %s\n", err.msg);
         return 1;
@@ -315,7 +325,7 @@ int main(int argc, char **argv)
         scan_store('8', 1);
     run_first_id = next_id;
     tw_fix_session_cfg cfg = {
-        .begin_string = "FIX.4.4", .sender_comp_id = "TW", .target_comp_id = "QF",
+        .begin_string = begin_string, .sender_comp_id = "TW", .target_comp_id = "QF",
         .initiator = initiator, .heart_bt_int_s = (uint32_t)hb_s, .ts_digits = 3,
         .store = &store, .stream = { s_write, s_close, NULL }, .app = { on_msg, on_event, NULL },
     };

@@ -49,6 +49,7 @@ static inline void rp_open(rawpeer *r, tw_net_config *cfg)
     tw_net_config c;
     if (!cfg) {
         tw_net_config_init(&c, US_IP);
+        c.isn_secret[0] = 1; /* reproducible ISNs */
         cfg = &c;
     }
     if (tw_net_open(&r->st, r->us_port, cfg, &err)) {

@@ -71,6 +71,12 @@ static void t_passive_open_and_data(void)
     EXPECT(tw_tcp_unacked(&g_conn) == 6, "6 unacked");
     rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 9, iss + 7, TW_TCP_ACK, 65535, NULL, 0);
     EXPECT(tw_tcp_unacked(&g_conn) == 0, "acked");
+    /* A second SYN whose accept callback hands back memory still in use
+     * (g_conn): refused with RST, the live connection untouched. */
+    rp_tcp(&r, PEER_PORT + 1, US_PORT, 5555, 0, TW_TCP_SYN, 65535, NULL, 0);
+    EXPECT(rp_seg(&r, &s) && (s.flags & TW_TCP_RST) && s.dport == PEER_PORT + 1, "refused");
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED && g_conn.remote_port == PEER_PORT, "untouched");
+    EXPECT(tw_net_get_stats(r.st)->listen_overflow == 1, "counted");
     rp_close(&r);
 }
 
@@ -99,6 +105,58 @@ static void t_active_open(void)
     seg a;
     EXPECT(rp_seg(&r, &a) && a.flags == TW_TCP_ACK && a.ack == 5001, "handshake ACK");
     EXPECT(c.snd_wnd == 1000, "window from SYN-ACK unscaled: %u", c.snd_wnd);
+    rp_close(&r);
+}
+
+static void t_simultaneous_open(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_conn c;
+    memset(&c, 0, sizeof(c));
+    tw_tcp_connect(r.st, &c, PEER_IP, 7000, 45000, r.now);
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.flags == TW_TCP_SYN, "SYN");
+    /* The peer's own SYN crosses ours (RFC 793 figure 8). */
+    uint8_t f[128];
+    uint32_t n = rp_build(f, 7000, 45000, 9000, 0, TW_TCP_SYN, 4000, NULL, 0, syn_opts, 8, 0, 0);
+    rp_send_raw(&r, f, n);
+    EXPECT(c.state == TW_TCP_SYN_RCVD, "SYN_SENT + SYN -> SYN_RCVD, got %s",
+           tw_tcp_state_name(c.state));
+    seg sa;
+    EXPECT(rp_seg(&r, &sa) && sa.flags == (TW_TCP_SYN | TW_TCP_ACK) && sa.seq == s.seq &&
+               sa.ack == 9001, "SYN-ACK with our ISN (flags %02x)", sa.flags);
+    rp_tcp(&r, 7000, 45000, 9001, s.seq + 1, TW_TCP_ACK, 4000, NULL, 0);
+    EXPECT(c.state == TW_TCP_ESTABLISHED, "ACK -> ESTABLISHED");
+    rp_close(&r);
+}
+
+static void t_syn_rcvd(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    memset(&g_conn, 0, sizeof(g_conn));
+    tw_tcp_listen(r.st, &l, US_PORT, acc, NULL);
+    uint8_t f[128];
+    uint32_t n = rp_build(f, PEER_PORT, US_PORT, PEER_ISN, 0, TW_TCP_SYN, 65535, NULL, 0,
+                          syn_opts, 8, 0, 0);
+    rp_send_raw(&r, f, n);
+    seg s1, s2, s3;
+    EXPECT(rp_seg(&r, &s1) && s1.flags == (TW_TCP_SYN | TW_TCP_ACK), "SYN-ACK");
+    /* Retransmitted SYN (our SYN-ACK was lost): the same SYN-ACK again. */
+    rp_send_raw(&r, f, n);
+    EXPECT(rp_seg(&r, &s2) && s2.flags == (TW_TCP_SYN | TW_TCP_ACK) && s2.seq == s1.seq,
+           "SYN-ACK resent for a repeated SYN");
+    /* No answer at all: the RTO resends it (rto_init 1 s). */
+    rp_run(&r, 1000000000ull);
+    EXPECT(rp_seg(&r, &s3) && s3.flags == (TW_TCP_SYN | TW_TCP_ACK), "SYN-ACK on RTO");
+    /* An ACK that does not ack our SYN: RST, still SYN_RCVD. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, s1.seq + 50, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_SYN_RCVD, "bad ACK in SYN_RCVD ignored");
+    /* Exact RST: the half-open connection goes away. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, 0, TW_TCP_RST, 0, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_CLOSED, "SYN_RCVD + RST -> CLOSED");
     rp_close(&r);
 }
 
@@ -294,6 +352,16 @@ static void t_out_of_order(void)
     /* A full duplicate changes nothing and is acked. */
     rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK, 65535, "ab", 2);
     EXPECT(tw_tcp_readable(&g_conn) == 12, "duplicate not delivered twice");
+    /* A FIN that arrives past a hole is taken when the hole fills. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 16, iss + 1, TW_TCP_ACK | TW_TCP_FIN, 65535, "pq", 2);
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED, "FIN past a hole waits");
+    rp_drain(&r);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 13, iss + 1, TW_TCP_ACK, 65535, "mno", 3);
+    EXPECT(g_conn.state == TW_TCP_CLOSE_WAIT, "hole filled: FIN taken, %s",
+           tw_tcp_state_name(g_conn.state));
+    EXPECT(tw_tcp_readable(&g_conn) == 17, "all 17 bytes before the FIN");
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 19, "ACK covers the FIN: %u", s.ack);
+    EXPECT(g_conn.rcv_nxt == PEER_ISN + 19, "FIN counted in rcv_nxt: %u", g_conn.rcv_nxt);
     rp_close(&r);
 }
 
@@ -625,6 +693,33 @@ static void t_gateway_and_static_arp(void)
     rp_close(&r);
 }
 
+static void t_checksum_offload(void)
+{
+    /* The port offers checksum offload: the stack leaves the checksums to
+     * the "NIC" (the sim completes them as one would) and trusts its RX
+     * verdicts.  Frames reaching the peer must verify; a segment the NIC
+     * flags bad must still be dropped by the software check. */
+    rawpeer r;
+    tw_net_config cfg;
+    tw_net_config_init(&cfg, US_IP);
+    cfg.use_offload = 1;
+    rp_open(&r, &cfg);
+    r.us_port->caps |= TW_PORT_CAP_TX_CKSUM | TW_PORT_CAP_RX_CKSUM;
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0); /* decodes verify checksums */
+    tw_tcp_send(&g_conn, "offload", 7, r.now);
+    rp_run(&r, 0);
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.dlen == 7 && !memcmp(s.data, "offload", 7), "offloaded data ok");
+    uint8_t f[256];
+    uint32_t n = rp_build(f, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 8, TW_TCP_ACK | TW_TCP_PSH,
+                          65535, "bad", 3, NULL, 0, 0, 1);
+    rp_send_raw(&r, f, n);
+    EXPECT(tw_tcp_readable(&g_conn) == 0 && tw_net_get_stats(r.st)->rx_tcp_cksum_bad == 1,
+           "bad checksum caught with RX offload on");
+    rp_close(&r);
+}
+
 static void t_isn(void)
 {
     rawpeer r;
@@ -654,6 +749,8 @@ int main(void)
 {
     t_passive_open_and_data();
     t_active_open();
+    t_simultaneous_open();
+    t_syn_rcvd();
     t_syn_sent_rst();
     t_active_close();
     t_simultaneous_close();
@@ -669,6 +766,7 @@ int main(void)
     t_icmp_arp();
     t_arp_resolution();
     t_gateway_and_static_arp();
+    t_checksum_offload();
     t_isn();
     if (g_fails) {
         fprintf(stderr, "net_tcp_test: %d failures\n", g_fails);

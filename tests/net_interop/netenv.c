@@ -182,6 +182,9 @@ int twnet_setup(twnet_env *e, int with_ns)
         bad |= twnet_sh(1, "ip netns exec %s ip link set %s up", y, e->host) != 0;
     } else {
         bad |= twnet_sh(1, "sysctl -qw net.ipv6.conf.%s.disable_ipv6=1", e->host) != 0;
+        /* Never route what arrives here (a host with ip_forward=1 would
+         * otherwise forward the peer's frames for the stack's address). */
+        twnet_sh(1, "sysctl -qw net.ipv4.conf.%s.forwarding=0", e->host);
         bad |= twnet_sh(1, "ethtool -K %s tx off rx off tso off gso off gro off", e->host) != 0;
         bad |= twnet_sh(1, "ip link set %s up", e->host) != 0;
     }

@@ -18,7 +18,7 @@ static const char usage[] =
     "usage: tickwire sweep [--data FILE [--column NAME]] [--synthetic N] [--seed S]\n"
     "                      [--sigma X] [--grid FILE] [--threads T] [--kernel scalar|exact]\n"
     "                      [--isa auto|scalar|avx2|avx512] [--fee F] [--format csv|json]\n"
-    "                      [--output FILE] [--dask ADDR]\n"
+    "                      [--output FILE] [--dask ADDR [--partition-size K]]\n"
     "\n"
     "Runs the HMA/HMA3 stop-and-reverse sweep (kernel.md) and prints one row per combo.\n"
     "  --data FILE      closes from FILE: .npy (float64), .csv (header required) or raw float64\n"
@@ -34,7 +34,8 @@ static const char usage[] =
     "  --format F       csv (default) or json\n"
     "  --output FILE    write there instead of stdout\n"
     "  --dask ADDR      run on a Dask cluster: /usr/bin/python3 -m tickwire.distributed\n"
-    "                   --scheduler ADDR with the other arguments unchanged\n";
+    "                   --scheduler ADDR with the other arguments unchanged\n"
+    "  --partition-size K  combos per Dask task (with --dask; default: by cost)\n";
 
 struct progress {
     double last;
@@ -85,6 +86,10 @@ static int exec_dask(int argc, char **argv, const char *addr)
     }
     snprintf(pp, len, "%s%s%s", TW_PYTHON_DIR, old && *old ? ":" : "", old && *old ? old : "");
     setenv("PYTHONPATH", pp, 1);
+    /* The Python package must load the library of this very build, not a
+     * stale one elsewhere (the user may still override it). */
+    if (access(TW_BUILD_DIR "/libtickwire.so", R_OK) == 0)
+        setenv("TICKWIRE_LIB", TW_BUILD_DIR "/libtickwire.so", 0);
     execv(av[0], av);
     fprintf(stderr, "tickwire sweep: cannot run %s: %s\n", av[0], strerror(errno));
     free(pp);
@@ -95,6 +100,7 @@ static int exec_dask(int argc, char **argv, const char *addr)
 int tw__cli_sweep(int argc, char **argv)
 {
     const char *data = NULL, *column = NULL, *grid = NULL, *output = NULL, *dask = NULL;
+    const char *partition_size = NULL;
     const char *format = "csv";
     uint64_t synthetic = 150000, seed = 42, threads = 0;
     double sigma = 0.0008;
@@ -171,6 +177,8 @@ int tw__cli_sweep(int argc, char **argv)
             output = v;
         } else if (!strcmp(a, "--dask")) {
             dask = v;
+        } else if (!strcmp(a, "--partition-size")) {
+            partition_size = v; /* checked by the Dask driver */
         } else {
             fprintf(stderr, "tickwire sweep: unknown option '%s' (see --help)\n", a);
             return 2;
@@ -178,6 +186,10 @@ int tw__cli_sweep(int argc, char **argv)
     }
     if (column && !data) {
         fprintf(stderr, "tickwire sweep: --column needs --data\n");
+        return 2;
+    }
+    if (partition_size && !dask) {
+        fprintf(stderr, "tickwire sweep: --partition-size needs --dask\n");
         return 2;
     }
     if (dask)

@@ -6,13 +6,15 @@
  *   stack(X) -> kernel    this stack as client on port X (af_xdp, DPDK
  *                         net_af_packet, af_packet), kernel echo server
  *   stack <-> stack       both ends of the veth pair driven by this stack
- *                         (AF_XDP), one process, one thread
+ *                         (AF_XDP; and DPDK net_af_packet, two vdevs in
+ *                         one EAL), one process, one thread
  *
  * The stack busy-polls.  Each case runs --runs times; the table gives the
  * median over runs of each percentile.  Every echo is checked byte for
  * byte before any figure is printed.  Needs root (namespaces, veth). */
 #include <errno.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +33,7 @@ typedef struct res {
 } res;
 
 static unsigned n_msgs = 20000, n_runs = 3, msg_size = 64;
+static int rt;
 static char kpeer[512];
 
 static int cmp_u64(const void *a, const void *b)
@@ -373,11 +376,16 @@ int tw__cli_bench_netrtt(int argc, char **argv)
             n_msgs = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
             n_runs = (unsigned)atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--rt"))
+            rt = 1;
         else if (!strcmp(argv[i], "--kpeer") && i + 1 < argc)
             snprintf(kpeer, sizeof(kpeer), "%s", argv[++i]);
         else {
-            fprintf(stderr, "usage: tickwire bench netrtt [-n MSGS] [--runs R] [--kpeer PATH]\n"
-                            "  round trips of 64-byte messages over a veth pair (root)\n");
+            fprintf(stderr, "usage: tickwire bench netrtt [-n MSGS] [--runs R] [--rt] [--kpeer PATH]\n"
+                            "  round trips of 64-byte messages over a veth pair (root)\n"
+                            "  --rt: SCHED_FIFO 1 for this process and (inherited) every\n"
+                            "        kernel peer, so other load on a shared machine does not\n"
+                            "        preempt either side\n");
             return 2;
         }
     }
@@ -407,9 +415,18 @@ int tw__cli_bench_netrtt(int argc, char **argv)
         fprintf(stderr, "netrtt: net_kpeer not found (build the tests, or pass --kpeer PATH)\n");
         return 1;
     }
-    printf("netrtt: %u round trips of %u bytes per run, %u runs, median over runs; busy-poll\n",
-           n_msgs, msg_size, n_runs);
-    res k, x = {0}, d = {0}, a = {0}, both = {0};
+    if (rt) {
+        /* Inherited by the kernel peers we fork: every case gets the same
+         * treatment.  Each run is well under the RT throttling budget. */
+        struct sched_param sp = {.sched_priority = 1};
+        if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+            perror("netrtt: sched_setscheduler(SCHED_FIFO)");
+            return 1;
+        }
+    }
+    printf("netrtt: %u round trips of %u bytes per run, %u runs, median over runs; busy-poll%s\n",
+           n_msgs, msg_size, n_runs, rt ? "; SCHED_FIFO" : "");
+    res k, x = {0}, d = {0}, a = {0}, both = {0}, bothd = {0};
     int rk = run_kernel(&k);
     if (rk == TWNET_SKIP)
         return 77;
@@ -421,6 +438,7 @@ int tw__cli_bench_netrtt(int argc, char **argv)
     int rd = run_stack_client("dpdk_af_packet", &d);
     int ra = run_stack_client("af_packet", &a);
     int rb = run_stack_both("af_xdp", &both);
+    int rbd = run_stack_both("dpdk_af_packet", &bothd);
     printf("\n  %-34s %8s %8s %9s %9s %10s\n", "case (us)", "p50", "p99", "p99.9", "max",
            "p99.9/p50");
     row("kernel -> kernel (TCP_NODELAY)", &k);
@@ -432,10 +450,15 @@ int tw__cli_bench_netrtt(int argc, char **argv)
         row("stack(af_packet) -> kernel", &a);
     if (!rb)
         row("stack(af_xdp) <-> stack(af_xdp)", &both);
+    if (!rbd)
+        row("stack(dpdk) <-> stack(dpdk)", &bothd);
     printf("\n  ratios to kernel->kernel (< 1 is better):\n");
     if (!rb)
-        printf("    both ends:        p50 %.2fx  p99.9 %.2fx   (goal: both < 1)\n",
+        printf("    both ends af_xdp: p50 %.2fx  p99.9 %.2fx   (goal: both < 1)\n",
                both.p50 / k.p50, both.p999 / k.p999);
+    if (!rbd)
+        printf("    both ends dpdk:   p50 %.2fx  p99.9 %.2fx   (goal: both < 1)\n",
+               bothd.p50 / k.p50, bothd.p999 / k.p999);
     const char *names[3] = {"af_xdp", "dpdk", "af_packet"};
     res *cs[3] = {&x, &d, &a};
     int rcs[3] = {rx, rd, ra};
@@ -443,5 +466,5 @@ int tw__cli_bench_netrtt(int argc, char **argv)
         if (!rcs[i])
             printf("    client %-9s  p99.9 %.2fx  (p99.9/p50) %.2fx (goal: both < 1)\n", names[i],
                    cs[i]->p999 / k.p999, (cs[i]->p999 / cs[i]->p50) / (k.p999 / k.p50));
-    return (rx && rd && ra && rb) ? 1 : 0;
+    return (rx || rd || ra || rb || rbd) ? 1 : 0;
 }

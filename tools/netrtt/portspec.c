@@ -48,7 +48,7 @@ static int open_dpdk_vdev(tw_port **out, const char *drv, const char *ifname, un
     /* --no-shconf and a per-process prefix: runs never share EAL state. */
     snprintf(eal, sizeof(eal),
              "-l %d --no-huge -m 256 --no-pci --no-shconf --file-prefix=tw%d "
-             "--log-level=*:error "
+             "--no-telemetry --log-level=*:error "
              "--vdev=%s%u,iface=%s",
              first_cpu(), (int)getpid(), drv, k, ifname);
     if (!strcmp(drv, "net_af_xdp"))

@@ -238,6 +238,8 @@ def sweep(client, close_or_datasets, grid=None, *, partition_size=None, threads_
         threads_per_task=threads_per_task, partition_size=partition_size)
     if not _is_int(retries) or retries < 0:
         raise _error(f"retries must be an integer >= 0, got {retries!r}")
+    if not all(hasattr(client, m) for m in ("scatter", "submit", "cancel")):
+        raise _error(f"client must be a distributed.Client, got {type(client).__name__}")
     fee = float(fee)
     n_combos, n_data = g.shape[0], len(arrays)
     parts = partition(g, _n_parts(n_combos, n_data, partition_size, _worker_threads(client)))

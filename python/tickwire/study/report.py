@@ -206,7 +206,7 @@ def _breakeven(R):
     n = R.meta["n_bars"]
     c_sweep = R.by_name.get("in-process C", {}).get("median", float("nan"))
     nb_sweep = R.by_name.get("in-process numba", {}).get("median", float("nan"))
-    grans = (("per sweep", 1, 1.0), ("per combo", k, 1.0 / k), ("per bar", k * n, 1.0 / (k * n)))
+    grans = (("per sweep", 1, 1.0), ("per combo", k, 1.0 / k), ("per bar, per combo", k * n, 1.0 / (k * n)))
     floors = []
     for label, key in (("Python, Unix socket", ("python", "unix")),
                        ("Python, TCP", ("python", "tcp")),
