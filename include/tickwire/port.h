@@ -121,7 +121,7 @@ int tw_port_af_xdp_open(tw_port **out, const char *ifname, unsigned queue_id,
 /* DPDK: eal_args is a whitespace-separated EAL argument string (for
  * example "--no-huge -m 256 --no-pci --no-shconf --vdev=net_af_packet0,iface=veth0");
  * port_id selects the ethdev.  The EAL is initialised once per process. */
-#define TW_PORT_DPDK_LAST_VDEV 0xffff /* port_id: the ethdev of the last --vdev in eal_args */
+#define TW_PORT_DPDK_LAST_VDEV 0xffffu /* port_id: the ethdev of the last --vdev in eal_args */
 int tw_port_dpdk_open(tw_port **out, const char *eal_args, uint16_t port_id,
                       unsigned mbufs, tw_error *err);
 
