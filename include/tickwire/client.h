@@ -24,7 +24,7 @@ typedef struct tw_client tw_client;
  *   "unix:/path/to.sock"      Unix socket
  *   "tcp:127.0.0.1:7070"      TCP (TCP_NODELAY)
  *   "shm:/path/to.sock"       shared-memory rings set up over that Unix socket
- *   "spawn:/path/to/tickwire" fork/exec `tickwire serve --stdio`; the child
+ *   "spawn:/path/to/tickwire" posix_spawn `tickwire serve --stdio`; the child
  *                             lives until tw_client_close()
  * On success *out is the new client (caller closes it). */
 int tw_client_connect(tw_client **out, const char *address, tw_error *err);
@@ -58,8 +58,10 @@ int tw_client_load(tw_client *c, const double *close, size_t n_bars, uint64_t *d
                    tw_error *err);
 
 /* LOAD_FD: ships a dataset by descriptor (unix and shm transports only).
- * fd holds n_bars x f64 at offset 0; sealing it against shrinking
- * (F_SEAL_SHRINK) lets the server map it instead of copying. */
+ * fd holds n_bars x f64 at offset 0.  A memfd sealed against shrinking and
+ * writing (F_SEAL_SHRINK | F_SEAL_WRITE) is mapped by the server instead of
+ * copied; any other descriptor is copied (its prices are checked once, so
+ * the server must not see them change). */
 int tw_client_load_fd(tw_client *c, int fd, uint64_t *dataset, tw_error *err);
 
 /* Convenience: copies close into a new sealed memfd and calls load_fd. */

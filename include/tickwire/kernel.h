@@ -75,17 +75,61 @@ typedef struct tw_sweeper tw_sweeper;
 /* tw_sweeper_create: starts threads - 1 worker threads (the caller's thread
  * computes too) and allocates everything a run needs: per thread 4 x
  * max_bars doubles (5 for the scalar kernel) and, for the exact kernel, a
- * cache of WMA passes over close bounded at 256 MiB (virtual: a run only
- * touches the slots its distinct windows need; grids with more distinct
- * windows than fit run in several batches).  Returns 0, -EINVAL (bad
- * kernel or isa value), -ENOTSUP (opts->isa not available on this CPU),
- * -ENOMEM or -EAGAIN (threads). */
+ * cache of WMA passes over close bounded at 256 MiB plus one max_bars slot
+ * (virtual: a run only touches the slots its distinct windows need; grids
+ * with more distinct windows than fit run in several batches).  Returns
+ * 0, -EINVAL (bad kernel or isa value), -ENOTSUP (opts->isa not available
+ * on this CPU), -ENOMEM or -EAGAIN (threads). */
 int tw_sweeper_create(tw_sweeper **out, size_t max_bars, const tw_sweep_opts *opts);
 /* As tw_sweep(); -E2BIG if n_bars exceeds the sweeper's max_bars. */
 int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
                    const int64_t *combos, size_t n_combos, double *pnl,
                    int64_t *trades, tw_error *err);
 void tw_sweeper_destroy(tw_sweeper *s);
+
+/* ---- bound datasets ------------------------------------------------------
+ *
+ * For many small sweeps over one dataset (a server's SWEEP_LOADED, one
+ * call per combo): bind the dataset once, then run parameters only.  A
+ * bound sweeper keeps its WMA window cache across runs: each distinct
+ * WMA(close, w) is computed the first time a run needs it and reused by
+ * later runs until the dataset changes, so a run of one combo on a warm
+ * cache costs that combo's own passes only (no price validation, no
+ * allocation, no thread wakeup for a single combo).  Results are
+ * bit-identical to tw_sweeper_run() on the same data.
+ *
+ * tw_sweeper_bind: validates the prices (as tw_sweep_check) and binds
+ * close[n_bars] under `tag`.  Binding the same (close, n_bars, tag) again
+ * is a no-op that keeps the cache (cheap enough to call before every run);
+ * anything else revalidates and empties the cache.  `tag` names the
+ * contents: give a dataset a new tag whenever its prices change, even at
+ * the same address (a server uses a never-reused dataset id).  Returns 0,
+ * -TW_ENODATA (n_bars == 0), -TW_EBADPRICE, or -E2BIG (n_bars above the
+ * sweeper's max_bars); on error the sweeper is left unbound.
+ *
+ * Lifetime: the sweeper reads close only inside tw_sweeper_bind() and
+ * tw_sweeper_run_bound().  close must stay alive and unchanged from the
+ * bind to the end of every run_bound that uses it.  Between runs the
+ * caller may free it, but must then bind something else (or unbind)
+ * before the next run_bound; binding a different tag never touches the
+ * old pointer.
+ *
+ * tw_sweeper_run_bound: as tw_sweeper_run() on the bound data: windows
+ * are validated (-TW_ENODATA for n_combos == 0, -TW_EBADWINDOW), nothing
+ * partial is written on error; -EINVAL if nothing is bound.  The cache is
+ * bounded as for tw_sweeper_run(); when a run needs more distinct windows
+ * than fit, the cache is emptied and refilled.
+ *
+ * tw_sweeper_run() on a bound sweeper empties the cache (the two share
+ * it) but keeps the binding.  tw_sweeper_unbind() forgets the dataset and
+ * the cache; tw_sweeper_bound_tag() gives the bound tag (0 and returns 0
+ * when unbound, 1 when bound). */
+int tw_sweeper_bind(tw_sweeper *s, const double *close, size_t n_bars, uint64_t tag,
+                    tw_error *err);
+int tw_sweeper_run_bound(tw_sweeper *s, const int64_t *combos, size_t n_combos,
+                         double *pnl, int64_t *trades, tw_error *err);
+void tw_sweeper_unbind(tw_sweeper *s);
+int tw_sweeper_bound_tag(const tw_sweeper *s, uint64_t *tag);
 
 /* The ISA a sweeper's exact kernel runs (TW_ISA_SCALAR for the scalar
  * kernel; never AUTO) and its thread count (the caller's thread included:

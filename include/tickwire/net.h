@@ -226,7 +226,9 @@ struct tw_tcp_conn {
     uint32_t unacked_segs;    /* in-order segments received since our last ACK */
     uint32_t fin_seq;         /* where the peer's FIN sits when it came early */
     uint32_t ooo_n;           /* out-of-order intervals held */
-    uint32_t ooo[8][2];       /* [start, end) seq, sorted, disjoint */
+    uint32_t ooo[32][2];      /* [start, end) seq, sorted, disjoint; 32 holes
+                               * cover a reordering peer filling a 256 KiB
+                               * window (netstack.md: bounded OOO buffer) */
     /* RTT and timers (ns; 0 = not armed) */
     uint64_t srtt_ns, rttvar_ns, rto_ns;
     uint32_t rtt_seq;         /* seq being timed (Karn: only new data) */

@@ -138,6 +138,38 @@ def test_bad_address():
         Client("carrier-pigeon:/x")
 
 
+def test_spawn_serve_args(server, data):
+    """serve_args reach the spawned `serve --stdio`: INFO reports them, and
+    the limit they set is enforced."""
+    close, combos, pnl_ref, trades_ref = data
+    exe = server["spawn"][len("spawn:"):]
+    with Client(server["spawn"], serve_args=["--threads", "1", "--max-bars", "5000"]) as c:
+        info = c.info()
+        assert info["threads"] == 1
+        assert info["limits"]["max_bars"] == 5000
+        pnl, trades = c.sweep(close, combos)
+        assert np.array_equal(pnl, pnl_ref) and np.array_equal(trades, trades_ref)
+        with pytest.raises(EngineError) as e:
+            c.echo(np.ones(5001))
+        assert e.value.name == "TOO_LARGE"
+    # Without serve_args the defaults stand.
+    with Client(server["spawn"]) as c:
+        assert c.info()["limits"]["max_bars"] != 5000
+    # Tuples work too; misuse is refused before anything is spawned.
+    with Client("spawn:" + exe, serve_args=("--threads", "2")) as c:
+        assert c.info()["threads"] == 2
+    with pytest.raises(TypeError):
+        Client(server["spawn"], serve_args="--threads 1")
+    with pytest.raises(TypeError):
+        Client(server["spawn"], serve_args=["--threads", 1])
+    with pytest.raises(ValueError):
+        Client(server["unix"], serve_args=["--threads", "1"])
+    # A bad option makes the child exit: the first call says so.
+    with Client(server["spawn"], serve_args=["--no-such-option"]) as c:
+        with pytest.raises(ConnectionError):
+            c.echo(np.ones(3))
+
+
 def test_study_client_unchanged(server, data):
     """The study's own client code (seed 000, build_request verbatim) works
     against this server for opcodes 0 and 1."""

@@ -13,7 +13,9 @@ Transports:
   unix:PATH        Unix socket, pure Python
   tcp:HOST:PORT    TCP with TCP_NODELAY, pure Python
   spawn:EXE        runs `EXE serve --stdio` as a child (pipes), pure Python;
-                   the child lives until close()
+                   the child lives until close().  Extra `serve` options go
+                   in serve_args, e.g.
+                   Client("spawn:/path/tickwire", serve_args=["--threads", "1"])
   shm:PATH         shared-memory rings set up over the Unix socket at PATH,
                    through the C client in libtickwire (ctypes)
 
@@ -83,7 +85,19 @@ def _combos(a):
 class Client:
     """One connection to an engine; not for concurrent use from several threads."""
 
-    def __init__(self, address, ring_bytes=0):
+    def __init__(self, address, ring_bytes=0, serve_args=None):
+        """address: unix:PATH, tcp:HOST:PORT, spawn:EXE or shm:PATH.
+        ring_bytes: shm only, the capacity wanted for each ring (0: 4 MiB).
+        serve_args: spawn only, extra arguments appended to `EXE serve
+        --stdio` (a sequence of strings, e.g. ["--threads", "1"])."""
+        if serve_args is not None:
+            if isinstance(serve_args, (str, bytes)) or not all(
+                    isinstance(a, str) for a in serve_args):
+                raise TypeError("serve_args must be a sequence of strings, e.g. "
+                                "['--threads', '1']")
+            serve_args = list(serve_args)
+            if not address.startswith("spawn:"):
+                raise ValueError("serve_args is only for spawn: addresses")
         self.address = address
         self._rfd = self._wfd = -1
         self._sock = None
@@ -103,7 +117,8 @@ class Client:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             self._sock = s
         elif kind == "spawn":
-            self._proc = subprocess.Popen([rest, "serve", "--stdio"], stdin=subprocess.PIPE,
+            self._proc = subprocess.Popen([rest, "serve", "--stdio", *(serve_args or [])],
+                                          stdin=subprocess.PIPE,
                                           stdout=subprocess.PIPE, bufsize=0)
             self._wfd = self._proc.stdin.fileno()
             self._rfd = self._proc.stdout.fileno()

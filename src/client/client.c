@@ -7,6 +7,7 @@
 #include <netinet/tcp.h>
 #include <poll.h>
 #include <signal.h>
+#include <spawn.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
@@ -18,6 +19,8 @@
 
 #include "engine/wire_internal.h"
 #include "tickwire/client.h"
+
+extern char **environ;
 
 enum { T_UNIX, T_TCP, T_SHM, T_SPAWN };
 
@@ -148,17 +151,26 @@ int tw_client_spawn(tw_client **out, const char *exe, const char *const *extra_a
     for (int i = 0; extra_args && extra_args[i] && n < 39; i++)
         argv[n++] = extra_args[i];
     argv[n] = NULL;
-    pid_t pid = fork();
-    if (pid < 0) {
-        int en = errno;
+    /* posix_spawn, not fork: glibc implements it with clone(CLONE_VM |
+     * CLONE_VFORK), so the cost does not grow with the caller's address
+     * space (fork from a large process copies its page tables: ~2x slower
+     * than Python's subprocess, which also avoids fork).  The pipes become
+     * the child's stdin/stdout through file actions; every other
+     * descriptor of ours is O_CLOEXEC (the pipe ends included: dup2 clears
+     * the flag on 0 and 1 only). */
+    posix_spawn_file_actions_t fa;
+    int rc = posix_spawn_file_actions_init(&fa);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, in[0], 0);
+    if (rc == 0)
+        rc = posix_spawn_file_actions_adddup2(&fa, outp[1], 1);
+    pid_t pid = -1;
+    if (rc == 0)
+        rc = posix_spawn(&pid, exe, &fa, NULL, (char *const *)argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
         close(in[0]), close(in[1]), close(outp[0]), close(outp[1]);
-        return tw__err(err, -en, "fork: %s", strerror(en));
-    }
-    if (pid == 0) {
-        dup2(in[0], 0);
-        dup2(outp[1], 1);
-        execv(exe, (char *const *)argv);
-        _exit(127);
+        return tw__err(err, -rc, "spawning %s: %s", exe, strerror(rc));
     }
     close(in[0]);
     close(outp[1]);

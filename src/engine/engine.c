@@ -143,6 +143,8 @@ static tw_engine *engine_alloc(const tw_engine_opts *opts, tw_error *err, int *r
     pthread_mutex_init(&e->dlock, NULL);
     pthread_mutex_init(&e->dslock, NULL);
     pthread_mutex_init(&e->shmlock, NULL);
+    pthread_mutex_init(&e->reaplock, NULL);
+    pthread_cond_init(&e->reapcond, NULL);
     e->ds = calloc(e->lim.max_datasets, sizeof(*e->ds));
     if (!e->ds) {
         free(e);
@@ -199,6 +201,11 @@ int tw_engine_create(tw_engine **out, const tw_engine_opts *opts, tw_error *err)
         rc = tw__err(err, -ENOMEM, "out of memory");
         goto fail;
     }
+    if (pthread_create(&e->reaper, NULL, tw__reaper_main, e) != 0) {
+        rc = tw__err(err, -EAGAIN, "cannot start the dataset reaper thread");
+        goto fail;
+    }
+    e->reaper_on = 1;
     for (unsigned i = 0; i < e->n_workers; i++)
         if (pthread_create(&e->workers[i], NULL, tw__worker_main, e) != 0) {
             e->n_workers = i;
@@ -229,6 +236,14 @@ void tw_engine_destroy(tw_engine *e)
     for (uint32_t i = 0; i < e->lim.max_datasets; i++)
         if (e->ds[i])
             tw__dataset_put(e, e->ds[i]);
+    /* Last, so that it frees what the puts above queued. */
+    pthread_mutex_lock(&e->reaplock);
+    int reaper = e->reaper_on;
+    e->reap_stop = 1;
+    pthread_cond_signal(&e->reapcond);
+    pthread_mutex_unlock(&e->reaplock);
+    if (reaper)
+        pthread_join(e->reaper, NULL);
     free(e->ds);
     if (e->unix_fd >= 0) {
         close(e->unix_fd);
@@ -390,8 +405,7 @@ int tw_engine_serve_fds(const tw_engine_opts *opts, int in_fd, int out_fd, tw_er
             } else {
                 job.pnl = (double *)(void *)outb;
                 job.trades = (int64_t *)(void *)(outb + 8u * job.n_combos);
-                job.rc = tw_sweeper_run(sw, job.close, job.n_bars, job.combos, job.n_combos,
-                                        job.pnl, job.trades, &job.err);
+                job.rc = tw__job_run(sw, &job);
             }
             tw__finish_compute(e, &job, r);
             if (!(r->prefix & TW_WIRE_ERROR_BIT)) {

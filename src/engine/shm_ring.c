@@ -27,10 +27,11 @@ static inline void cpu_relax(void)
 }
 
 /* Not FUTEX_PRIVATE: the word lives in a mapping shared between processes. */
-static void futex_wait(uint32_t *addr, uint32_t val, long timeout_ns)
+/* Returns 1 when the wait ran out its timeout. */
+static int futex_wait(uint32_t *addr, uint32_t val, uint64_t timeout_ns)
 {
-    struct timespec ts = {timeout_ns / 1000000000L, timeout_ns % 1000000000L};
-    syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0);
+    struct timespec ts = {(time_t)(timeout_ns / 1000000000u), (long)(timeout_ns % 1000000000u)};
+    return syscall(SYS_futex, addr, FUTEX_WAIT, val, &ts, NULL, 0) != 0 && errno == ETIMEDOUT;
 }
 
 static void futex_wake(uint32_t *addr)
@@ -48,8 +49,31 @@ void tw__ring_init(tw__ring *r, tw_shm_ring_ctl *ctl, uint8_t *buf, uint32_t cap
     r->cap = cap;
     r->spin_ns = spin_ns;
     r->spin_cur_ns = spin_ns;
+    r->nap_ns = 20 * 1000 * 1000;
     r->alive = alive;
     r->alive_arg = alive_arg;
+}
+
+/* The spin policy (see wait_until).  Separate functions so that a test
+ * can drive the policy without depending on timing. */
+uint64_t tw__ring_spin_budget(tw__ring *r)
+{
+    uint64_t floor_ns = r->spin_ns / 16;
+    uint64_t budget = r->spin_cur_ns < floor_ns ? floor_ns : r->spin_cur_ns;
+    if (budget < r->spin_ns && (++r->probes & 7) == 0)
+        budget = r->spin_ns;
+    return budget;
+}
+
+void tw__ring_spin_result(tw__ring *r, uint64_t budget, int spun_ok)
+{
+    if (spun_ok) {
+        r->spin_cur_ns = r->spin_ns;
+        return;
+    }
+    uint64_t floor_ns = r->spin_ns / 16;
+    r->spin_cur_ns = budget / 2 < floor_ns ? floor_ns : budget / 2;
+    r->sleeps++;
 }
 
 /* Waits until ready(r) is true: spin for spin_ns, then futex-sleep on seq
@@ -95,28 +119,39 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
         step_off(r, (uint32_t)sched_getcpu());
         shared = r->shared = 0;
     }
-    /* The budget adapts like an adaptive mutex: a wait that the spin
-     * satisfied doubles it (up to spin_ns), a wait that had to sleep
-     * halves it, so a peer that answers at once (small echo) meets a
-     * spinning side and a peer that works long between frames (copying
-     * megabytes) is not robbed of a CPU by our spinning. */
+    /* The budget adapts like an adaptive mutex, so that a peer that works
+     * long between frames (copying megabytes) is not robbed of a CPU by our
+     * spinning: a wait that had to sleep halves the budget, down to a
+     * floor.  The earlier rule (double on a spin success, halve on a sleep)
+     * could get stuck: once the budget is shorter than the peer's futex
+     * wake-up (~80 us on this VM), every wait sleeps, both sides pay a
+     * wake-up per frame (~160 us per round trip instead of ~0.5 us), and
+     * no wait ever succeeds by spinning to grow the budget back.  So:
+     *  - a spin success restores the full budget at once (the peer is
+     *    answering promptly: keep meeting it spinning);
+     *  - while the budget is reduced, every 8th wait probes with the full
+     *    budget, so a peer that became prompt again is noticed within 8
+     *    frames (cost, if it is still slow: one full spin per 8 waits);
+     *  - the floor (spin_ns / 16) still catches a peer with a short gap
+     *    between frames, such as a Python caller's few microseconds.
+     * An idle peer costs one bounded spin, then futex sleep: no CPU. */
+    uint64_t budget = tw__ring_spin_budget(r);
     uint64_t t0 = tw__now_ns();
     for (unsigned i = 1;; i++) {
         cpu_relax();
         if (ready(r)) {
-            uint64_t grown = 2 * r->spin_cur_ns + 1000;
-            r->spin_cur_ns = grown < r->spin_ns ? grown : r->spin_ns;
+            tw__ring_spin_result(r, budget, 1);
             return 0;
         }
         if ((i & 63) == 0) {
             uint64_t dt = tw__now_ns() - t0;
-            if (dt >= r->spin_cur_ns)
+            if (dt >= budget)
                 break;
             if (shared)
                 sched_yield();
         }
     }
-    r->spin_cur_ns /= 2;
+    tw__ring_spin_result(r, budget, 0);
     for (;;) {
         /* seq_cst store pairs with the peer's seq_cst increment and load of
          * *sleeping: either the peer sees the flag and wakes us, or we see
@@ -127,10 +162,15 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
             __atomic_store_n(sleeping, 0, __ATOMIC_RELAXED);
             return 0;
         }
-        futex_wait(seq, s, 20 * 1000 * 1000);
+        int timed_out = futex_wait(seq, s, r->nap_ns);
         __atomic_store_n(sleeping, 0, __ATOMIC_RELAXED);
-        if (ready(r))
+        if (ready(r)) {
+            /* Ready although nobody woke us: the peer published without
+             * seeing our flag (a lost wake-up), or it was preempted for
+             * the whole nap between publishing and waking. */
+            r->lost_wakes += (uint64_t)timed_out;
             return 0;
+        }
         if (r->alive) {
             int rc = r->alive(r->alive_arg);
             if (rc)

@@ -7,13 +7,10 @@ static const char *const window_names[TW_COMBO_WINDOWS] = {
     "h_half", "h_full", "h_sqrt", "t_third", "t_half", "t_full",
 };
 
-int tw_sweep_check(const double *close, size_t n_bars, const int64_t *combos,
-                   size_t n_combos, tw_error *err)
+int tw__check_prices(const double *close, size_t n_bars, tw_error *err)
 {
     if (n_bars == 0)
         return tw__err(err, -TW_ENODATA, "no bars (n = 0)");
-    if (n_combos == 0)
-        return tw__err(err, -TW_ENODATA, "no combos");
     for (size_t i = 0; i < n_bars; i++) {
         double c = close[i];
         /* NaN is a gap and allowed; everything else must be finite and > 0. */
@@ -21,6 +18,13 @@ int tw_sweep_check(const double *close, size_t n_bars, const int64_t *combos,
             return tw__err(err, -TW_EBADPRICE,
                            "bad price at bar %zu: %g (must be > 0 and finite, or NaN)", i, c);
     }
+    return 0;
+}
+
+int tw__check_windows(const int64_t *combos, size_t n_combos, tw_error *err)
+{
+    if (n_combos == 0)
+        return tw__err(err, -TW_ENODATA, "no combos");
     for (size_t k = 0; k < n_combos; k++)
         for (int j = 0; j < TW_COMBO_WINDOWS; j++) {
             int64_t w = combos[k * TW_COMBO_WINDOWS + (size_t)j];
@@ -30,4 +34,16 @@ int tw_sweep_check(const double *close, size_t n_bars, const int64_t *combos,
                                window_names[j], (long long)w);
         }
     return 0;
+}
+
+int tw_sweep_check(const double *close, size_t n_bars, const int64_t *combos,
+                   size_t n_combos, tw_error *err)
+{
+    /* Same order of checks as always: n, combos count, prices, windows. */
+    if (n_bars == 0)
+        return tw__err(err, -TW_ENODATA, "no bars (n = 0)");
+    if (n_combos == 0)
+        return tw__err(err, -TW_ENODATA, "no combos");
+    int rc = tw__check_prices(close, n_bars, err);
+    return rc ? rc : tw__check_windows(combos, n_combos, err);
 }

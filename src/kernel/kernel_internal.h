@@ -61,6 +61,11 @@ extern const struct tw__exact_ops tw__exact_ops_avx512;
 /* The ops for an ISA (not AUTO), or NULL if this build or CPU lacks it. */
 const struct tw__exact_ops *tw__exact_ops_for(tw_isa isa);
 
+/* The two halves of tw_sweep_check(): prices (n_bars >= 1, NaN or finite
+ * and > 0) and windows (n_combos >= 1, each in [1, 100000]). */
+int tw__check_prices(const double *close, size_t n_bars, tw_error *err);
+int tw__check_windows(const int64_t *combos, size_t n_combos, tw_error *err);
+
 /* tw_sweeper_create() with an explicit bound on the window cache (bytes);
  * tests use a small one to exercise the batching path. */
 int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars,

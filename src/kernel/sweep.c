@@ -11,7 +11,13 @@
  * per-combo work (phase B: the two passes over d and e and the
  * stop-and-reverse loop).  Both phases hand out tasks through one atomic
  * counter, so threads balance themselves; results go to the combo's own
- * index, so they come out in combo order whatever thread computed them. */
+ * index, so they come out in combo order whatever thread computed them.
+ *
+ * A bound dataset (tw_sweeper_bind) keeps the cache between runs: a run
+ * computes only the windows no earlier run left in it, so a client that
+ * sends one combo per call pays each distinct window once, as a batched
+ * call does, and a repeated sweep pays phase B only.  A plain run, or a
+ * run needing more windows than free slots, empties the cache first. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
@@ -32,6 +38,7 @@
 #define CHUNK_ANCHORS 16384 /* phase A splits the bars in chunks this long */
 #define THREADS_MAX 256
 #define TILE_BARS 4096 /* phase B's bar tile: a multiple of 64 */
+#define SINGLES_BELOW 4 /* batch_build: fewer fresh windows go one by one */
 
 struct worker {
     pthread_t th;
@@ -53,6 +60,7 @@ struct tw_sweeper {
 
     /* Close-window cache and the current batch. */
     double *cache;
+    double *pad_out;                  /* [max_bars] where padding windows write */
     size_t slots;
     int32_t *slot_of;                 /* [TW_WINDOW_MAX + 1], -1: none */
     int64_t *win;                     /* [slots] the batch's windows */
@@ -60,8 +68,17 @@ struct tw_sweeper {
     int64_t *group_w;                 /* [n_groups * TW_GROUP] */
     double **group_out;               /* [n_groups * TW_GROUP] */
     size_t n_groups, n_chunks;
+    int64_t *single_w;                /* [slots] windows computed one by one */
+    size_t n_singles;
     uint64_t *order;                  /* [BATCH_MAX] cost << 32 | combo - batch_start */
     size_t n_order, batch_start;
+
+    /* The bound dataset (tw_sweeper_bind): while bound, the cache's slots
+     * hold WMA passes over b_close and stay valid across runs. */
+    int bound;
+    const double *b_close;
+    size_t b_n;
+    uint64_t b_tag;
 
     /* The current run. */
     const double *close;
@@ -200,6 +217,15 @@ static double *slot_ptr(struct tw_sweeper *s, int64_t w)
 static void job_group(struct tw_sweeper *s, size_t task, double *scratch)
 {
     (void)scratch;
+    if (task >= s->n_groups * s->n_chunks) {
+        /* A window on its own: outputs [ib, ie), NaN prefix included. */
+        task -= s->n_groups * s->n_chunks;
+        int64_t w = s->single_w[task / s->n_chunks];
+        size_t ib = task % s->n_chunks * CHUNK_ANCHORS;
+        size_t ie = ib + CHUNK_ANCHORS < s->n ? ib + CHUNK_ANCHORS : s->n;
+        s->ops->wma_range(s->close, w, slot_ptr(s, w), s->wt, ib, ie);
+        return;
+    }
     size_t g = task / s->n_chunks, ch = task % s->n_chunks;
     const int64_t *w = s->group_w + g * TW_GROUP;
     double *const *out = s->group_out + g * TW_GROUP;
@@ -284,11 +310,14 @@ static void *worker_main(void *arg)
 }
 
 /* Runs n_tasks tasks of job on every thread, the caller included, and
- * returns when all are done. */
+ * returns when all are done.  A single task runs on the caller alone:
+ * waking the pool (and waiting for every worker to check back in) costs
+ * more than nothing, which is all the workers would find to do. */
 static void run_phase(struct tw_sweeper *s, job_fn job, size_t n_tasks)
 {
     atomic_store_explicit(&s->next, 0, memory_order_relaxed);
-    if (s->started > 0) {
+    int wake = s->started > 0 && n_tasks > 1;
+    if (wake) {
         pthread_mutex_lock(&s->mu);
         s->job = job;
         s->n_tasks = n_tasks;
@@ -298,7 +327,7 @@ static void run_phase(struct tw_sweeper *s, job_fn job, size_t n_tasks)
         pthread_mutex_unlock(&s->mu);
     }
     work(s, job, n_tasks, s->workers[0].scratch, 1);
-    if (s->started > 0) {
+    if (wake) {
         pthread_mutex_lock(&s->mu);
         while (s->running > 0)
             pthread_cond_wait(&s->done, &s->mu);
@@ -323,11 +352,15 @@ static int cmp_u64_desc(const void *a, const void *b)
 /* Close windows of a combo: the five that read `close`. */
 static const int close_idx[5] = {TW_H_HALF, TW_H_FULL, TW_T_THIRD, TW_T_HALF, TW_T_FULL};
 
-/* Fills the batch from combo `start` on: as many combos as the cache
- * slots and BATCH_MAX allow (at least one).  Returns the end index. */
+/* Fills the batch from combo `start` on: as many combos as the free cache
+ * slots and BATCH_MAX allow.  Windows already in the cache (slot_of >= 0:
+ * a bound dataset's earlier runs) are reused; only the fresh ones, given
+ * slots from n_win on, go into the phase A groups.  Returns the end index;
+ * == start when even the first combo's fresh windows do not fit (only
+ * possible with a partly full cache: an empty one has SLOTS_MIN slots). */
 static size_t batch_build(struct tw_sweeper *s, size_t start, size_t n_combos)
 {
-    s->n_win = 0;
+    const size_t first = s->n_win;
     s->n_order = 0;
     s->batch_start = start;
     size_t k = start;
@@ -353,21 +386,46 @@ static size_t batch_build(struct tw_sweeper *s, size_t start, size_t n_combos)
         uint64_t cost = (uint64_t)(c[TW_H_SQRT] + c[TW_T_FULL]);
         s->order[s->n_order++] = cost << 32 | (uint64_t)(k - start);
     }
-    TW_VERIFY(k > start);
+    if (k == start)
+        return k;
 
     /* Groups of TW_GROUP windows, largest first (so the costliest tasks
-     * are handed out first); the last group is padded with copies of its
-     * smallest window, which recompute and rewrite the same values. */
+     * are handed out first).  The last group is padded with windows of 1
+     * written to pad_out: in the lockstep loop a window of 1 costs one add
+     * per output, where a copy of a real window would cost that window's
+     * length (a bound dataset's run often has one or two fresh windows,
+     * and padding them with copies made its phase A up to 8 times dearer).
+     * Only the last group is padded and its chunks write disjoint ranges,
+     * so pad_out is never written twice at once. */
     int64_t sorted[SLOTS_MAX];
-    memcpy(sorted, s->win, s->n_win * sizeof(sorted[0]));
-    qsort(sorted, s->n_win, sizeof(sorted[0]), cmp_i64_desc);
-    s->n_groups = (s->n_win + TW_GROUP - 1) / TW_GROUP;
+    size_t n_fresh = s->n_win - first;
+    memcpy(sorted, s->win + first, n_fresh * sizeof(sorted[0]));
+    if (n_fresh > 1)
+        qsort(sorted, n_fresh, sizeof(sorted[0]), cmp_i64_desc);
+    /* A group's windows add in lockstep, one dependency chain per window:
+     * with few windows the chains cannot hide the adder's latency (and
+     * stretches where only the largest window is active run one chain
+     * anyway), while wma_range keeps eight independent blocks in flight.
+     * So a remainder of fewer than SINGLES_BELOW windows (the usual case
+     * of a bound dataset's run: one to four fresh windows) is computed
+     * window by window. */
+    size_t rem = n_fresh % TW_GROUP;
+    s->n_singles = rem < SINGLES_BELOW ? rem : 0;
+    for (size_t i = 0; i < s->n_singles; i++)
+        s->single_w[i] = sorted[n_fresh - s->n_singles + i];
+    n_fresh -= s->n_singles;
+    s->n_groups = (n_fresh + TW_GROUP - 1) / TW_GROUP;
     for (size_t i = 0; i < s->n_groups * TW_GROUP; i++) {
-        int64_t w = sorted[i < s->n_win ? i : s->n_win - 1];
-        s->group_w[i] = w;
-        s->group_out[i] = slot_ptr(s, w);
+        if (i < n_fresh) {
+            s->group_w[i] = sorted[i];
+            s->group_out[i] = slot_ptr(s, sorted[i]);
+        } else {
+            s->group_w[i] = 1;
+            s->group_out[i] = s->pad_out;
+        }
     }
-    qsort(s->order, s->n_order, sizeof(s->order[0]), cmp_u64_desc);
+    if (s->n_order > 1)
+        qsort(s->order, s->n_order, sizeof(s->order[0]), cmp_u64_desc);
     return k;
 }
 
@@ -411,6 +469,7 @@ void tw_sweeper_destroy(tw_sweeper *s)
     free(s->win);
     free(s->group_w);
     free(s->group_out);
+    free(s->single_w);
     free(s->order);
     free(s);
 }
@@ -459,17 +518,21 @@ int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars,
         if (slots < SLOTS_MIN)
             slots = SLOTS_MIN;
         s->slots = slots;
-        if (s->max_bars > SIZE_MAX / sizeof(double) / slots)
+        if (s->max_bars > SIZE_MAX / sizeof(double) / (slots + 1))
             goto fail;
-        s->cache = big_alloc(slots * s->max_bars * sizeof(double));
+        /* One slot more than the cache holds: the padding's outputs. */
+        s->cache = big_alloc((slots + 1) * s->max_bars * sizeof(double));
         s->slot_of = malloc((TW_WINDOW_MAX + 1) * sizeof(s->slot_of[0]));
         s->win = malloc(slots * sizeof(s->win[0]));
         size_t gmax = (slots + TW_GROUP - 1) / TW_GROUP * TW_GROUP;
         s->group_w = malloc(gmax * sizeof(s->group_w[0]));
         s->group_out = malloc(gmax * sizeof(s->group_out[0]));
+        s->single_w = malloc(slots * sizeof(s->single_w[0]));
         s->order = malloc(BATCH_MAX * sizeof(s->order[0]));
+        if (s->cache)
+            s->pad_out = s->cache + slots * s->max_bars;
         if (!s->cache || !s->slot_of || !s->win || !s->group_w || !s->group_out ||
-            !s->order)
+            !s->single_w || !s->order)
             goto fail;
         for (size_t w = 0; w <= TW_WINDOW_MAX; w++)
             s->slot_of[w] = -1;
@@ -520,16 +583,13 @@ void tw_sweeper_set_progress(tw_sweeper *s, tw_progress_fn fn, void *ctx)
     s->progress_ctx = ctx;
 }
 
-int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
-                   const int64_t *combos, size_t n_combos, double *pnl,
-                   int64_t *trades, tw_error *err)
+/* The sweep proper, on checked input.  keep: the cache holds passes over
+ * this same close (a bound dataset) and is left filled for the next run;
+ * otherwise it starts and ends empty. */
+static void run_all(struct tw_sweeper *s, const double *close, size_t n_bars,
+                    const int64_t *combos, size_t n_combos, double *pnl,
+                    int64_t *trades, int keep)
 {
-    int rc = tw_sweep_check(close, n_bars, combos, n_combos, err);
-    if (rc)
-        return rc;
-    if (n_bars > s->max_bars)
-        return tw__err(err, -E2BIG, "%zu bars exceed the sweeper's %zu", n_bars,
-                       s->max_bars);
     s->close = close;
     s->n = n_bars;
     s->combos = combos;
@@ -545,9 +605,17 @@ int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
         s->n_chunks = n_chunks;
         for (size_t start = 0; start < n_combos;) {
             size_t end = batch_build(s, start, n_combos);
-            run_phase(s, job_group, s->n_groups * n_chunks);
+            if (end == start) {
+                /* The cache is full of other windows: start it afresh. */
+                batch_clear(s);
+                end = batch_build(s, start, n_combos);
+                TW_VERIFY(end > start);
+            }
+            if (s->n_groups + s->n_singles > 0)
+                run_phase(s, job_group, (s->n_groups + s->n_singles) * n_chunks);
             run_phase(s, job_combo, s->n_order);
-            batch_clear(s);
+            if (!keep)
+                batch_clear(s);
             start = end;
         }
     }
@@ -557,6 +625,70 @@ int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
     s->combos = NULL;
     s->pnl = NULL;
     s->trades = NULL;
+}
+
+int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
+                   const int64_t *combos, size_t n_combos, double *pnl,
+                   int64_t *trades, tw_error *err)
+{
+    int rc = tw_sweep_check(close, n_bars, combos, n_combos, err);
+    if (rc)
+        return rc;
+    if (n_bars > s->max_bars)
+        return tw__err(err, -E2BIG, "%zu bars exceed the sweeper's %zu", n_bars,
+                       s->max_bars);
+    /* The cache is shared with a bound dataset's passes: those go (the
+     * binding stays, and its next run refills lazily). */
+    batch_clear(s);
+    run_all(s, close, n_bars, combos, n_combos, pnl, trades, 0);
+    return 0;
+}
+
+int tw_sweeper_bind(tw_sweeper *s, const double *close, size_t n_bars, uint64_t tag,
+                    tw_error *err)
+{
+    if (s->bound && s->b_close == close && s->b_n == n_bars && s->b_tag == tag)
+        return 0;
+    tw_sweeper_unbind(s);
+    int rc = tw__check_prices(close, n_bars, err);
+    if (rc)
+        return rc;
+    if (n_bars > s->max_bars)
+        return tw__err(err, -E2BIG, "%zu bars exceed the sweeper's %zu", n_bars,
+                       s->max_bars);
+    s->bound = 1;
+    s->b_close = close;
+    s->b_n = n_bars;
+    s->b_tag = tag;
+    return 0;
+}
+
+void tw_sweeper_unbind(tw_sweeper *s)
+{
+    batch_clear(s);
+    s->bound = 0;
+    s->b_close = NULL;
+    s->b_n = 0;
+    s->b_tag = 0;
+}
+
+int tw_sweeper_bound_tag(const tw_sweeper *s, uint64_t *tag)
+{
+    if (tag)
+        *tag = s->bound ? s->b_tag : 0;
+    return s->bound;
+}
+
+int tw_sweeper_run_bound(tw_sweeper *s, const int64_t *combos, size_t n_combos,
+                         double *pnl, int64_t *trades, tw_error *err)
+{
+    if (!s->bound)
+        return tw__err(err, -EINVAL, "no dataset bound to the sweeper "
+                                     "(tw_sweeper_bind before tw_sweeper_run_bound)");
+    int rc = tw__check_windows(combos, n_combos, err);
+    if (rc)
+        return rc;
+    run_all(s, s->b_close, s->b_n, combos, n_combos, pnl, trades, 1);
     return 0;
 }
 

@@ -177,10 +177,20 @@ static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
         j++;
     }
     if (i == j && n == TW_ARRAY_SIZE(c->ooo)) {
-        /* No room for another range: forget it (the bytes in the ring
-         * are not counted as received; the sender retransmits). */
+        /* No room for another range.  Keep what lies nearest rcv_nxt:
+         * that is what the next retransmission joins to the stream, and
+         * what a sender without SACK resends last (one partial ACK or one
+         * backed-off RTO per hole, Karn giving it no RTT sample to undo
+         * the backoff).  Dropping the new range instead kept the highest
+         * ones and turned every later reordering into another hole, which
+         * stalled the kernel's tail retransmissions for tens of seconds.
+         * So the highest range is forgotten, or the new one if it is the
+         * highest (bytes not in a range count as never received; no ACK
+         * covered them, the sender resends them). */
         st->stats.rx_tcp_ooo_drop++;
-        return 0;
+        if (i == n)
+            return 0;
+        n--;
     }
     /* Replace ranges [i, j) by the merged one. */
     memmove(c->ooo[i + 1], c->ooo[j], (n - j) * sizeof(c->ooo[0]));
@@ -396,9 +406,18 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
     uint32_t wnd = tw__tcp_rcv_window(c);
     uint32_t seglen = s.dlen + !!(s.flags & TW_TCP_SYN) + !!(s.flags & TW_TCP_FIN);
     int ok;
+    /* A zero-length segment may sit exactly at the right edge: a peer
+     * that filled our window sends its ACKs with seq = its snd_nxt = our
+     * right edge.  RFC 793's strict test drops every such ACK, so while
+     * our window is full of its data (out-of-order data behind a hole
+     * included) none of its acknowledgements of our data gets through.
+     * Linux and BSD accept it (seq <= rcv_nxt + wnd); a RST keeps the
+     * strict test (RFC 5961 3.2). */
     if (seglen == 0)
         ok = wnd == 0 ? s.seq == c->rcv_nxt
-                      : SEQ_GEQ(s.seq, c->rcv_nxt) && SEQ_LT(s.seq, c->rcv_nxt + wnd);
+                      : SEQ_GEQ(s.seq, c->rcv_nxt) &&
+                            ((s.flags & TW_TCP_RST) ? SEQ_LT(s.seq, c->rcv_nxt + wnd)
+                                                    : SEQ_LEQ(s.seq, c->rcv_nxt + wnd));
     else if (wnd == 0)
         ok = 0;
     else
@@ -441,6 +460,17 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
         }
         if (s.seq == c->rcv_nxt) {
             st->stats.rx_rst++;
+            if ((c->state == TW_TCP_CLOSING || c->state == TW_TCP_LAST_ACK) &&
+                SEQ_GEQ(c->snd_una, c->snd_end)) {
+                /* RFC 793 p.70: in CLOSING and LAST_ACK a reset only ends
+                 * the connection.  Both FINs are in and every data byte
+                 * was acknowledged: the close happened as agreed and only
+                 * our FIN's ACK is missing (a kernel whose socket is gone
+                 * answers it, or a late duplicate, with RST).  Reporting
+                 * RESET would call a clean close a failure. */
+                tw__tcp_set_closed(c, TW_TCP_EV_CLOSED);
+                return;
+            }
             st->stats.conns_reset++;
             tw__tcp_set_closed(c, TW_TCP_EV_RESET);
         } else {

@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -697,6 +698,85 @@ static void test_conn_limit(void)
     printf("%-28s -> BUSY after %d connections, then served again\n", "connection limit", ok);
 }
 
+/* LOAD_FD's zero-copy rule: the server maps a memfd only when it is sealed
+ * against both shrinking and writing; any other descriptor is copied, so
+ * the sender rewriting its file afterwards cannot change (or invalidate)
+ * a dataset whose prices were checked at load time. */
+static int make_memfd(const double *v, size_t n, int seals)
+{
+    int fd = memfd_create("test-dataset", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, (off_t)(8 * n)) != 0 ||
+        pwrite(fd, v, 8 * n, 0) != (ssize_t)(8 * n) || (seals && fcntl(fd, F_ADD_SEALS, seals) != 0)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static void test_load_fd_seals(void)
+{
+    tw_client *c;
+    tw_error err = {0};
+    int rc = tw_client_connect(&c, g_addr_unix, &err);
+    CHECKRC(rc, err);
+    static double zeros[NB];
+    double pnl[NC];
+    int64_t tr[NC];
+    const int kinds[3] = {0, F_SEAL_SHRINK | F_SEAL_GROW,
+                          F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE};
+    for (int k = 0; k < 3; k++) {
+        int fd = make_memfd(g_close, NB, kinds[k]);
+        CHECK(fd >= 0);
+        uint64_t id;
+        rc = tw_client_load_fd(c, fd, &id, &err);
+        if (rc)
+            close(fd);
+        CHECKRC(rc, err);
+        /* Rewrite the file with invalid prices: refused when write-sealed,
+         * and without effect on the dataset otherwise. */
+        ssize_t w = pwrite(fd, zeros, sizeof(zeros), 0);
+        CHECK(k == 2 ? w < 0 && errno == EPERM : w == (ssize_t)sizeof(zeros));
+        close(fd);
+        memset(pnl, 0, sizeof(pnl));
+        rc = tw_client_sweep_loaded(c, id, g_combos, NC, pnl, tr, &err);
+        CHECKRC(rc, err);
+        CHECK(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
+        rc = tw_client_drop(c, id, &err);
+        CHECKRC(rc, err);
+    }
+    /* Prices are checked on the mapped path too, whatever block the bad
+     * one sits in (the check runs in vector blocks of 1024). */
+    static double pr[NB];
+    memcpy(pr, g_close, sizeof(pr));
+    pr[5] = NAN; /* a valid price */
+    const size_t bad_at[4] = {0, 1023, 2049, NB - 1};
+    const double bad_v[4] = {0.0, -1.0, INFINITY, -0.0};
+    for (int k = 0; k < 4; k++) {
+        double keep = pr[bad_at[k]];
+        pr[bad_at[k]] = bad_v[k];
+        int fd = make_memfd(pr, NB, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
+        CHECK(fd >= 0);
+        uint64_t id;
+        rc = tw_client_load_fd(c, fd, &id, &err);
+        close(fd);
+        char want[32];
+        snprintf(want, sizeof(want), "close[%zu]", bad_at[k]);
+        CHECK(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, want));
+        pr[bad_at[k]] = keep;
+    }
+    int fd = make_memfd(pr, NB, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
+    CHECK(fd >= 0);
+    uint64_t id;
+    rc = tw_client_load_fd(c, fd, &id, &err);
+    close(fd);
+    CHECKRC(rc, err);
+    rc = tw_client_drop(c, id, &err);
+    CHECKRC(rc, err);
+    tw_client_close(c);
+    printf("%-28s -> ok\n", "load_fd seals");
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -729,6 +809,7 @@ int main(int argc, char **argv)
     test_many_clients();
     test_conn_limit();
     test_drop_during_sweep();
+    test_load_fd_seals();
 
     /* Graceful shutdown with a sweep in flight: the sweep's reply still
      * arrives, the server exits 0 and the socket file is gone. */

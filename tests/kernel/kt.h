@@ -3,6 +3,7 @@
 #define TW_KERNEL_TEST_H
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>

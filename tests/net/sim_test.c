@@ -83,7 +83,8 @@ static side A, B;
  * it claims). */
 static struct {
     uint64_t corrupt_caught, ooo, fast, rto, zwp, ce_rx, ecn_cuts, dup_seen, part, qdrop,
-        challenge, keepalive;
+        challenge, keepalive, ooo_full, kernel_like;
+    uint64_t max_gap_ns, max_gap_seed; /* longest stretch without progress */
 } tally;
 static tw_tcp_listener L;
 
@@ -226,6 +227,29 @@ static void run_seed(uint64_t seed, uint64_t bytes)
     tw_sim_link_config la, lb;
     random_link(&la, severity);
     random_link(&lb, severity);
+    /* A quarter of the impaired seeds have the shape of the kernel peer
+     * that found the out-of-order bug over AF_PACKET: a sender with far
+     * more queued than the receiver's window (it fills the window behind
+     * every hole, so the receiver's bounded out-of-order list overflows and
+     * the sender's ACKs sit at the receiver's right edge), 10% reordering
+     * by about a millisecond and 2% loss.  The uniform random rings and
+     * links rarely fill a window with more holes than the list holds.
+     * (Drawn from a hash of the seed, so the other seeds are unchanged.) */
+    uint64_t kh = (seed + 1) * 0x9e3779b97f4a7c15ull;
+    kh ^= kh >> 31;
+    kh *= 0xbf58476d1ce4e5b9ull;
+    kh ^= kh >> 29;
+    int kernel_like = severity && (kh & 3) == 0;
+    if (kernel_like) {
+        tw_sim_link_config *lk[2] = {&la, &lb};
+        for (int i = 0; i < 2; i++) {
+            lk[i]->loss_ppm = 20000;
+            lk[i]->reorder_ppm = 100000;
+            lk[i]->reorder_extra_ns = 500000 + (kh >> 16) % 1500000;
+            lk[i]->queue_limit = 0;
+            lk[i]->rate_Bps = 0;
+        }
+    }
     static const uint8_t ma[6] = {0x02, 0, 0, 0, 0, 1}, mb[6] = {0x02, 0, 0, 0, 0, 2};
     memset(&A, 0, sizeof(A));
     memset(&B, 0, sizeof(B));
@@ -238,6 +262,11 @@ static void run_seed(uint64_t seed, uint64_t bytes)
     unsigned ring = 1u << (12 + rndn(7)); /* 4 KiB .. 256 KiB */
     ca.rx_buf_bytes = cb.tx_buf_bytes = ring;
     ca.tx_buf_bytes = cb.rx_buf_bytes = 1u << (12 + rndn(7));
+    if (kernel_like) {
+        ca.rx_buf_bytes = cb.rx_buf_bytes = 1u << (15 + (kh >> 8) % 3); /* 32 .. 128 KiB */
+        ca.tx_buf_bytes = cb.tx_buf_bytes = 1u << 20;
+        tally.kernel_like++;
+    }
     ca.isn_secret[0] = seed;
     cb.isn_secret[1] = seed;
     ca.ecn = cb.ecn = (int)rndn(2);
@@ -276,7 +305,7 @@ static void run_seed(uint64_t seed, uint64_t bytes)
             part_len[i] = 1000000 + rndn(2000000000ull);
             part_port[i] = (int)rndn(2);
         }
-    uint64_t steps = 0;
+    uint64_t steps = 0, prog_key = 0, prog_at = now, max_gap = 0;
     for (;;) {
         CHECK(++steps < 20000000, "no progress after %llu steps (A %s, B %s)",
               (unsigned long long)steps, tw_tcp_state_name(A.conn.state),
@@ -299,6 +328,18 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         poll_all(&B, now);
         check_side(&A, "A");
         check_side(&B, "B");
+        /* Progress in virtual time: bytes read or acknowledged either way.
+         * A partition or a stalled reader excuses the wait. */
+        uint64_t key = A.rcvd + B.rcvd + A.conn.snd_una + (B.have_conn ? B.conn.snd_una : 0);
+        int excused = now < A.stall_until_ns || now < B.stall_until_ns;
+        for (int i = 0; i < 2; i++)
+            excused |= part_at[i] && now >= part_at[i];
+        if (key != prog_key || excused) {
+            prog_key = key;
+            prog_at = now;
+        } else if (now - prog_at > max_gap) {
+            max_gap = now - prog_at;
+        }
         int a_done = A.conn.state == TW_TCP_CLOSED;
         int b_done = B.have_conn && B.conn.state == TW_TCP_CLOSED;
         if (a_done && b_done && tw_sim_net_in_flight(net) == 0 &&
@@ -369,6 +410,12 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         tally.dup_seen += s2[i]->rx_tcp_dup;
         tally.challenge += s2[i]->challenge_acks;
         tally.keepalive += s2[i]->keepalive_probes;
+    }
+    for (int i = 0; i < 2; i++)
+        tally.ooo_full += s2[i]->rx_tcp_ooo_drop;
+    if (max_gap > tally.max_gap_ns) {
+        tally.max_gap_ns = max_gap;
+        tally.max_gap_seed = seed;
     }
     tally.part += tw_sim_net_get_stats(net)->partition_drops;
     tally.qdrop += tw_sim_net_get_stats(net)->queue_drops;
@@ -445,11 +492,15 @@ int main(int argc, char **argv)
            (unsigned long long)tally.keepalive, (unsigned long long)tally.ce_rx,
            (unsigned long long)tally.ecn_cuts, (unsigned long long)tally.part,
            (unsigned long long)tally.qdrop);
+    printf("net_sim_test: kernel-shaped seeds %llu, out-of-order list full %llu; "
+           "longest wait without progress %.3f s virtual (seed %llu)\n",
+           (unsigned long long)tally.kernel_like, (unsigned long long)tally.ooo_full,
+           (double)tally.max_gap_ns / 1e9, (unsigned long long)tally.max_gap_seed);
     if (seeds >= 100) {
         g_seed = first;
         CHECK(tally.corrupt_caught && tally.ooo && tally.dup_seen && tally.fast && tally.rto &&
                   tally.zwp && tally.keepalive && tally.ce_rx && tally.ecn_cuts && tally.part &&
-                  tally.qdrop,
+                  tally.qdrop && tally.kernel_like && tally.ooo_full,
               "a batch of %llu seeds left a path unexercised (see the line above)",
               (unsigned long long)seeds);
     }

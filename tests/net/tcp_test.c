@@ -259,6 +259,84 @@ static void t_passive_close(void)
     rp_close(&r);
 }
 
+/* A RST after both FINs (RFC 1337 and RFC 793 p.70): in TIME_WAIT it is
+ * ignored (no TIME_WAIT assassination); in CLOSING and LAST_ACK, with all
+ * data acknowledged, it ends the connection as CLOSED, not RESET; with data
+ * still unacknowledged it is a real reset. */
+static void t_rst_after_fins(void)
+{
+    rawpeer r;
+    tw_tcp_listener l;
+    seg s;
+    /* TIME_WAIT: an exact-sequence RST changes nothing. */
+    rp_open(&r, NULL);
+    uint32_t iss = establish_passive(&r, &l, 0);
+    tw_tcp_close(&g_conn, r.now);
+    rp_drain(&r);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 2, TW_TCP_ACK | TW_TCP_FIN, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_TIME_WAIT, "FIN/ACK -> TIME_WAIT");
+    rp_drain(&r);
+    (void)tw_tcp_events(&g_conn);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 2, 0, TW_TCP_RST, 0, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_TIME_WAIT, "RST in TIME_WAIT ignored, got %s",
+           tw_tcp_state_name(g_conn.state));
+    EXPECT(!(tw_tcp_events(&g_conn) & TW_TCP_EV_RESET), "no RESET from TIME_WAIT");
+    EXPECT(!rp_seg(&r, &s), "a RST is never answered in TIME_WAIT");
+    rp_run(&r, 1001000000ull);
+    EXPECT(g_conn.state == TW_TCP_CLOSED, "TIME_WAIT still runs out");
+    EXPECT(tw_tcp_events(&g_conn) & TW_TCP_EV_CLOSED, "then CLOSED");
+    rp_close(&r);
+
+    /* CLOSING (FINs crossed), our FIN not yet acked: RST -> CLOSED. */
+    rp_open(&r, NULL);
+    iss = establish_passive(&r, &l, 0);
+    tw_tcp_close(&g_conn, r.now);
+    rp_drain(&r);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK | TW_TCP_FIN, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_CLOSING, "CLOSING");
+    (void)tw_tcp_events(&g_conn);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 2, 0, TW_TCP_RST, 0, NULL, 0);
+    unsigned ev = tw_tcp_events(&g_conn);
+    EXPECT(g_conn.state == TW_TCP_CLOSED, "RST in CLOSING closes, got %s",
+           tw_tcp_state_name(g_conn.state));
+    EXPECT((ev & TW_TCP_EV_CLOSED) && !(ev & TW_TCP_EV_RESET),
+           "CLOSING + RST is CLOSED, not RESET (events %#x)", ev);
+    rp_close(&r);
+
+    /* LAST_ACK with the data acked and only the FIN outstanding. */
+    rp_open(&r, NULL);
+    iss = establish_passive(&r, &l, 0);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK | TW_TCP_FIN, 65535, NULL, 0);
+    EXPECT(tw_tcp_send(&g_conn, "ok", 2, r.now) == 2, "send in CLOSE_WAIT");
+    tw_tcp_close(&g_conn, r.now);
+    rp_run(&r, 0);
+    rp_drain(&r);
+    EXPECT(g_conn.state == TW_TCP_LAST_ACK, "LAST_ACK");
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 2, iss + 3, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_LAST_ACK, "data acked, FIN not");
+    (void)tw_tcp_events(&g_conn);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 2, 0, TW_TCP_RST, 0, NULL, 0);
+    ev = tw_tcp_events(&g_conn);
+    EXPECT(g_conn.state == TW_TCP_CLOSED && (ev & TW_TCP_EV_CLOSED) && !(ev & TW_TCP_EV_RESET),
+           "LAST_ACK + RST after all data acked: CLOSED, not RESET (events %#x)", ev);
+    rp_close(&r);
+
+    /* LAST_ACK with data unacknowledged: the peer lost it, a real reset. */
+    rp_open(&r, NULL);
+    iss = establish_passive(&r, &l, 0);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK | TW_TCP_FIN, 65535, NULL, 0);
+    EXPECT(tw_tcp_send(&g_conn, "ok", 2, r.now) == 2, "send in CLOSE_WAIT");
+    tw_tcp_close(&g_conn, r.now);
+    rp_run(&r, 0);
+    rp_drain(&r);
+    (void)tw_tcp_events(&g_conn);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 2, 0, TW_TCP_RST, 0, NULL, 0);
+    ev = tw_tcp_events(&g_conn);
+    EXPECT(g_conn.state == TW_TCP_CLOSED && (ev & TW_TCP_EV_RESET),
+           "LAST_ACK + RST with data unacked: RESET (events %#x)", ev);
+    rp_close(&r);
+}
+
 static void t_rfc5961(void)
 {
     rawpeer r;
@@ -362,6 +440,112 @@ static void t_out_of_order(void)
     EXPECT(tw_tcp_readable(&g_conn) == 17, "all 17 bytes before the FIN");
     EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 19, "ACK covers the FIN: %u", s.ack);
     EXPECT(g_conn.rcv_nxt == PEER_ISN + 19, "FIN counted in rcv_nxt: %u", g_conn.rcv_nxt);
+    rp_close(&r);
+}
+
+/* The out-of-order list is bounded; when it is full the ranges nearest
+ * rcv_nxt are kept (a new lower range evicts the highest), so that the
+ * retransmission filling the first hole delivers them at once.  Regression:
+ * dropping the new range instead left a sender without SACK (the Linux
+ * kernel over AF_PACKET, 10% reordering) one backed-off RTO per hole. */
+static void t_ooo_full_keeps_lowest(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    static uint8_t pat[4096];
+    for (unsigned i = 0; i < sizeof(pat); i++)
+        pat[i] = (uint8_t)(i * 7 + 3);
+    unsigned cap = (unsigned)TW_ARRAY_SIZE(g_conn.ooo);
+    /* cap disjoint ranges well past a hole: [1000 + 20k, +10). */
+    for (unsigned k = 0; k < cap; k++) {
+        uint32_t off = 1000 + 20 * k;
+        rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + off, iss + 1, TW_TCP_ACK, 65535,
+               pat + off, 10);
+        rp_drain(&r);
+    }
+    EXPECT(g_conn.ooo_n == cap, "ooo list full: %u of %u", g_conn.ooo_n, cap);
+    uint64_t drops = tw_net_get_stats(r.st)->rx_tcp_ooo_drop;
+    /* A range above all of them, with the list full: not kept. */
+    uint32_t hi = 1000 + 20 * cap + 100;
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + hi, iss + 1, TW_TCP_ACK, 65535, pat + hi, 10);
+    rp_drain(&r);
+    EXPECT(tw_net_get_stats(r.st)->rx_tcp_ooo_drop == drops + 1, "highest new range dropped");
+    /* A range just past the first hole: kept, the highest one evicted. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + 10, iss + 1, TW_TCP_ACK, 65535, pat + 10, 10);
+    rp_drain(&r);
+    EXPECT(g_conn.ooo_n == cap, "still %u ranges, got %u", cap, g_conn.ooo_n);
+    EXPECT(g_conn.ooo[0][0] == PEER_ISN + 11, "lowest range kept at the front");
+    EXPECT(g_conn.ooo[cap - 1][0] == PEER_ISN + 1 + 1000 + 20 * (cap - 2),
+           "highest range evicted");
+    /* The hole fills: both the hole and the range behind it are delivered. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK, 65535, pat, 10);
+    const uint8_t *p;
+    size_t n;
+    tw_tcp_recv_peek(&g_conn, &p, &n);
+    EXPECT(n == 20 && !memcmp(p, pat, 20), "hole + kept range delivered: %zu bytes", n);
+    seg s;
+    int acked = 0;
+    while (rp_seg(&r, &s))
+        acked = s.ack == PEER_ISN + 21;
+    EXPECT(acked, "ACK covers the kept range");
+    /* Everything else arrives in order; the stream is exact. */
+    tw_tcp_recv_consume(&g_conn, n);
+    size_t got = n;
+    for (uint32_t off = 20; off < 1000 + 20 * cap; off += 500) {
+        uint32_t len = 1000 + 20 * cap - off < 500 ? 1000 + 20 * cap - off : 500;
+        rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + off, iss + 1, TW_TCP_ACK, 65535,
+               pat + off, len);
+        rp_drain(&r);
+        while (tw_tcp_recv_peek(&g_conn, &p, &n) > 0) {
+            EXPECT(!memcmp(p, pat + got, n), "bytes at %zu exact", got);
+            got += n;
+            tw_tcp_recv_consume(&g_conn, n);
+        }
+    }
+    EXPECT(got == 1000 + 20 * cap, "all %u bytes once, got %zu", 1000 + 20 * cap, got);
+    EXPECT(g_conn.ooo_n == 0, "no range left");
+    rp_close(&r);
+}
+
+/* A peer that filled our whole window (out-of-order data behind a hole)
+ * sends its ACKs with seq = our right edge; they must be taken, or none of
+ * its acknowledgements of our data gets through while the hole is open. */
+static void t_ack_at_right_edge(void)
+{
+    rawpeer r;
+    tw_net_config cfg;
+    tw_net_config_init(&cfg, US_IP);
+    cfg.isn_secret[0] = 1;
+    cfg.rx_buf_bytes = 4096;
+    rp_open(&r, &cfg);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    EXPECT(tw_tcp_send(&g_conn, "hello", 5, r.now) == 5, "send");
+    rp_run(&r, 0);
+    rp_drain(&r);
+    EXPECT(g_conn.snd_max == iss + 6, "our 5 bytes are out");
+    static uint8_t junk[1000];
+    memset(junk, 'z', sizeof(junk));
+    /* A 100-byte hole, then the rest of the 4096-byte window. */
+    for (uint32_t off = 100; off < 4096; off += 1000) {
+        uint32_t len = 4096 - off < 1000 ? 4096 - off : 1000;
+        rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + off, iss + 1, TW_TCP_ACK, 65535, junk, len);
+        rp_drain(&r);
+    }
+    EXPECT(tw_tcp_readable(&g_conn) == 0, "hole at the front");
+    uint64_t oow = tw_net_get_stats(r.st)->rx_tcp_out_of_window;
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + 4096, iss + 6, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(g_conn.snd_una == iss + 6, "ACK at the right edge taken: snd_una %u, want %u",
+           g_conn.snd_una - iss, 6u);
+    EXPECT(tw_net_get_stats(r.st)->rx_tcp_out_of_window == oow, "not counted out of window");
+    /* One byte past the right edge is still out of window. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + 4097, iss + 6, TW_TCP_ACK, 65535, NULL, 0);
+    EXPECT(tw_net_get_stats(r.st)->rx_tcp_out_of_window == oow + 1, "past the edge: out of window");
+    /* A RST at the right edge is not in the window (RFC 5961): no reset. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1 + 4096, 0, TW_TCP_RST, 0, NULL, 0);
+    EXPECT(g_conn.state == TW_TCP_ESTABLISHED, "RST at the right edge ignored");
     rp_close(&r);
 }
 
@@ -755,9 +939,12 @@ int main(void)
     t_active_close();
     t_simultaneous_close();
     t_passive_close();
+    t_rst_after_fins();
     t_rfc5961();
     t_no_listener_rst();
     t_out_of_order();
+    t_ooo_full_keeps_lowest();
+    t_ack_at_right_edge();
     t_rto_and_fast_retransmit();
     t_zero_window_and_keepalive();
     t_zero_window_dead_peer();
