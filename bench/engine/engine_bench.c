@@ -3,7 +3,9 @@
  *   8-byte echo, C client over a Unix socket  vs a bare socketpair ping-pong
  *   8-byte echo over shared memory             vs the Unix-socket floor
  *   1.2 MB echo over a Unix socket             vs a bare socket round trip of the same bytes
- *   1.2 MB over shm and LOAD_FD                vs the 1.2 MB Unix-socket echo
+ *   8-byte shm echo with 10 us caller gaps,
+ *     right after a phase of 1 ms gaps          vs the steady shm echo (spin policy recovery)
+ *   1.2 MB over shm and LOAD_FD (+ DROP)       vs the 1.2 MB Unix-socket echo
  *   preloaded 80-call chatty sweep             vs one batched call
  *   Python client 8-byte echo                  vs the C client
  * The server runs in this process (its own I/O and compute threads); the
@@ -189,7 +191,8 @@ static double load_fd_bench(tw_client *c, const double *prices, size_t n, int it
  * only on a spin success stays in futex sleeps here: the server's shrunken
  * spin never covers the 10 us gap, its wake-up then outlasts the client's
  * shrunken spin, and every round trip pays two wake-ups (~160 us on this
- * VM).  This one probes with the full budget and is back to spinning. */
+ * VM).  This one sizes the budget from how long waits really took, slept
+ * or not, and is back to spinning after one frame. */
 static double shm_after_slow_phase(tw_client *c, int iters, uint64_t gap_ns)
 {
     double one = 42.0, back = 0;
@@ -335,13 +338,13 @@ int tw__bench_engine(int argc, char **argv)
     /* Chatty (80 calls of one combo on a preloaded dataset) vs batched. */
     int64_t grid[80 * 6];
     size_t nc = tw_grid_default(grid);
-    double pnl_b[80], pnl_c[80];
-    int64_t tr_b[80], tr_c[80];
+    double pnl_b[80], pnl_c[80], pnl_w[80];
+    int64_t tr_b[80], tr_c[80], tr_w[80];
     uint64_t id;
     if (tw_client_load(cu, close, n, &id, &err))
         DIE("load: %s", err.msg);
     int reps = quick ? 1 : 3;
-    uint64_t tb[3], tc[3];
+    uint64_t tb[3], tc[3], tw[3];
     for (int r = 0; r < reps; r++) {
         uint64_t t0 = tw__now_ns();
         if (tw_client_sweep(cu, close, n, grid, nc, pnl_b, tr_b, &err))
@@ -352,13 +355,26 @@ int tw__bench_engine(int argc, char **argv)
             if (tw_client_sweep_loaded(cu, id, grid + 6 * k, 1, pnl_c + k, tr_c + k, &err))
                 DIE("sweep_loaded: %s", err.msg);
         tc[r] = tw__now_ns() - t0;
+        /* A second pass over the same loaded dataset: the server's sweeper
+         * keeps the bound dataset's WMA windows (tw_sweeper_run_bound), as
+         * a research loop that sweeps the same data again would see. */
+        t0 = tw__now_ns();
+        for (size_t k = 0; k < nc; k++)
+            if (tw_client_sweep_loaded(cu, id, grid + 6 * k, 1, pnl_w + k, tr_w + k, &err))
+                DIE("sweep_loaded: %s", err.msg);
+        tw[r] = tw__now_ns() - t0;
     }
-    if (memcmp(pnl_b, pnl_c, 8 * nc) || memcmp(tr_b, tr_c, 8 * nc))
+    if (memcmp(pnl_b, pnl_c, 8 * nc) || memcmp(tr_b, tr_c, 8 * nc) ||
+        memcmp(pnl_b, pnl_w, 8 * nc) || memcmp(tr_b, tr_w, 8 * nc))
         DIE("chatty and batched sweeps disagree");
     double mb = median_ns(tb, (size_t)reps), mc = median_ns(tc, (size_t)reps);
+    double mw = median_ns(tw, (size_t)reps);
     printf("%-44s %12.2f ms   %-28s %10.2f ms   ratio %7.4f   goal <= 1.01  %s\n",
-           "preloaded chatty sweep, 80 calls", mc / 1e6, "one batched call (1 thread)", mb / 1e6,
-           mc / mb, mc <= 1.01 * mb ? "met" : "MISSED");
+           "preloaded chatty sweep, 80 calls, 1st pass", mc / 1e6, "one batched call (1 thread)",
+           mb / 1e6, mc / mb, mc <= 1.01 * mb ? "met" : "MISSED");
+    printf("%-44s %12.2f ms   %-28s %10.2f ms   ratio %7.4f   goal <= 1.01  %s\n",
+           "preloaded chatty sweep, 80 calls, warm", mw / 1e6, "one batched call (1 thread)",
+           mb / 1e6, mw / mb, mw <= 1.01 * mb ? "met" : "MISSED");
 
     double py = py_echo(sock, quick ? 2000 : 20000);
     if (py > 0)

@@ -143,8 +143,6 @@ static tw_engine *engine_alloc(const tw_engine_opts *opts, tw_error *err, int *r
     pthread_mutex_init(&e->dlock, NULL);
     pthread_mutex_init(&e->dslock, NULL);
     pthread_mutex_init(&e->shmlock, NULL);
-    pthread_mutex_init(&e->reaplock, NULL);
-    pthread_cond_init(&e->reapcond, NULL);
     e->ds = calloc(e->lim.max_datasets, sizeof(*e->ds));
     if (!e->ds) {
         free(e);
@@ -201,11 +199,6 @@ int tw_engine_create(tw_engine **out, const tw_engine_opts *opts, tw_error *err)
         rc = tw__err(err, -ENOMEM, "out of memory");
         goto fail;
     }
-    if (pthread_create(&e->reaper, NULL, tw__reaper_main, e) != 0) {
-        rc = tw__err(err, -EAGAIN, "cannot start the dataset reaper thread");
-        goto fail;
-    }
-    e->reaper_on = 1;
     for (unsigned i = 0; i < e->n_workers; i++)
         if (pthread_create(&e->workers[i], NULL, tw__worker_main, e) != 0) {
             e->n_workers = i;
@@ -236,14 +229,6 @@ void tw_engine_destroy(tw_engine *e)
     for (uint32_t i = 0; i < e->lim.max_datasets; i++)
         if (e->ds[i])
             tw__dataset_put(e, e->ds[i]);
-    /* Last, so that it frees what the puts above queued. */
-    pthread_mutex_lock(&e->reaplock);
-    int reaper = e->reaper_on;
-    e->reap_stop = 1;
-    pthread_cond_signal(&e->reapcond);
-    pthread_mutex_unlock(&e->reaplock);
-    if (reaper)
-        pthread_join(e->reaper, NULL);
     free(e->ds);
     if (e->unix_fd >= 0) {
         close(e->unix_fd);

@@ -79,16 +79,6 @@ struct tw_engine {
     uint64_t ds_bytes;
     uint32_t ds_count;
 
-    /* Datasets whose last reference went, unmapped off the request path
-     * by the reaper thread (tw__reaper_main): munmap of a 1.2 MB mapping
-     * costs ~35 us, which DROP's reply should not wait for.  Without the
-     * thread (the stdio engine) they are freed at once. */
-    pthread_mutex_t reaplock;
-    pthread_cond_t reapcond;
-    struct tw__dataset *reap_head;
-    int reap_stop, reaper_on;
-    pthread_t reaper;
-
     /* buffers of all connections together (limits.max_buffer_bytes) */
     _Atomic uint64_t buf_bytes;
     _Atomic uint32_t n_conns;
@@ -119,8 +109,6 @@ void tw__submit(tw_engine *e, tw__job *job);
  * dataset and window cache, SWEEP plainly); returns its rc. */
 int tw__job_run(tw_sweeper *sw, tw__job *job);
 void tw__dataset_put(tw_engine *e, struct tw__dataset *ds);
-/* The reaper thread: frees queued datasets until reap_stop, then drains. */
-void *tw__reaper_main(void *arg);
 
 /* shm_server.c: takes over a Unix connection that asked for shared memory
  * (fd is owned from here on).  Replies to the attach itself. */

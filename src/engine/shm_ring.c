@@ -59,21 +59,22 @@ void tw__ring_init(tw__ring *r, tw_shm_ring_ctl *ctl, uint8_t *buf, uint32_t cap
 uint64_t tw__ring_spin_budget(tw__ring *r)
 {
     uint64_t floor_ns = r->spin_ns / 16;
-    uint64_t budget = r->spin_cur_ns < floor_ns ? floor_ns : r->spin_cur_ns;
-    if (budget < r->spin_ns && (++r->probes & 7) == 0)
-        budget = r->spin_ns;
-    return budget;
+    return r->spin_cur_ns < floor_ns ? floor_ns : r->spin_cur_ns;
 }
 
-void tw__ring_spin_result(tw__ring *r, uint64_t budget, int spun_ok)
+void tw__ring_spin_result(tw__ring *r, uint64_t budget, uint64_t waited_ns, int spun_ok)
 {
-    if (spun_ok) {
-        r->spin_cur_ns = r->spin_ns;
-        return;
-    }
     uint64_t floor_ns = r->spin_ns / 16;
-    r->spin_cur_ns = budget / 2 < floor_ns ? floor_ns : budget / 2;
-    r->sleeps++;
+    uint64_t next;
+    if (!spun_ok)
+        r->sleeps++;
+    if (spun_ok || waited_ns < r->spin_ns)
+        next = 2 * waited_ns + floor_ns;
+    else
+        next = budget / 2;
+    if (next < floor_ns)
+        next = floor_ns;
+    r->spin_cur_ns = next < r->spin_ns ? next : r->spin_ns;
 }
 
 /* Waits until ready(r) is true: spin for spin_ns, then futex-sleep on seq
@@ -121,37 +122,45 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
     }
     /* The budget adapts like an adaptive mutex, so that a peer that works
      * long between frames (copying megabytes) is not robbed of a CPU by our
-     * spinning: a wait that had to sleep halves the budget, down to a
-     * floor.  The earlier rule (double on a spin success, halve on a sleep)
-     * could get stuck: once the budget is shorter than the peer's futex
-     * wake-up (~80 us on this VM), every wait sleeps, both sides pay a
-     * wake-up per frame (~160 us per round trip instead of ~0.5 us), and
-     * no wait ever succeeds by spinning to grow the budget back.  So:
-     *  - a spin success restores the full budget at once (the peer is
-     *    answering promptly: keep meeting it spinning);
-     *  - while the budget is reduced, every 8th wait probes with the full
-     *    budget, so a peer that became prompt again is noticed within 8
-     *    frames (cost, if it is still slow: one full spin per 8 waits);
-     *  - the floor (spin_ns / 16) still catches a peer with a short gap
-     *    between frames, such as a Python caller's few microseconds.
+     * spinning on this oversubscribed machine.  The earlier rule (double on
+     * a spin success, halve on a sleep) could get stuck: once the budget is
+     * shorter than the peer's gap between frames (a Python caller's few
+     * microseconds), every wait sleeps, the peer then waits out our futex
+     * wake-up and sleeps too, every round trip pays two wake-ups (~25 to
+     * ~160 us on this VM instead of ~0.5 us), and no wait ever succeeds by
+     * spinning, so the budget never grows back.  Now the budget follows
+     * how long waits really take (tw__ring_spin_result):
+     *  - a wait that ended within spin_ns, spinning or asleep, sets the
+     *    next budget to twice its length plus a floor (spin_ns / 16): a
+     *    wait that slept but was over within spin_ns says that spinning
+     *    would have paid, so the stuck state above lasts one frame;
+     *  - a wait longer than spin_ns (a slow or idle peer) halves it, down
+     *    to the floor, which costs little CPU per wait.
      * An idle peer costs one bounded spin, then futex sleep: no CPU. */
     uint64_t budget = tw__ring_spin_budget(r);
-    uint64_t t0 = tw__now_ns();
+    uint64_t t0 = tw__now_ns(), dt = 0;
     for (unsigned i = 1;; i++) {
         cpu_relax();
         if (ready(r)) {
-            tw__ring_spin_result(r, budget, 1);
+            /* How long the wait took sizes the next budget.  A wait that
+             * ended within a few polls took ~nothing: no clock read, so
+             * the small-echo fast path stays fast.  Otherwise read it:
+             * the last periodic reading can be short by 64 polls (several
+             * us), enough to size the budget just under the peer's usual
+             * gap and to alternate between spinning and sleeping. */
+            if (i >= 16)
+                dt = tw__now_ns() - t0;
+            tw__ring_spin_result(r, budget, dt, 1);
             return 0;
         }
         if ((i & 63) == 0) {
-            uint64_t dt = tw__now_ns() - t0;
+            dt = tw__now_ns() - t0;
             if (dt >= budget)
                 break;
             if (shared)
                 sched_yield();
         }
     }
-    tw__ring_spin_result(r, budget, 0);
     for (;;) {
         /* seq_cst store pairs with the peer's seq_cst increment and load of
          * *sleeping: either the peer sees the flag and wakes us, or we see
@@ -160,6 +169,7 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
         uint32_t s = __atomic_load_n(seq, __ATOMIC_SEQ_CST);
         if (ready(r)) {
             __atomic_store_n(sleeping, 0, __ATOMIC_RELAXED);
+            tw__ring_spin_result(r, budget, tw__now_ns() - t0, 0);
             return 0;
         }
         int timed_out = futex_wait(seq, s, r->nap_ns);
@@ -169,6 +179,7 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
              * seeing our flag (a lost wake-up), or it was preempted for
              * the whole nap between publishing and waking. */
             r->lost_wakes += (uint64_t)timed_out;
+            tw__ring_spin_result(r, budget, tw__now_ns() - t0, 0);
             return 0;
         }
         if (r->alive) {

@@ -27,9 +27,8 @@ typedef struct tw__ring {
     int shared;            /* the peer was last seen on our CPU */
     uint32_t waits;        /* waits so far (the CPU hint is sampled every 64th) */
     uint64_t spin_ns;      /* spin at most this long before futex-sleeping */
-    uint64_t spin_cur_ns;  /* adaptive budget: shrinks while waits end asleep */
-    uint32_t probes;       /* waits with a reduced budget (every 8th probes in full) */
-    uint64_t sleeps;       /* waits that ended in a futex sleep (tests, benchmarks) */
+    uint64_t spin_cur_ns;  /* adaptive budget (tw__ring_spin_result) */
+    uint64_t sleeps;       /* waits that outlasted the spin (tests, benchmarks) */
     uint64_t nap_ns;       /* futex sleep timeout between alive() checks; 20 ms */
     uint64_t lost_wakes;   /* sleeps that timed out with the data already there */
     tw__ring_alive_fn alive;
@@ -58,13 +57,15 @@ int tw__ring_peek(tw__ring *r, const uint8_t **frame, size_t *avail);
 void tw__ring_release(tw__ring *r);
 
 /* The adaptive spin policy of every wait: the budget (ns) for the next
- * wait, and the outcome of that wait (spun_ok: ready before the budget ran
- * out; otherwise the side went to sleep).  A success restores spin_ns; a
- * sleep halves the budget down to spin_ns / 16; while it is reduced, every
- * 8th wait probes with the full spin_ns, so the policy cannot get stuck
- * sleeping on a peer that has become prompt again. */
+ * wait, and the outcome of a wait: waited_ns, how long it took in all, and
+ * spun_ok, whether it ended within the spin (else the side slept).  A wait
+ * shorter than spin_ns sets the next budget to 2 x waited_ns + spin_ns / 16;
+ * a longer one halves it; it always stays within [spin_ns / 16, spin_ns].
+ * A wait that slept but was short therefore raises the budget at once, so
+ * the sides cannot get stuck sleeping on a peer that answers within
+ * spin_ns. */
 uint64_t tw__ring_spin_budget(tw__ring *r);
-void tw__ring_spin_result(tw__ring *r, uint64_t budget, int spun_ok);
+void tw__ring_spin_result(tw__ring *r, uint64_t budget, uint64_t waited_ns, int spun_ok);
 
 /* Bytes of the shared mapping for rings of ring_bytes each. */
 static inline size_t tw__shm_map_bytes(uint32_t ring_bytes)

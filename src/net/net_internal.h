@@ -55,6 +55,7 @@ struct tw_net {
     tw_tcp_conn **conns;        /* cfg.max_conns slots */
     tw_tcp_listener **listeners;
     uint8_t *rx_mem, *tx_mem;   /* slot i owns ring i of each */
+    uint8_t slot_faulted[4096 / 8]; /* slot i's rings were touched (max_conns <= 4096) */
     tw_pkt *txq;                /* pending transmissions, cfg.tx_burst */
     unsigned txq_n;
     uint64_t now_ns;

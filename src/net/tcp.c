@@ -63,6 +63,17 @@ int tw__tcp_slot_alloc(tw_net *st, tw_tcp_conn *c)
             c->tx_size = st->cfg.tx_buf_bytes;
             c->rx_buf = st->rx_mem + (size_t)i * c->rx_size;
             c->tx_buf = st->tx_mem + (size_t)i * c->tx_size;
+            /* Touch every page of both rings now, once per slot: otherwise
+             * the first pass of the stream through a ring takes a page
+             * fault every 4 KiB (64-byte messages: one in 64 round trips,
+             * 1.5% of them, far above p99.9).  Later uses find them mapped. */
+            if (!(st->slot_faulted[i / 8] & (1u << (i % 8)))) {
+                for (uint32_t o = 0; o < c->rx_size; o += 4096)
+                    ((volatile uint8_t *)c->rx_buf)[o] = 0;
+                for (uint32_t o = 0; o < c->tx_size; o += 4096)
+                    ((volatile uint8_t *)c->tx_buf)[o] = 0;
+                st->slot_faulted[i / 8] |= (uint8_t)(1u << (i % 8));
+            }
             return 0;
         }
     return -EBUSY;

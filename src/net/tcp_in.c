@@ -619,8 +619,19 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
                 st->stats.rx_tcp_bytes += got;
                 tw__net_event(c, TW_TCP_EV_READABLE);
             }
-            if (was_ooo || (s.flags & TW_TCP_PSH) || c->unacked_segs >= 1) {
-                c->flags |= TF_ACK_NOW; /* RFC 5681 4.2, and PSH at once */
+            if (was_ooo || c->unacked_segs >= 1) {
+                c->flags |= TF_ACK_NOW; /* RFC 5681 4.2 */
+            } else if (s.flags & TW_TCP_PSH) {
+                /* PSH: acknowledged on the very next poll turn (due 1 ns
+                 * from now, so tw_net_next_timer_ns says "now" and nobody
+                 * sleeps on it), not in this one: an application that
+                 * answers the message before polling again carries the
+                 * ACK on its reply.  A request/response exchange then
+                 * costs no pure ACK, that is one system call and one trip
+                 * through the peer's stack less per round trip. */
+                c->unacked_segs++;
+                if (!c->delack_at_ns || c->delack_at_ns > now_ns + 1)
+                    c->delack_at_ns = now_ns + 1;
             } else {
                 c->unacked_segs++;
                 if (!c->delack_at_ns)

@@ -698,6 +698,18 @@ static void test_conn_limit(void)
     printf("%-28s -> BUSY after %d connections, then served again\n", "connection limit", ok);
 }
 
+/* spawn uses posix_spawn, which reports a missing program at once (fork
+ * + exec could only report it on the first call). */
+static void test_spawn_missing(void)
+{
+    tw_client *c = NULL;
+    tw_error err = {0};
+    int rc = tw_client_connect(&c, "spawn:/nonexistent/tickwire", &err);
+    CHECK(rc == -ENOENT && c == NULL);
+    CHECK(strstr(err.msg, "/nonexistent/tickwire") != NULL);
+    printf("%-28s -> %s\n", "spawn of a missing program", err.msg);
+}
+
 /* LOAD_FD's zero-copy rule: the server maps a memfd only when it is sealed
  * against both shrinking and writing; any other descriptor is copied, so
  * the sender rewriting its file afterwards cannot change (or invalidate)
@@ -810,6 +822,7 @@ int main(int argc, char **argv)
     test_conn_limit();
     test_drop_during_sweep();
     test_load_fd_seals();
+    test_spawn_missing();
 
     /* Graceful shutdown with a sweep in flight: the sweep's reply still
      * arrives, the server exits 0 and the socket file is gone. */

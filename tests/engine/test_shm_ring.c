@@ -1,9 +1,9 @@
 /* The shared-memory ring on its own (src/engine/shm_ring.c), in one
  * process with two threads:
- *  - the adaptive spin policy, driven step by step (no timing): it never
- *    goes below its floor, a success restores the full budget, and while
- *    the budget is reduced every 8th wait probes with the full budget, so
- *    it cannot stay stuck in futex sleeps;
+ *  - the adaptive spin policy, driven step by step (no timing): it stays
+ *    within [floor, full], a wait shorter than the full budget sizes the
+ *    next one to twice that wait plus the floor (even a wait that slept,
+ *    so it cannot stay stuck in futex sleeps), a longer one halves it;
  *  - a producer and a consumer moving frames of many sizes through a small
  *    ring (so it wraps, with padding, many times), checked byte for byte,
  *    once with a normal spin and once with spin_ns = 0 (every wait that is
@@ -39,43 +39,45 @@ static void test_policy(void)
 
     /* Fresh: the full budget. */
     CHECK(tw__ring_spin_budget(&r) == full);
-    /* Sleeping waits halve it, never below the floor. */
+    /* Waits longer than the full budget (a slow or idle peer) halve it,
+     * never below the floor. */
     uint64_t b = full;
     int saw_floor = 0;
     for (int i = 0; i < 40; i++) {
-        tw__ring_spin_result(&r, b, 0);
+        tw__ring_spin_result(&r, b, 10 * full, 0);
         b = tw__ring_spin_budget(&r);
         CHECK(b >= floor_ns && b <= full);
         saw_floor |= b == floor_ns;
     }
     CHECK(saw_floor);
     CHECK(r.sleeps == 40);
-    /* Stuck at the floor with a peer that would answer within the full
-     * budget but never within the floor: a probe comes within 8 waits, and
-     * its success restores the full budget. */
-    int probed_at = -1;
-    for (int i = 0; i < 8 && probed_at < 0; i++) {
+    /* At the floor, the peer answers in 20 us: the wait sleeps (the floor
+     * is 4 us) and, with the futex wake-up, is over after 30 us, within the
+     * full budget.  That is proof that spinning would have paid: the next
+     * budget covers it at once (2 x 30 us + floor, capped at the full
+     * budget) instead of staying stuck at the floor. */
+    tw__ring_spin_result(&r, b, 30000, 0);
+    b = tw__ring_spin_budget(&r);
+    CHECK(b == full);
+    /* Spinning, the 20 us waits succeed and size the budget to 2 x 20 us
+     * + floor, where it stays. */
+    for (int i = 0; i < 16; i++) {
+        tw__ring_spin_result(&r, b, 20000, 1);
         b = tw__ring_spin_budget(&r);
-        if (b == full)
-            probed_at = i;
-        else
-            tw__ring_spin_result(&r, b, 0);
+        CHECK(b == 2 * 20000 + floor_ns);
     }
-    CHECK(probed_at >= 0);
-    tw__ring_spin_result(&r, b, 1);
-    for (int i = 0; i < 20; i++) {
-        b = tw__ring_spin_budget(&r);
-        CHECK(b == full);
-        tw__ring_spin_result(&r, b, 1);
-    }
-    /* spin_ns = 0 (always sleep) stays at 0: no probe spins. */
+    /* A prompt peer (0.3 us) keeps the spin short: near the floor. */
+    tw__ring_spin_result(&r, b, 300, 1);
+    CHECK(tw__ring_spin_budget(&r) == 2 * 300 + floor_ns);
+    CHECK(r.sleeps == 41);
+    /* spin_ns = 0 (always sleep) stays at 0. */
     tw__ring_init(&r, &ctl, buf, TW_SHM_RING_MIN, 0, NULL, NULL);
     for (int i = 0; i < 20; i++) {
         b = tw__ring_spin_budget(&r);
         CHECK(b == 0);
-        tw__ring_spin_result(&r, b, 0);
+        tw__ring_spin_result(&r, b, 0, 0);
     }
-    printf("%-34s -> ok (probe after %d waits at the floor)\n", "spin policy", probed_at + 1);
+    printf("%-34s -> ok\n", "spin policy");
 }
 
 /* ---- two threads over one ring ------------------------------------------ */

@@ -55,6 +55,9 @@ static void t_passive_open_and_data(void)
     EXPECT(tw_tcp_recv_peek(&g_conn, &p, &n) == 5 && !memcmp(p, "hello", 5), "read hello");
     tw_tcp_recv_consume(&g_conn, 5);
     seg s;
+    /* PSH: the ACK is due at once, sent on the next poll turn. */
+    EXPECT(tw_net_next_timer_ns(r.st) <= r.now + 1, "PSH ACK due now");
+    rp_run(&r, 1);
     EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 6 && s.flags == TW_TCP_ACK, "PSH acked now");
     /* Without PSH: ACK delayed, but by no more than delack_ns. */
     rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 6, iss + 1, TW_TCP_ACK, 65535, "abc", 3);
@@ -334,6 +337,37 @@ static void t_rst_after_fins(void)
     ev = tw_tcp_events(&g_conn);
     EXPECT(g_conn.state == TW_TCP_CLOSED && (ev & TW_TCP_EV_RESET),
            "LAST_ACK + RST with data unacked: RESET (events %#x)", ev);
+    rp_close(&r);
+}
+
+/* A PSH segment answered before the next poll turn: the ACK rides on the
+ * reply (one segment, no pure ACK); unanswered, a pure ACK goes out on the
+ * next turn. */
+static void t_psh_ack_piggyback(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1, TW_TCP_ACK | TW_TCP_PSH, 65535,
+           "ping", 4);
+    EXPECT(tw_tcp_readable(&g_conn) == 4, "request readable");
+    tw_tcp_recv_consume(&g_conn, 4);
+    EXPECT(tw_tcp_send(&g_conn, "pong", 4, r.now) == 4, "reply");
+    rp_run(&r, 1);
+    seg s;
+    EXPECT(rp_seg(&r, &s) && s.dlen == 4 && s.ack == PEER_ISN + 5 && (s.flags & TW_TCP_ACK),
+           "reply carries the ACK (len %u ack %u)", s.dlen, s.ack - PEER_ISN);
+    EXPECT(!rp_seg(&r, &s), "no pure ACK besides the reply");
+    /* Unanswered: a pure ACK on the next turn. */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 5, iss + 5, TW_TCP_ACK | TW_TCP_PSH, 65535, "ping", 4);
+    EXPECT(!rp_seg(&r, &s), "not in the same turn");
+    rp_run(&r, 1);
+    EXPECT(rp_seg(&r, &s) && s.dlen == 0 && s.ack == PEER_ISN + 9, "pure ACK on the next turn");
+    /* Two segments in a row: the second is acked at once (RFC 5681 4.2). */
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 9, iss + 5, TW_TCP_ACK | TW_TCP_PSH, 65535, "a", 1);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 10, iss + 5, TW_TCP_ACK | TW_TCP_PSH, 65535, "b", 1);
+    EXPECT(rp_seg(&r, &s) && s.ack == PEER_ISN + 11, "every second segment acked at once");
     rp_close(&r);
 }
 
@@ -720,9 +754,11 @@ static void t_ecn(void)
     rp_send_raw(&r, f, n);
     EXPECT(rp_seg(&r, &s) && (s.flags & TW_TCP_ECE), "ECE echoed for CE");
     rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 3, iss + 7, TW_TCP_ACK | TW_TCP_PSH, 65535, "x", 1);
+    rp_run(&r, 1);
     EXPECT(rp_seg(&r, &s) && (s.flags & TW_TCP_ECE), "ECE repeated until CWR");
     rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 4, iss + 7, TW_TCP_ACK | TW_TCP_PSH | TW_TCP_CWR,
            65535, "y", 1);
+    rp_run(&r, 1);
     EXPECT(rp_seg(&r, &s) && !(s.flags & TW_TCP_ECE), "CWR stops ECE");
     rp_close(&r);
 }
@@ -932,6 +968,7 @@ static void t_isn(void)
 int main(void)
 {
     t_passive_open_and_data();
+    t_psh_ack_piggyback();
     t_active_open();
     t_simultaneous_open();
     t_syn_rcvd();
