@@ -82,7 +82,24 @@ def _combos(a):
     return c
 
 
-class Client:
+class _Closing:
+    """`with` support and close-on-collect for a class with a close() that
+    may be called more than once (Client here, the study's CClient)."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass
+
+
+class Client(_Closing):
     """One connection to an engine; not for concurrent use from several threads."""
 
     def __init__(self, address, ring_bytes=0, serve_args=None):
@@ -376,18 +393,6 @@ class Client:
             self._proc.wait()
             self._proc = None
         self._rfd = self._wfd = -1
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
 
 
 class _CClient:

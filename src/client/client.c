@@ -197,18 +197,13 @@ static int client_alive(void *arg)
     return 0;
 }
 
+/* The server closing mid-reply is a lost connection, whatever was read. */
 static int read_exact(int fd, void *p, size_t n)
 {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = read(fd, (char *)p + got, n - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return k == 0 ? -ECONNRESET : -errno;
-        got += (size_t)k;
-    }
-    return 0;
+    ssize_t got = tw__read_full(fd, p, n);
+    if (got < 0)
+        return (int)got;
+    return (size_t)got < n ? -ECONNRESET : 0;
 }
 
 int tw_client_connect_shm(tw_client **out, const char *path, uint32_t ring_bytes, tw_error *err)
@@ -343,16 +338,7 @@ static int write_all(tw_client *c, struct iovec *v, int n)
             rc = -errno;
             break;
         }
-        while (k > 0 && i < n) {
-            if ((size_t)k >= v[i].iov_len) {
-                k -= (ssize_t)v[i].iov_len;
-                i++;
-            } else {
-                v[i].iov_base = (char *)v[i].iov_base + k;
-                v[i].iov_len -= (size_t)k;
-                k = 0;
-            }
-        }
+        tw__iov_consume(v, n, &i, (size_t)k);
         while (i < n && v[i].iov_len == 0)
             i++;
     }

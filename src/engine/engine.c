@@ -247,18 +247,14 @@ void tw_engine_destroy(tw_engine *e)
 
 /* ---- stdin/stdout ------------------------------------------------------- */
 
+/* 0, or 1 when stdin ends cleanly before a frame, -EPIPE when it ends
+ * inside one, -errno. */
 static int read_full(int fd, void *p, size_t n)
 {
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = read(fd, (char *)p + got, n - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return k == 0 ? (got ? -EPIPE : 1) : -errno;
-        got += (size_t)k;
-    }
-    return 0;
+    ssize_t got = tw__read_full(fd, p, n);
+    if (got < 0)
+        return (int)got;
+    return (size_t)got == n ? 0 : got ? -EPIPE : 1;
 }
 
 static int write_reply(int fd, tw__reply *r)
@@ -277,16 +273,7 @@ static int write_reply(int fd, tw__reply *r)
             continue;
         if (k < 0)
             return -errno;
-        while (k > 0 && i < n) {
-            if ((size_t)k >= v[i].iov_len) {
-                k -= (ssize_t)v[i].iov_len;
-                i++;
-            } else {
-                v[i].iov_base = (char *)v[i].iov_base + k;
-                v[i].iov_len -= (size_t)k;
-                k = 0;
-            }
-        }
+        tw__iov_consume(v, n, &i, (size_t)k);
     }
     return 0;
 }

@@ -4,6 +4,8 @@
 #define TW_ENGINE_WIRE_INTERNAL_H
 
 #include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
 
 #include "tickwire/wire.h"
 
@@ -75,5 +77,17 @@ static inline size_t tw__shm_map_bytes(uint32_t ring_bytes)
 
 /* Monotonic nanoseconds. */
 uint64_t tw__now_ns(void);
+
+/* Blocking descriptor I/O shared by the C client and the stdin/stdout
+ * server (wire.c). */
+
+/* Reads up to n bytes into p, retrying EINTR.  Returns how many were read
+ * (fewer than n only when the peer closed first: each caller gives that its
+ * own meaning) or -errno. */
+ssize_t tw__read_full(int fd, void *p, size_t n);
+
+/* After a writev/sendmsg of v[*i..n) wrote k bytes: moves *i past the
+ * iovecs written in full and trims the one written in part. */
+void tw__iov_consume(struct iovec *v, int n, int *i, size_t k);
 
 #endif

@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "test_check.h"
 #include "tickwire/client.h"
 #include "tickwire/kernel.h"
 
@@ -24,16 +25,7 @@ static const char *g_bin;
 static char g_sock[108];
 static char g_addr_unix[128], g_addr_shm[128], g_addr_tcp[64], g_addr_spawn[512];
 static pid_t g_pid;
-static int g_fail;
 
-#define CHECK(c)                                                                   \
-    do {                                                                           \
-        if (!(c)) {                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);  \
-            g_fail = 1;                                                            \
-            return;                                                                \
-        }                                                                          \
-    } while (0)
 #define CHECKRC(rc, err)                                                                  \
     do {                                                                                  \
         if ((rc) != 0) {                                                                  \

@@ -16,17 +16,7 @@
 #include <string.h>
 
 #include "engine/wire_internal.h"
-
-static int g_fail;
-
-#define CHECK(c)                                                                   \
-    do {                                                                           \
-        if (!(c)) {                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);  \
-            g_fail = 1;                                                            \
-            return;                                                                \
-        }                                                                          \
-    } while (0)
+#include "test_check.h"
 
 static void test_policy(void)
 {

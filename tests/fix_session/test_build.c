@@ -6,17 +6,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "test_check.h"
 #include "tickwire/fix_build.h"
 #include "tickwire/fix.h"
-
-static int failures;
-#define CHECK(c)                                                                \
-    do {                                                                        \
-        if (!(c)) {                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                         \
-        }                                                                       \
-    } while (0)
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next_rand(void)

@@ -7,17 +7,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "test_check.h"
 #include "fixsession/store_internal.h"
 #include "tickwire/fix_session.h"
-
-static int failures;
-#define CHECK(c)                                                                \
-    do {                                                                        \
-        if (!(c)) {                                                             \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                         \
-        }                                                                       \
-    } while (0)
 
 static char path[256], path2[256];
 /* Each test runs with pwritev appends and again with mmap appends. */

@@ -110,12 +110,57 @@ static int parse_opts(int argc, char **argv, opts *o, const char *usage)
     return 0;
 }
 
+/* The options and the input of decode and check: the loaded input, or NULL
+ * with *code the exit status (0 after --help, 2 on a usage error, 1 when
+ * the input cannot be read). */
+static char *open_input(int argc, char **argv, const char *usage, opts *o, size_t *len,
+                        int *code)
+{
+    int r = parse_opts(argc, argv, o, usage);
+    if (r) {
+        *code = r > 0 ? 0 : 2;
+        return NULL;
+    }
+    *code = 1;
+    return load(o, len);
+}
+
 static int is_space_run(const char *p, size_t n)
 {
     for (size_t i = 0; i < n; i++)
         if (p[i] != '\n' && p[i] != '\r' && p[i] != ' ' && p[i] != '\t')
             return 0;
     return 1;
+}
+
+enum { FR_END, FR_MSG, FR_GARBLED, FR_TRUNCATED };
+
+/* The walk over a log that decode and check share: frames the next message
+ * of buf at *off.  FR_MSG: a message of *n bytes; FR_GARBLED: *n bytes to
+ * skip that are not a message (err says why); FR_TRUNCATED: the input ends
+ * inside a message; FR_END: nothing but whitespace is left.  Whitespace
+ * between messages (newline-separated logs) is skipped here, silently. */
+static int next_frame(const char *buf, size_t len, size_t *off, unsigned flags, size_t *n,
+                      tw_error *err)
+{
+    while (*off < len) {
+        size_t skip = 0;
+        *err = (tw_error){ 0 };
+        int rc = tw_fix_frame_ex(buf + *off, len - *off, flags, &skip, err);
+        if (rc == TW_FIX_INCOMPLETE)
+            return is_space_run(buf + *off, len - *off) ? FR_END : FR_TRUNCATED;
+        if (rc == TW_FIX_GARBLED) {
+            if (is_space_run(buf + *off, skip)) {
+                *off += skip;
+                continue;
+            }
+            *n = skip;
+            return FR_GARBLED;
+        }
+        *n = (size_t)rc;
+        return FR_MSG;
+    }
+    return FR_END;
 }
 
 static void print_value(FILE *out, const char *v, uint32_t n)
@@ -163,44 +208,37 @@ int tw__cli_fix_decode(int argc, char **argv);
 int tw__cli_fix_decode(int argc, char **argv)
 {
     opts o;
-    int r = parse_opts(argc, argv, &o, decode_usage);
-    if (r)
-        return r > 0 ? 0 : 2;
     size_t len;
-    char *buf = load(&o, &len);
+    int code;
+    char *buf = open_input(argc, argv, decode_usage, &o, &len, &code);
     if (!buf)
-        return 1;
+        return code;
     static tw_fix_field fields[MAX_FIELDS];
-    size_t off = 0;
+    size_t off = 0, flen = 0;
     long n = 0, bad = 0;
-    while (off < len) {
-        size_t skip = 0;
-        tw_error err = { 0 };
-        int rc = tw_fix_frame_ex(buf + off, len - off, o.flags, &skip, &err);
-        if (rc == TW_FIX_INCOMPLETE) {
-            if (!is_space_run(buf + off, len - off)) {
-                fprintf(stderr, "tickwire fix decode: byte %zu: the input ends inside a message\n", off);
-                bad++;
-            }
+    tw_error err;
+    int k;
+    while ((k = next_frame(buf, len, &off, o.flags, &flen, &err)) != FR_END) {
+        if (k == FR_TRUNCATED) {
+            fprintf(stderr, "tickwire fix decode: byte %zu: the input ends inside a message\n", off);
+            bad++;
             break;
         }
-        if (rc == TW_FIX_GARBLED) {
-            if (!is_space_run(buf + off, skip)) {
-                fprintf(stderr, "tickwire fix decode: byte %zu: skipped %zu bytes: %s\n", off, skip,
-                        err.msg);
-                bad++;
-            }
-            off += skip;
+        if (k == FR_GARBLED) {
+            fprintf(stderr, "tickwire fix decode: byte %zu: skipped %zu bytes: %s\n", off, flen,
+                    err.msg);
+            bad++;
+            off += flen;
             continue;
         }
         tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
-        if (tw_fix_parse_ex(buf + off, (size_t)rc, &m, &err) != 0) {
+        if (tw_fix_parse_ex(buf + off, flen, &m, &err) != 0) {
             fprintf(stderr, "tickwire fix decode: byte %zu: message does not parse: %s\n", off, err.msg);
             bad++;
         } else {
-            print_message(stdout, ++n, buf + off, (size_t)rc, &m);
+            print_message(stdout, ++n, buf + off, flen, &m);
         }
-        off += (size_t)rc;
+        off += flen;
     }
     free(buf);
     if (bad)
@@ -289,43 +327,36 @@ int tw__cli_fix_check(int argc, char **argv);
 int tw__cli_fix_check(int argc, char **argv)
 {
     opts o;
-    int r = parse_opts(argc, argv, &o, check_usage);
-    if (r)
-        return r > 0 ? 0 : 2;
     size_t len;
-    char *buf = load(&o, &len);
+    int code;
+    char *buf = open_input(argc, argv, check_usage, &o, &len, &code);
     if (!buf)
-        return 1;
+        return code;
     static tw_fix_field fields[MAX_FIELDS];
-    size_t off = 0;
+    size_t off = 0, flen = 0;
     long n = 0, bad = 0;
-    while (off < len) {
-        size_t skip = 0;
-        tw_error err = { 0 };
-        int rc = tw_fix_frame_ex(buf + off, len - off, o.flags, &skip, &err);
-        if (rc == TW_FIX_INCOMPLETE) {
-            if (!is_space_run(buf + off, len - off)) {
-                printf("byte %zu: error: incomplete message (%zu bytes): it ends before its "
-                       "BodyLength(9) and CheckSum(10) say it should\n", off, len - off);
-                explain_frame(buf + off, len - off, o.flags, "");
-                bad++;
-            }
+    tw_error err;
+    int k;
+    while ((k = next_frame(buf, len, &off, o.flags, &flen, &err)) != FR_END) {
+        if (k == FR_TRUNCATED) {
+            printf("byte %zu: error: incomplete message (%zu bytes): it ends before its "
+                   "BodyLength(9) and CheckSum(10) say it should\n", off, len - off);
+            explain_frame(buf + off, len - off, o.flags, "");
+            bad++;
             break;
         }
-        if (rc == TW_FIX_GARBLED) {
-            if (!is_space_run(buf + off, skip)) {
-                printf("byte %zu: error: %s (%zu bytes skipped)\n", off, err.msg, skip);
-                explain_frame(buf + off, len - off, o.flags, err.msg);
-                bad++;
-            }
-            off += skip;
+        if (k == FR_GARBLED) {
+            printf("byte %zu: error: %s (%zu bytes skipped)\n", off, err.msg, flen);
+            explain_frame(buf + off, len - off, o.flags, err.msg);
+            bad++;
+            off += flen;
             continue;
         }
         n++;
         tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
         tw_fix_header h;
         const char *what = NULL;
-        if (tw_fix_parse_ex(buf + off, (size_t)rc, &m, &err) != 0)
+        if (tw_fix_parse_ex(buf + off, flen, &m, &err) != 0)
             what = "field syntax";
         else if (tw_fix_read_header(&m, &h, &err) != 0)
             what = "standard header";
@@ -343,7 +374,7 @@ int tw__cli_fix_check(int argc, char **argv)
                    (int)h.begin_string.len, h.begin_string.p, (long long)h.msg_seq_num, m.count,
                    typed ? "" : " (body not checked: no accessor for this MsgType)");
         }
-        off += (size_t)rc;
+        off += flen;
     }
     free(buf);
     if (n == 0 && bad == 0) {

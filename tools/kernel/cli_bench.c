@@ -62,24 +62,14 @@ int tw__cli_bench_kernel(int argc, char **argv)
     int json = 0;
     tw_isa isa = TW_ISA_AUTO;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (!strcmp(a, "--json")) {
+        if (!strcmp(argv[i], "--json")) {
             json = 1;
             continue;
         }
-        if (strncmp(a, "--", 2)) {
-            fprintf(stderr, "tickwire bench kernel: unexpected argument '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tickwire bench kernel: %s needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
+        const char *a, *v;
+        int r = tw__cli_opt_value("bench kernel", usage, argc, argv, &i, &a, &v);
+        if (r)
+            return r > 0 ? 0 : 2;
         int bad = 0;
         if (!strcmp(a, "--data"))
             data = v;

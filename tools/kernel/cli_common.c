@@ -197,6 +197,27 @@ out:
     return rc;
 }
 
+int tw__cli_opt_value(const char *cmd, const char *usage, int argc, char **argv, int *i,
+                      const char **opt, const char **val)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
+        fputs(usage, stdout);
+        return 1;
+    }
+    if (strncmp(a, "--", 2)) {
+        fprintf(stderr, "tickwire %s: unexpected argument '%s' (see --help)\n", cmd, a);
+        return -1;
+    }
+    if (*i + 1 >= argc) {
+        fprintf(stderr, "tickwire %s: %s needs a value (see --help)\n", cmd, a);
+        return -1;
+    }
+    *opt = a;
+    *val = argv[++*i];
+    return 0;
+}
+
 double tw__cli_now(void)
 {
     struct timespec t;

@@ -22,20 +22,10 @@ int tw__cli_gen(int argc, char **argv)
     const char *output = NULL;
     int have_n = 0;
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (strncmp(a, "--", 2)) {
-            fprintf(stderr, "tickwire gen: unexpected argument '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tickwire gen: %s needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
+        const char *a, *v;
+        int r = tw__cli_opt_value("gen", usage, argc, argv, &i, &a, &v);
+        if (r)
+            return r > 0 ? 0 : 2;
         if (!strcmp(a, "--n")) {
             if (tw__cli_u64("gen", a, v, &n))
                 return 2;

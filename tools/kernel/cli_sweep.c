@@ -108,20 +108,10 @@ int tw__cli_sweep(int argc, char **argv)
     tw_sweep_opts_init(&opts);
 
     for (int i = 1; i < argc; i++) {
-        const char *a = argv[i];
-        if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (strncmp(a, "--", 2)) {
-            fprintf(stderr, "tickwire sweep: unexpected argument '%s' (see --help)\n", a);
-            return 2;
-        }
-        if (i + 1 >= argc) {
-            fprintf(stderr, "tickwire sweep: %s needs a value (see --help)\n", a);
-            return 2;
-        }
-        const char *v = argv[++i];
+        const char *a, *v;
+        int r = tw__cli_opt_value("sweep", usage, argc, argv, &i, &a, &v);
+        if (r)
+            return r > 0 ? 0 : 2;
         if (!strcmp(a, "--data")) {
             data = v;
         } else if (!strcmp(a, "--column")) {

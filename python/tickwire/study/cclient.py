@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 from .. import _lib
+from ..client import _Closing
 
 __all__ = ["CClient", "ClientError"]
 
@@ -81,7 +82,7 @@ def _combos(k):
     return k
 
 
-class CClient:
+class CClient(_Closing):
     """One connection through the C client: CClient("unix:/p"), ("tcp:h:p"),
     ("shm:/p"), or CClient.spawn(exe, [args])."""
 
@@ -168,15 +169,3 @@ class CClient:
         if self._c:
             _fn("tw_client_close")(self._c)
             self._c = None
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:
-            pass
