@@ -17,6 +17,7 @@ equivalence gate: `python3 -m tickwire.gate`).
 import ctypes
 import errno
 import os
+import threading
 
 import numpy as np
 
@@ -179,16 +180,60 @@ def sweep(close, combos=None, *, threads=0, kernel="exact", isa="auto", fee=FEE_
     """
     c = _as_close(close)
     k = _as_combos(combos)
+    key = (int(threads), kernel, isa, float(fee))
     o = _opts(threads, kernel, isa, fee)
     n_combos = k.shape[0]
     pnl = np.empty(n_combos, dtype=np.float64)
     trades = np.empty(n_combos, dtype=np.int64)
     err = _lib.TwError()
-    rc = _lib.symbol("tw_sweep")(_ptr(c), c.shape[0], _ptr(k), n_combos, ctypes.byref(o),
-                                 _ptr(pnl), _ptr(trades), ctypes.byref(err))
+    sw = _sweeper_for(key, o, c.shape[0])
+    rc = _lib.symbol("tw_sweeper_run")(sw, _ptr(c), c.shape[0], _ptr(k), n_combos,
+                                       _ptr(pnl), _ptr(trades), ctypes.byref(err))
     if rc != 0:
         _raise(rc, err)
     return pnl, trades
+
+
+class _Sweeper:
+    """A C tw_sweeper (thread pool, scratch and window cache, all sized once)
+    kept between calls, so that repeated sweeps do not pay for creating
+    threads and faulting in fresh scratch memory each time (what tw_sweep()
+    does).  One per Python thread: a sweeper runs one sweep at a time."""
+
+    __slots__ = ("ptr", "key", "max_bars", "pid")
+
+    def __init__(self, key, opts, max_bars):
+        p = ctypes.c_void_p()
+        n = max(int(max_bars), 1)
+        rc = _lib.symbol("tw_sweeper_create")(ctypes.byref(p), n, ctypes.byref(opts))
+        if rc != 0:
+            why = _lib.symbol("tw_strerror")(rc).decode("utf-8", "replace")
+            raise TickwireError(rc, f"cannot make a sweeper for {n} bars: {why}")
+        self.ptr, self.key, self.max_bars, self.pid = p, key, n, os.getpid()
+
+    def __del__(self):
+        ptr, self.ptr = getattr(self, "ptr", None), None
+        if ptr and _lib is not None:
+            try:
+                _lib.symbol("tw_sweeper_destroy")(ptr)
+            except Exception:  # interpreter shutdown: the process frees it
+                pass
+
+
+_tls = threading.local()
+
+
+def _sweeper_for(key, opts, n_bars):
+    s = getattr(_tls, "sweeper", None)
+    if s is not None and s.pid != os.getpid():
+        # Forked: the sweeper's pool threads did not come along; leave the
+        # inherited one alone (destroying it would wait for them).
+        s.ptr = None
+        s = _tls.sweeper = None
+    if s is None or s.key != key or s.max_bars < n_bars:
+        _tls.sweeper = None  # free the old one before making a larger one
+        s = _tls.sweeper = _Sweeper(key, opts, n_bars)
+    return s.ptr
 
 
 def check(close, combos=None):
