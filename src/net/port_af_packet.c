@@ -6,14 +6,20 @@
  * (at least 1 ms) fires, so a reader that waits for the block status adds
  * up to a millisecond to every sparse packet.  This reader does not wait:
  * it follows the kernel inside the block it is filling.  For V3 the kernel
- * copies the frame, then ORs TP_STATUS_USER into the packet header's
- * tp_status and then writes tp_len, tp_snaplen, tp_mac and tp_net, in that
- * order (net/packet/af_packet.c, tpacket_rcv).  Every block's packet area
- * is zeroed before it is given back to the kernel (and the ring starts
- * zeroed), so a header with TP_STATUS_USER and a non-zero tp_net is a
- * complete packet.  The block status and num_pkts remain the authority on
- * where a block ends.  x86 stores are seen in program order (TSO), which
- * this relies on together with the acquire loads below.
+ * copies the frame (a function call: a compiler barrier), then ORs
+ * TP_STATUS_USER into the packet header's tp_status and stores tp_len,
+ * tp_snaplen, tp_mac and tp_net (net/packet/af_packet.c, tpacket_rcv).
+ * Those five stores have no barrier between them, so the compiler may
+ * emit them in any order: a reader that trusted tp_status (or tp_net)
+ * alone read half-written headers about once in 10,000 packets, dropped
+ * the frame, and TCP waited an RTO for it.  Every block's packet area is
+ * zeroed before it is given back to the kernel (and the ring starts
+ * zeroed), and each of the five fields is non-zero in a complete header,
+ * so the reader takes a packet only when all of them are non-zero, or
+ * once the kernel has closed the block (prb_close_block runs after every
+ * copy into the block has finished).  The block status and num_pkts
+ * remain the authority on where a block ends.  x86 stores are seen in
+ * program order (TSO), which this relies on with the acquire loads below.
  *
  * Ownership: an rx packet points into its ring block; the block goes back
  * to the kernel once the reader has moved past it and every packet taken
@@ -142,15 +148,22 @@ static unsigned afp_rx_burst(tw_port *bp, tw_pkt *pkts, unsigned n)
         if (p->cur_off + sizeof(struct tpacket3_hdr) > AFP_BLOCK_SIZE)
             break; /* wait for the block to close */
         struct tpacket3_hdr *h = (struct tpacket3_hdr *)((uint8_t *)bd + p->cur_off);
-        /* Acquire pairs with the kernel's program-ordered stores of
-         * tp_status and then tp_net after copying the frame (see top). */
+        /* Acquire loads pair with the kernel's stores after the frame
+         * copy; the header is complete when all five are non-zero or the
+         * block is closed (see top). */
         uint32_t st = __atomic_load_n(&h->tp_status, __ATOMIC_ACQUIRE);
-        if (!(st & TP_STATUS_USER))
-            break;
-        uint16_t net = __atomic_load_n(&h->tp_net, __ATOMIC_ACQUIRE);
-        if (net == 0)
-            break; /* header still being written */
-        uint32_t mac = h->tp_mac, snap = h->tp_snaplen, len = h->tp_len;
+        uint32_t len = __atomic_load_n(&h->tp_len, __ATOMIC_ACQUIRE);
+        uint32_t snap = __atomic_load_n(&h->tp_snaplen, __ATOMIC_ACQUIRE);
+        uint32_t mac = __atomic_load_n(&h->tp_mac, __ATOMIC_ACQUIRE);
+        uint32_t net = __atomic_load_n(&h->tp_net, __ATOMIC_ACQUIRE);
+        if (!(st & TP_STATUS_USER) || !len || !snap || !mac || !net) {
+            if (!(bst & TP_STATUS_USER) || p->cur_consumed >= bd->hdr.bh1.num_pkts)
+                break; /* still being written (or nothing there yet) */
+            /* The block is closed: this header is final as it stands. */
+            len = h->tp_len;
+            snap = h->tp_snaplen;
+            mac = h->tp_mac;
+        }
         uint32_t next = h->tp_next_offset;
         uint32_t hoff = p->cur_off;
         p->cur_consumed++;

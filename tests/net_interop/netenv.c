@@ -13,7 +13,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_ENVS 4
+#define MAX_ENVS 12
 
 static twnet_env *live[MAX_ENVS];
 static int hooks_installed;
@@ -144,7 +144,7 @@ int twnet_setup(twnet_env *e, int with_ns)
         fprintf(stderr, "netenv: too many topologies in one process\n");
         return -1;
     }
-    unsigned k = (unsigned)env_seq++ % 10u;
+    unsigned k = (unsigned)env_seq++ % 100u;
     unsigned pid = (unsigned)getpid() % 10000000u; /* pid_max is at most 2^22 */
     snprintf(e->host, sizeof(e->host), "tw%ux%ua", pid, k);
     snprintf(e->peer, sizeof(e->peer), "tw%ux%ub", pid, k);

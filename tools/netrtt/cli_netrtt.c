@@ -1,17 +1,30 @@
 /* tickwire bench netrtt: round trip of 64-byte messages over a veth pair,
  * all cases in one run (netstack.md "Benchmarks"):
  *
- *   kernel -> kernel      TCP_NODELAY client in one namespace, echo server
- *                         in another (the baseline)
- *   stack(X) -> kernel    this stack as client on port X (af_xdp, DPDK
- *                         net_af_packet, af_packet), kernel echo server
+ *   kernel -> kernel      TCP_NODELAY (+ SO_BUSY_POLL, no effect on veth)
+ *                         client in one namespace, echo server in another;
+ *                         the client busy-reads (MSG_DONTWAIT), as the
+ *                         stack busy-polls (the baseline)
+ *   stack(X) -> kernel    this stack as client on port X (AF_XDP, DPDK
+ *                         net_af_packet, AF_PACKET), the same kernel echo
+ *                         server.  (DPDK 22.11's net_af_xdp stalls on veth
+ *                         here after the handshake or ~1800 frames, with
+ *                         2049 mbufs stuck in the PMD: no row for it.)
  *   stack <-> stack       both ends of the veth pair driven by this stack
  *                         (AF_XDP; and DPDK net_af_packet, two vdevs in
  *                         one EAL), one process, one thread
  *
- * The stack busy-polls.  Each case runs --runs times; the table gives the
- * median over runs of each percentile.  Every echo is checked byte for
- * byte before any figure is printed.  Needs root (namespaces, veth). */
+ * Every case is set up once; then --runs rounds each run every case once
+ * (the start rotating per round), so slow phases of a shared machine fall
+ * on all cases alike.  The table gives the median over rounds of each
+ * percentile.  Every echo is checked byte for byte.
+ *
+ * The stack uses a MAC of its own (locally administered), not the veth's:
+ * on AF_PACKET the host kernel sees every frame after the tap, and frames
+ * for the veth's own MAC went on into its IPv4 input (a route lookup and a
+ * dst freed through RCU per frame: a ~100 us stall of the server's CPU
+ * every 8 ms).  Frames for another MAC stop at the L2 check, as they would
+ * at a NIC's filter.  Needs root (namespaces, veth). */
 #include <errno.h>
 #include <poll.h>
 #include <sched.h>
@@ -35,6 +48,32 @@ typedef struct res {
 static unsigned n_msgs = 20000, n_runs = 3, msg_size = 64;
 static int rt;
 static char kpeer[512];
+/* CPU placement, the same for every case: this process (and the kernel
+ * client of the baseline) on cpu_cli, every kernel echo server on cpu_srv.
+ * Without it a server forked after DPDK's EAL pinned this thread would
+ * share the busy-polling client's CPU and wait for it to be preempted. */
+static int cpu_cli = -1, cpu_srv = -1;
+
+static void pin_self(int cpu)
+{
+    if (cpu < 0)
+        return;
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    CPU_SET(cpu, &s);
+    if (sched_setaffinity(0, sizeof(s), &s) != 0)
+        perror("netrtt: sched_setaffinity");
+}
+
+/* Forks argv (in e's namespace) on CPU cpu: the child inherits the mask
+ * set around the fork. */
+static pid_t spawn_on(int cpu, const twnet_env *e, char *const argv[], int out_fd)
+{
+    pin_self(cpu);
+    pid_t pid = twnet_spawn_in_ns(e, argv, out_fd);
+    pin_self(cpu_cli);
+    return pid;
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -71,15 +110,15 @@ static res median_res(res *rs, unsigned n)
 }
 
 /* Starts "kpeer echo PORT" in e's peer namespace; waits for "ready". */
-static pid_t start_echo(const twnet_env *e, unsigned port_no, int *outfd)
+static pid_t start_echo(const twnet_env *e, unsigned port_no, int spin, int *outfd)
 {
     int fds[2];
     if (pipe(fds) < 0)
         return -1;
     char pb[16];
     snprintf(pb, sizeof(pb), "%u", port_no);
-    char *argv[] = {kpeer, (char *)"echo", pb, NULL};
-    pid_t pid = twnet_spawn_in_ns(e, argv, fds[1]);
+    char *argv[] = {kpeer, (char *)"echo", pb, spin ? (char *)"spin" : NULL, NULL};
+    pid_t pid = spawn_on(cpu_srv, e, argv, fds[1]);
     close(fds[1]);
     char line[64];
     size_t n = 0;
@@ -98,59 +137,7 @@ static pid_t start_echo(const twnet_env *e, unsigned port_no, int *outfd)
     return pid;
 }
 
-/* Kernel client -> kernel server, in two namespaces. */
-static int run_kernel(res *out)
-{
-    twnet_env e;
-    int rc = twnet_setup(&e, 2);
-    if (rc)
-        return rc;
-    res rs[16];
-    for (unsigned r = 0; r < n_runs; r++) {
-        int efd;
-        unsigned pn = 7300 + r;
-        pid_t srv = start_echo(&e, pn, &efd);
-        if (srv < 0) {
-            twnet_teardown(&e);
-            return -1;
-        }
-        int fds[2];
-        if (pipe(fds) < 0)
-            return -1;
-        char pb[16], nb[16], sb[16];
-        snprintf(pb, sizeof(pb), "%u", pn);
-        snprintf(nb, sizeof(nb), "%u", n_msgs);
-        snprintf(sb, sizeof(sb), "%u", msg_size);
-        char *argv[] = {(char *)"ip", (char *)"netns", (char *)"exec", e.ns2, kpeer,
-                        (char *)"rttclient", (char *)TWNET_PEER_IP, pb, nb, sb, NULL};
-        twnet_env none;
-        memset(&none, 0, sizeof(none));
-        pid_t cli = twnet_spawn_in_ns(&none, argv, fds[1]);
-        close(fds[1]);
-        char line[256];
-        ssize_t n = 0, k;
-        while (n < (ssize_t)sizeof(line) - 1 && (k = read(fds[0], line + n, 1)) == 1 &&
-               line[n] != '\n')
-            n++;
-        line[n] = 0;
-        close(fds[0]);
-        int crc = twnet_wait(cli, 120.0);
-        twnet_wait(srv, 10.0);
-        close(efd);
-        unsigned long long a, b, c, d;
-        if (crc != 0 || sscanf(line, "rtt %llu %llu %llu %llu", &a, &b, &c, &d) != 4) {
-            fprintf(stderr, "netrtt: kernel client failed (%d: '%s')\n", crc, line);
-            twnet_teardown(&e);
-            return -1;
-        }
-        rs[r] = (res){a / 1e3, b / 1e3, c / 1e3, d / 1e3};
-    }
-    twnet_teardown(&e);
-    *out = median_res(rs, n_runs);
-    return 0;
-}
-
-/* Drives one stack (or two) until a condition; busy-poll. */
+/* Drives one stack (or two) one turn; busy-poll. */
 static void spin(tw_net *a, tw_net *b)
 {
     uint64_t now = twd_now_ns();
@@ -170,7 +157,7 @@ static int wait_state(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_state want, d
     return 0;
 }
 
-/* n round trips on c; the server side (if srv) is the stack's conn srv
+/* n round trips on c; the server side (if srv) is the stack's conn *srv
  * echoing, polled in the same loop.  Fills lat; returns 0 or -1 on a
  * mismatch/timeout. */
 static int pingpong(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_conn **srv, uint64_t *lat,
@@ -227,6 +214,10 @@ static tw_net *open_stack(tw_port *p, uint32_t ip, tw_error *err)
     cfg.max_conns = 4;
     cfg.rx_buf_bytes = 65536;
     cfg.tx_buf_bytes = 65536;
+    /* A MAC of the stack's own, not the veth's (see the top of the file). */
+    static const uint8_t mac[6] = {0x02, 0x74, 0x77, 0x00, 0x00, 0x00};
+    memcpy(cfg.mac, mac, 6);
+    cfg.mac[5] = (uint8_t)ip;
     tw_net *st = NULL;
     if (tw_net_open(&st, p, &cfg, err) != 0)
         return NULL;
@@ -240,133 +231,189 @@ static void close_conn(tw_tcp_conn *c, tw_net *a, tw_net *b)
     tw_tcp_conn_release(c);
 }
 
-/* This stack as client on port kind X to the kernel echo server. */
-static int run_stack_client(const char *kind, res *out)
-{
+/* One row of the table: its topology, ports and stacks stay open for the
+ * whole benchmark. */
+typedef struct rcase {
+    const char *label;
+    const char *kind; /* port spec kind; NULL = kernel to kernel */
+    int both;         /* both ends driven by this stack */
+    int spin;         /* the kernel echo server busy-reads */
+    int ok;           /* set up, and no run has failed */
+    char why[400];    /* why not ok */
     twnet_env e;
-    int rc = twnet_setup(&e, 1);
-    if (rc)
-        return rc;
-    char spec[128];
-    snprintf(spec, sizeof(spec), "%s:%s", kind, e.host);
-    tw_port *p = NULL;
-    tw_error err = {0};
-    if ((rc = twp_open_spec(&p, spec, 4096, &err)) != 0) {
-        fprintf(stderr, "netrtt: %s: %s\n", spec, err.msg);
-        twnet_teardown(&e);
-        return rc == -ENOTSUP ? 1 : -1;
-    }
-    tw_net *st = open_stack(p, TWNET_STACK_IP_BE, &err);
-    uint64_t *lat = calloc(n_msgs, sizeof(uint64_t));
+    tw_port *pa, *pb;
+    tw_net *a, *b;
+    tw_tcp_listener l;
+    tw_tcp_conn c, srv_conn;
+    tw_tcp_conn *srv;
     res rs[16];
-    int ok = st && lat;
-    for (unsigned r = 0; ok && r < n_runs; r++) {
-        int efd;
-        unsigned pn = 7400 + r;
-        pid_t srv = start_echo(&e, pn, &efd);
-        static tw_tcp_conn c;
-        memset(&c, 0, sizeof(c));
-        ok = srv > 0 && tw_tcp_connect(st, &c, TWNET_PEER_IP_BE, (uint16_t)pn, 0, twd_now_ns()) == 0 &&
-             wait_state(&c, st, NULL, TW_TCP_ESTABLISHED, 10) == 0 &&
-             pingpong(&c, st, NULL, NULL, lat, n_msgs, 1000) == 0;
-        if (ok)
-            rs[r] = summarize(lat, n_msgs);
-        else
-            fprintf(stderr, "netrtt: %s run %u failed (state %s)\n", kind, r,
-                    tw_tcp_state_name(tw_tcp_get_state(&c)));
-        close_conn(&c, st, NULL);
-        if (srv > 0)
-            twnet_wait(srv, 10.0);
-        close(efd);
-    }
-    free(lat);
-    if (st)
-        tw_net_close(st);
-    tw_port_close(p);
-    twnet_teardown(&e);
-    if (!ok)
-        return -1;
-    *out = median_res(rs, n_runs);
-    return 0;
-}
+    unsigned nr;
+    res med;
+} rcase;
 
-static tw_tcp_conn srv_conn;
-static tw_tcp_conn *srv_ptr;
 static tw_tcp_conn *accept_cb(tw_tcp_listener *l, uint32_t ip, uint16_t port_no, void *user)
 {
-    if (srv_ptr)
+    (void)l, (void)ip, (void)port_no;
+    rcase *k = user;
+    if (k->srv)
         return NULL;
-    memset(&srv_conn, 0, sizeof(srv_conn));
-    srv_ptr = &srv_conn;
-    return srv_ptr;
+    memset(&k->srv_conn, 0, sizeof(k->srv_conn));
+    k->srv = &k->srv_conn;
+    return k->srv;
 }
 
-/* Both ends of one veth pair driven by this stack (one process, one
- * thread polling both). */
-static int run_stack_both(const char *kind, res *out)
+static int case_open(rcase *k)
 {
-    twnet_env e;
-    int rc = twnet_setup(&e, 0);
-    if (rc)
+    int rc = twnet_setup(&k->e, k->kind ? (k->both ? 0 : 1) : 2);
+    if (rc) {
+        snprintf(k->why, sizeof(k->why), "topology: %s", rc == TWNET_SKIP ? "skipped" : "failed");
         return rc;
-    char sa[128], sb[128];
-    snprintf(sa, sizeof(sa), "%s:%s", kind, e.host);
-    snprintf(sb, sizeof(sb), "%s:%s", kind, e.peer);
-    tw_port *pa = NULL, *pb = NULL;
+    }
+    if (!k->kind)
+        return 0;
+    char spec[128];
     tw_error err = {0};
-    if (twp_open_spec(&pa, sa, 4096, &err) != 0 || twp_open_spec(&pb, sb, 4096, &err) != 0) {
-        fprintf(stderr, "netrtt: both ends on %s: %s\n", kind, err.msg);
-        tw_port_close(pa);
-        twnet_teardown(&e);
+    snprintf(spec, sizeof(spec), "%s:%s", k->kind, k->e.host);
+    if ((rc = twp_open_spec(&k->pa, spec, 4096, &err)) != 0) {
+        snprintf(k->why, sizeof(k->why), "%s: %s", spec, err.msg);
         return -1;
     }
-    tw_net *a = open_stack(pa, TWNET_STACK_IP_BE, &err);
-    tw_net *b = open_stack(pb, TWNET_PEER_IP_BE, &err);
-    uint64_t *lat = calloc(n_msgs, sizeof(uint64_t));
-    res rs[16];
-    int ok = a && b && lat;
-    static tw_tcp_listener l;
-    if (ok)
-        ok = tw_tcp_listen(b, &l, 7500, accept_cb, NULL) == 0;
-    for (unsigned r = 0; ok && r < n_runs; r++) {
-        static tw_tcp_conn c;
-        memset(&c, 0, sizeof(c));
-        srv_ptr = NULL;
-        ok = tw_tcp_connect(a, &c, TWNET_PEER_IP_BE, 7500, 0, twd_now_ns()) == 0 &&
-             wait_state(&c, a, b, TW_TCP_ESTABLISHED, 10) == 0 &&
-             pingpong(&c, a, b, &srv_ptr, lat, n_msgs, 1000) == 0;
-        if (ok)
-            rs[r] = summarize(lat, n_msgs);
-        else
-            fprintf(stderr, "netrtt: both ends run %u failed (state %s)\n", r,
-                    tw_tcp_state_name(tw_tcp_get_state(&c)));
-        close_conn(&c, a, b);
-        for (int i = 0; i < 1000; i++)
-            spin(a, b);
-        if (srv_ptr) {
-            if (tw_tcp_get_state(srv_ptr) != TW_TCP_CLOSED)
-                tw_tcp_abort(srv_ptr, twd_now_ns());
-            tw_tcp_conn_release(srv_ptr);
-        }
-    }
-    free(lat);
-    if (a)
-        tw_net_close(a);
-    if (b)
-        tw_net_close(b);
-    tw_port_close(pa);
-    tw_port_close(pb);
-    twnet_teardown(&e);
-    if (!ok)
+    if (!(k->a = open_stack(k->pa, TWNET_STACK_IP_BE, &err))) {
+        snprintf(k->why, sizeof(k->why), "stack: %s", err.msg);
         return -1;
-    *out = median_res(rs, n_runs);
+    }
+    if (!k->both)
+        return 0;
+    snprintf(spec, sizeof(spec), "%s:%s", k->kind, k->e.peer);
+    if ((rc = twp_open_spec(&k->pb, spec, 4096, &err)) != 0) {
+        snprintf(k->why, sizeof(k->why), "%s: %s", spec, err.msg);
+        return -1;
+    }
+    if (!(k->b = open_stack(k->pb, TWNET_PEER_IP_BE, &err)) ||
+        tw_tcp_listen(k->b, &k->l, 7500, accept_cb, k) != 0) {
+        snprintf(k->why, sizeof(k->why), "peer stack: %s", err.msg);
+        return -1;
+    }
     return 0;
+}
+
+static void case_close(rcase *k)
+{
+    if (k->a)
+        tw_net_close(k->a);
+    if (k->b)
+        tw_net_close(k->b);
+    tw_port_close(k->pa);
+    tw_port_close(k->pb);
+    twnet_teardown(&k->e);
+}
+
+/* Kernel client -> kernel server, in two namespaces. */
+static int run_kernel(rcase *k, unsigned r)
+{
+    int efd;
+    unsigned pn = 7300 + r;
+    pid_t srv = start_echo(&k->e, pn, k->spin, &efd);
+    if (srv < 0)
+        return -1;
+    int fds[2];
+    if (pipe(fds) < 0)
+        return -1;
+    char pb[16], nb[16], sb[16];
+    snprintf(pb, sizeof(pb), "%u", pn);
+    snprintf(nb, sizeof(nb), "%u", n_msgs);
+    snprintf(sb, sizeof(sb), "%u", msg_size);
+    char *argv[] = {(char *)"ip", (char *)"netns", (char *)"exec", k->e.ns2, kpeer,
+                    (char *)"rttclient", (char *)TWNET_PEER_IP, pb, nb, sb, NULL};
+    twnet_env none;
+    memset(&none, 0, sizeof(none));
+    pid_t cli = spawn_on(cpu_cli, &none, argv, fds[1]);
+    close(fds[1]);
+    char line[256];
+    ssize_t n = 0;
+    while (n < (ssize_t)sizeof(line) - 1 && read(fds[0], line + n, 1) == 1 && line[n] != '\n')
+        n++;
+    line[n] = 0;
+    close(fds[0]);
+    int crc = twnet_wait(cli, 120.0);
+    twnet_wait(srv, 10.0);
+    close(efd);
+    unsigned long long a, b, c, d;
+    if (crc != 0 || sscanf(line, "rtt %llu %llu %llu %llu", &a, &b, &c, &d) != 4) {
+        snprintf(k->why, sizeof(k->why), "kernel client failed (%d: '%.80s')", crc, line);
+        return -1;
+    }
+    k->rs[k->nr++] = (res){a / 1e3, b / 1e3, c / 1e3, d / 1e3};
+    return 0;
+}
+
+/* This stack as client to a kernel echo server started for the run. */
+static int run_client(rcase *k, unsigned r, uint64_t *lat)
+{
+    int efd;
+    unsigned pn = 7400 + r;
+    pid_t srv = start_echo(&k->e, pn, k->spin, &efd);
+    memset(&k->c, 0, sizeof(k->c));
+    int ok = srv > 0 &&
+             tw_tcp_connect(k->a, &k->c, TWNET_PEER_IP_BE, (uint16_t)pn, 0, twd_now_ns()) == 0 &&
+             wait_state(&k->c, k->a, NULL, TW_TCP_ESTABLISHED, 10) == 0 &&
+             pingpong(&k->c, k->a, NULL, NULL, lat, n_msgs, 1000) == 0;
+    if (ok)
+        k->rs[k->nr++] = summarize(lat, n_msgs);
+    else
+        snprintf(k->why, sizeof(k->why), "run %u failed (state %s)", r,
+                 tw_tcp_state_name(tw_tcp_get_state(&k->c)));
+    close_conn(&k->c, k->a, NULL);
+    if (srv > 0) {
+        twnet_wait(srv, 10.0);
+        close(efd);
+    }
+    return ok ? 0 : -1;
+}
+
+/* Both ends on this stack, one thread polling both. */
+static int run_both(rcase *k, unsigned r, uint64_t *lat)
+{
+    memset(&k->c, 0, sizeof(k->c));
+    k->srv = NULL;
+    int ok = tw_tcp_connect(k->a, &k->c, TWNET_PEER_IP_BE, 7500, 0, twd_now_ns()) == 0 &&
+             wait_state(&k->c, k->a, k->b, TW_TCP_ESTABLISHED, 10) == 0 &&
+             pingpong(&k->c, k->a, k->b, &k->srv, lat, n_msgs, 1000) == 0;
+    if (ok)
+        k->rs[k->nr++] = summarize(lat, n_msgs);
+    else
+        snprintf(k->why, sizeof(k->why), "run %u failed (state %s)", r,
+                 tw_tcp_state_name(tw_tcp_get_state(&k->c)));
+    close_conn(&k->c, k->a, k->b);
+    for (int i = 0; i < 1000; i++)
+        spin(k->a, k->b);
+    if (k->srv) {
+        if (tw_tcp_get_state(k->srv) != TW_TCP_CLOSED)
+            tw_tcp_abort(k->srv, twd_now_ns());
+        tw_tcp_conn_release(k->srv);
+        k->srv = NULL;
+    }
+    return ok ? 0 : -1;
 }
 
 static void row(const char *name, const res *r)
 {
-    printf("  %-34s %8.1f %8.1f %9.1f %9.1f %10.2f\n", name, r->p50, r->p99, r->p999, r->max,
+    printf("  %-42s %8.1f %8.1f %9.1f %9.1f %10.2f\n", name, r->p50, r->p99, r->p999, r->max,
            r->p999 / r->p50);
+}
+
+static void usage(void)
+{
+    fprintf(stderr,
+            "usage: tickwire bench netrtt [-n MSGS] [--runs R] [--rt] [--cpus C,S] [--kpeer PATH]\n"
+            "  round trips of 64-byte messages over a veth pair (root)\n"
+            "  -n MSGS     round trips per run (default 20000, at least 1000)\n"
+            "  --runs R    rounds; each runs every case once (default 3, at most 15)\n"
+            "  --rt        SCHED_FIFO 1 for this process and (inherited) every kernel\n"
+            "              peer, so other load on a shared machine preempts neither side\n"
+            "  --cpus C,S  clients (stack or kernel) on CPU C, kernel echo servers on\n"
+            "              CPU S (default: the first two CPUs allowed)\n"
+            "  --kpeer P   the kernel peer program (default: net_kpeer of the build)\n");
 }
 
 int tw__cli_bench_netrtt(int argc, char **argv)
@@ -378,20 +425,26 @@ int tw__cli_bench_netrtt(int argc, char **argv)
             n_runs = (unsigned)atoi(argv[++i]);
         else if (!strcmp(argv[i], "--rt"))
             rt = 1;
-        else if (!strcmp(argv[i], "--kpeer") && i + 1 < argc)
+        else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) {
+            if (sscanf(argv[++i], "%d,%d", &cpu_cli, &cpu_srv) != 2 || cpu_cli < 0 ||
+                cpu_srv < 0 || cpu_cli >= CPU_SETSIZE || cpu_srv >= CPU_SETSIZE) {
+                fprintf(stderr, "netrtt: --cpus wants CLIENT,SERVER (two CPU numbers)\n");
+                return 2;
+            }
+        } else if (!strcmp(argv[i], "--kpeer") && i + 1 < argc)
             snprintf(kpeer, sizeof(kpeer), "%s", argv[++i]);
         else {
-            fprintf(stderr, "usage: tickwire bench netrtt [-n MSGS] [--runs R] [--rt] [--kpeer PATH]\n"
-                            "  round trips of 64-byte messages over a veth pair (root)\n"
-                            "  --rt: SCHED_FIFO 1 for this process and (inherited) every\n"
-                            "        kernel peer, so other load on a shared machine does not\n"
-                            "        preempt either side\n");
+            usage();
             return 2;
         }
     }
-    if (n_msgs < 1000 || n_runs < 1 || n_runs > 15) {
-        fprintf(stderr, "netrtt: -n must be >= 1000 and --runs 1..15\n");
+    if (n_msgs < 1000 || n_msgs > 10000000 || n_runs < 1 || n_runs > 15) {
+        fprintf(stderr, "netrtt: -n must be 1000..10000000 and --runs 1..15\n");
         return 2;
+    }
+    if (geteuid() != 0) {
+        fprintf(stderr, "SKIP: netrtt needs root (network namespaces and veth pairs)\n");
+        return 77;
     }
     if (!kpeer[0]) {
         /* net_kpeer lives in the build tree's tests/net_interop. */
@@ -415,6 +468,20 @@ int tw__cli_bench_netrtt(int argc, char **argv)
         fprintf(stderr, "netrtt: net_kpeer not found (build the tests, or pass --kpeer PATH)\n");
         return 1;
     }
+    if (cpu_cli < 0) {
+        cpu_set_t s;
+        if (sched_getaffinity(0, sizeof(s), &s) == 0)
+            for (int c = 0; c < CPU_SETSIZE && cpu_srv < 0; c++)
+                if (CPU_ISSET(c, &s)) {
+                    if (cpu_cli < 0)
+                        cpu_cli = c;
+                    else
+                        cpu_srv = c;
+                }
+        if (cpu_srv < 0)
+            cpu_cli = -1; /* one CPU: nothing to place */
+    }
+    pin_self(cpu_cli);
     if (rt) {
         /* Inherited by the kernel peers we fork: every case gets the same
          * treatment.  Each run is well under the RT throttling budget. */
@@ -424,47 +491,107 @@ int tw__cli_bench_netrtt(int argc, char **argv)
             return 1;
         }
     }
-    printf("netrtt: %u round trips of %u bytes per run, %u runs, median over runs; busy-poll%s\n",
+    printf("netrtt: %u round trips of %u bytes per run, %u rounds, median over rounds; "
+           "busy-poll%s\n",
            n_msgs, msg_size, n_runs, rt ? "; SCHED_FIFO" : "");
-    res k, x = {0}, d = {0}, a = {0}, both = {0}, bothd = {0};
-    int rk = run_kernel(&k);
-    if (rk == TWNET_SKIP)
+    if (cpu_cli >= 0)
+        printf("netrtt: clients on CPU %d, kernel echo servers on CPU %d\n", cpu_cli, cpu_srv);
+    else
+        printf("netrtt: one CPU: client and server share it\n");
+
+    static rcase cases[] = {
+        {.label = "kernel -> kernel (TCP_NODELAY)"},
+        {.label = "stack(af_xdp) -> kernel", .kind = "af_xdp"},
+        {.label = "stack(dpdk net_af_packet) -> kernel", .kind = "dpdk_af_packet"},
+        {.label = "stack(af_packet) -> kernel", .kind = "af_packet"},
+        {.label = "kernel -> kernel, server spins", .spin = 1},
+        {.label = "stack(af_xdp) -> kernel, server spins", .kind = "af_xdp", .spin = 1},
+        {.label = "stack(dpdk) -> kernel, server spins", .kind = "dpdk_af_packet", .spin = 1},
+        {.label = "stack(af_packet) -> kernel, server spins", .kind = "af_packet", .spin = 1},
+        {.label = "stack(af_xdp) <-> stack(af_xdp)", .kind = "af_xdp", .both = 1},
+        {.label = "stack(dpdk) <-> stack(dpdk)", .kind = "dpdk_af_packet", .both = 1},
+    };
+    enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
+    int rk = case_open(&cases[0]);
+    if (rk == TWNET_SKIP) {
+        case_close(&cases[0]);
         return 77;
-    if (rk) {
-        fprintf(stderr, "netrtt: kernel baseline failed\n");
+    }
+    for (unsigned i = 0; i < NCASES; i++) {
+        rcase *k = &cases[i];
+        k->ok = (i == 0 ? rk : case_open(k)) == 0;
+        if (!k->ok)
+            fprintf(stderr, "netrtt: %s: %s\n", k->label, k->why);
+    }
+    uint64_t *lat = calloc(n_msgs, sizeof(uint64_t));
+    if (!lat)
+        return 1;
+    for (unsigned r = 0; r < n_runs; r++) {
+        for (unsigned j = 0; j < NCASES; j++) {
+            rcase *k = &cases[(j + r) % NCASES];
+            if (!k->ok)
+                continue;
+            int rc = !k->kind ? run_kernel(k, r) : k->both ? run_both(k, r, lat)
+                                                           : run_client(k, r, lat);
+            if (rc) {
+                k->ok = 0;
+                fprintf(stderr, "netrtt: %s: %s\n", k->label, k->why);
+            }
+        }
+        fprintf(stderr, "\rnetrtt: round %u of %u done", r + 1, n_runs);
+    }
+    fprintf(stderr, "\n");
+    free(lat);
+    unsigned long long retx[NCASES] = {0};
+    for (unsigned i = 0; i < NCASES; i++) {
+        rcase *k = &cases[i];
+        if (k->ok)
+            k->med = median_res(k->rs, k->nr);
+        if (k->a)
+            retx[i] = tw_net_get_stats(k->a)->retransmits +
+                      (k->b ? tw_net_get_stats(k->b)->retransmits : 0);
+        case_close(k);
+    }
+    rcase *kk = &cases[0];
+    if (!kk->ok) {
+        fprintf(stderr, "netrtt: kernel baseline failed: %s\n", kk->why);
         return 1;
     }
-    int rx = run_stack_client("af_xdp", &x);
-    int rd = run_stack_client("dpdk_af_packet", &d);
-    int ra = run_stack_client("af_packet", &a);
-    int rb = run_stack_both("af_xdp", &both);
-    int rbd = run_stack_both("dpdk_af_packet", &bothd);
-    printf("\n  %-34s %8s %8s %9s %9s %10s\n", "case (us)", "p50", "p99", "p99.9", "max",
+    printf("\n  %-42s %8s %8s %9s %9s %10s\n", "case (us)", "p50", "p99", "p99.9", "max",
            "p99.9/p50");
-    row("kernel -> kernel (TCP_NODELAY)", &k);
-    if (!rx)
-        row("stack(af_xdp) -> kernel", &x);
-    if (!rd)
-        row("stack(dpdk net_af_packet) -> kernel", &d);
-    if (!ra)
-        row("stack(af_packet) -> kernel", &a);
-    if (!rb)
-        row("stack(af_xdp) <-> stack(af_xdp)", &both);
-    if (!rbd)
-        row("stack(dpdk) <-> stack(dpdk)", &bothd);
-    printf("\n  ratios to kernel->kernel (< 1 is better):\n");
-    if (!rb)
-        printf("    both ends af_xdp: p50 %.2fx  p99.9 %.2fx   (goal: both < 1)\n",
-               both.p50 / k.p50, both.p999 / k.p999);
-    if (!rbd)
-        printf("    both ends dpdk:   p50 %.2fx  p99.9 %.2fx   (goal: both < 1)\n",
-               bothd.p50 / k.p50, bothd.p999 / k.p999);
-    const char *names[3] = {"af_xdp", "dpdk", "af_packet"};
-    res *cs[3] = {&x, &d, &a};
-    int rcs[3] = {rx, rd, ra};
-    for (int i = 0; i < 3; i++)
-        if (!rcs[i])
-            printf("    client %-9s  p99.9 %.2fx  (p99.9/p50) %.2fx (goal: both < 1)\n", names[i],
-                   cs[i]->p999 / k.p999, (cs[i]->p999 / cs[i]->p50) / (k.p999 / k.p50));
-    return (rx || rd || ra || rb || rbd) ? 1 : 0;
+    int bad = 0;
+    for (unsigned i = 0; i < NCASES; i++) {
+        if (cases[i].ok)
+            row(cases[i].label, &cases[i].med);
+        else {
+            printf("  %-42s not measured: %s\n", cases[i].label, cases[i].why);
+            bad = 1;
+        }
+    }
+    printf("\n  stack retransmissions (any would be a lost frame):");
+    for (unsigned i = 0; i < NCASES; i++)
+        if (cases[i].kind)
+            printf(" %llu", retx[i]);
+    printf("\n\n  ratios to kernel->kernel with the same server (< 1 is better):\n");
+    for (unsigned i = 0; i < NCASES; i++) {
+        const rcase *k = &cases[i];
+        if (!k->ok || !k->kind)
+            continue;
+        /* The baseline: the kernel client against the same kind of server. */
+        const rcase *b = NULL;
+        for (unsigned j = 0; j < NCASES; j++)
+            if (!cases[j].kind && cases[j].spin == k->spin && cases[j].ok)
+                b = &cases[j];
+        if (!b)
+            continue;
+        const res *k0 = &b->med;
+        if (k->both)
+            printf("    %-42s p50 %.2fx  p99.9 %.2fx               (goal: both < 1)\n",
+                   k->label, k->med.p50 / k0->p50, k->med.p999 / k0->p999);
+        else
+            printf("    %-42s p99.9 %.2fx  (p99.9/p50) %.2fx   (goal: both < 1; p50 %.2fx)\n",
+                   k->label, k->med.p999 / k0->p999,
+                   (k->med.p999 / k->med.p50) / (k0->p999 / k0->p50), k->med.p50 / k0->p50);
+    }
+    return bad;
 }
