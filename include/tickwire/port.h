@@ -73,8 +73,9 @@ struct tw_port {
     uint8_t mac[6];
     uint16_t mtu;  /* IP MTU, default 1500 */
     uint32_t caps; /* TW_PORT_CAP_* */
-    /* Counters every backend keeps. */
-    uint64_t rx_pkts, tx_pkts, tx_full, alloc_fail;
+    /* Counters every backend keeps.  rx_bad: frames the backend itself
+     * dropped as truncated or malformed (never handed to the caller). */
+    uint64_t rx_pkts, tx_pkts, tx_full, alloc_fail, rx_bad;
 };
 
 #define TW_PORT_MTU_FRAME 1518 /* 1500 + Ethernet header + FCS room */

@@ -74,7 +74,7 @@ typedef struct afp_port {
     struct sockaddr_ll sll;
     /* buffers held by the caller (rx + alloc - freed - sent) */
     int64_t held;
-    uint64_t rx_trunc, tx_err;
+    uint64_t tx_err;
 } afp_port;
 
 /* Buffers a closed AF_PACKET port found still owned by its caller (a
@@ -169,7 +169,7 @@ static unsigned afp_rx_burst(tw_port *bp, tw_pkt *pkts, unsigned n)
         p->cur_consumed++;
         p->cur_off = next ? hoff + next : AFP_BLOCK_SIZE;
         if (snap != len || (size_t)hoff + mac + snap > AFP_BLOCK_SIZE || snap < 14u) {
-            p->rx_trunc++; /* truncated or malformed: dropped and counted */
+            p->base.rx_bad++; /* truncated or malformed: dropped and counted */
             continue;
         }
         tw_pkt *k = &pkts[got++];

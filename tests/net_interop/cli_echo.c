@@ -31,7 +31,8 @@ int main(int argc, char **argv)
     snprintf(spec, sizeof(spec), "%s:%s", argv[3], e.host);
     char *srv_argv[] = {argv[1], (char *)"net", (char *)"echo", (char *)"--port", spec,
                         (char *)"--ip", (char *)TWNET_STACK_IP, (char *)"--listen", (char *)"7007",
-                        NULL};
+                        /* A MAC of its own: the kernel client must learn it by ARP. */
+                        (char *)"--mac", (char *)"02:74:77:00:00:07", NULL};
     twnet_env here;
     memset(&here, 0, sizeof(here));
     pid_t srv = twnet_spawn_in_ns(&here, srv_argv, -1);

@@ -1,15 +1,18 @@
 /* tickwire net echo / tickwire net connect: the stack by hand over a real
  * port.
  *
- *   tickwire net echo    --port SPEC --ip A.B.C.D [--listen PORT] [--busy]
- *   tickwire net connect --port SPEC --ip A.B.C.D --to A.B.C.D:PORT [--busy]
+ *   tickwire net echo    --port SPEC --ip A.B.C.D [--mac M] [--listen PORT] [--busy]
+ *   tickwire net connect --port SPEC --ip A.B.C.D [--mac M] --to A.B.C.D:PORT [--busy]
  *
  * SPEC is a port spec (af_packet:IF, af_xdp:IF[:Q], dpdk_af_packet:IF,
  * dpdk_af_xdp:IF, dpdk:PORT:EAL ARGS).  echo serves up to 8 connections at
  * once and echoes every byte; connect relays stdin to the connection and
  * the connection to stdout, like nc, and closes when stdin ends.  Both
  * yield on the port's fd unless --busy; SIGINT/SIGTERM stop them and print
- * the stack's counters. */
+ * the stack's counters.  --mac gives the stack a MAC of its own
+ * (xx:xx:xx:xx:xx:xx) instead of the interface's: on AF_PACKET the host
+ * kernel then stops the stack's frames at its L2 check instead of running
+ * them through its IPv4 input (see tools/netrtt/cli_netrtt.c). */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -36,7 +39,7 @@ static void on_sig(int s)
 }
 
 typedef struct opts {
-    const char *port, *ip, *to;
+    const char *port, *ip, *to, *mac;
     unsigned listen;
     int busy;
 } opts;
@@ -50,6 +53,8 @@ static int parse(int argc, char **argv, opts *o, int need_to)
             o->port = argv[++i];
         else if (!strcmp(argv[i], "--ip") && i + 1 < argc)
             o->ip = argv[++i];
+        else if (!strcmp(argv[i], "--mac") && i + 1 < argc)
+            o->mac = argv[++i];
         else if (!strcmp(argv[i], "--to") && i + 1 < argc)
             o->to = argv[++i];
         else if (!strcmp(argv[i], "--listen") && i + 1 < argc)
@@ -90,6 +95,25 @@ static int open_all(const opts *o, tw_port **p, tw_net **st)
     close(fd);
     cfg.max_conns = ECHO_CONNS + 1;
     cfg.ecn = 1;
+    if (o->mac) {
+        unsigned m[6];
+        char extra;
+        if (sscanf(o->mac, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5],
+                   &extra) != 6 || (m[0] & 1u)) {
+            fprintf(stderr, "net: bad --mac '%s' (want six hex bytes a:b:c:d:e:f, unicast)\n",
+                    o->mac);
+            tw_port_close(*p);
+            return -1;
+        }
+        for (int i = 0; i < 6; i++) {
+            if (m[i] > 0xff) {
+                fprintf(stderr, "net: bad --mac '%s' (byte %d is over ff)\n", o->mac, i + 1);
+                tw_port_close(*p);
+                return -1;
+            }
+            cfg.mac[i] = (uint8_t)m[i];
+        }
+    }
     if (tw_net_open(st, *p, &cfg, &err) != 0) {
         fprintf(stderr, "net: %s\n", err.msg);
         tw_port_close(*p);
@@ -133,7 +157,7 @@ int tw__cli_net_echo(int argc, char **argv)
 {
     opts o;
     if (parse(argc, argv, &o, 0) != 0) {
-        fprintf(stderr, "usage: tickwire net echo --port SPEC --ip A.B.C.D [--listen PORT] [--busy]\n");
+        fprintf(stderr, "usage: tickwire net echo --port SPEC --ip A.B.C.D [--mac M] [--listen PORT] [--busy]\n");
         return 2;
     }
     tw_port *p;
@@ -182,7 +206,7 @@ int tw__cli_net_connect(int argc, char **argv)
 {
     opts o;
     if (parse(argc, argv, &o, 1) != 0) {
-        fprintf(stderr, "usage: tickwire net connect --port SPEC --ip A.B.C.D --to A.B.C.D:PORT [--busy]\n");
+        fprintf(stderr, "usage: tickwire net connect --port SPEC --ip A.B.C.D [--mac M] --to A.B.C.D:PORT [--busy]\n");
         return 2;
     }
     char host[32];
