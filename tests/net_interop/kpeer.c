@@ -9,9 +9,13 @@
  *   kpeer bulk PORT NBYTES SEED      send NBYTES of stream SEED while reading
  *                                    to EOF; print "rx N SHA tx N SHA"
  *   kpeer rst PORT                   read one byte, then close with RST
- *   kpeer rttclient IP PORT N SIZE   (client) N round trips of SIZE bytes to
+ *   kpeer rttclient IP PORT N SIZE [block]
+ *                                    (client) N round trips of SIZE bytes to
  *                                    an echo server; print "rtt NS..." sorted
- *                                    percentiles: p50 p99 p999 max
+ *                                    percentiles: p50 p99 p999 max.  It
+ *                                    busy-reads (MSG_DONTWAIT) unless block:
+ *                                    then it sleeps in recv like a plain
+ *                                    client (SO_BUSY_POLL set either way)
  * Exit status 0 on success. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -183,7 +187,7 @@ static uint64_t now_ns(void)
     return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
-static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size)
+static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size, int block)
 {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     if (s < 0)
@@ -210,8 +214,8 @@ static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size)
             die("write");
         size_t got = 0;
         while (got < size) {
-            /* Busy-read: the same polling discipline as the stack's client. */
-            ssize_t r = recv(s, in + got, size - got, MSG_DONTWAIT);
+            /* Busy-read (the stack's client busy-polls too), or sleep. */
+            ssize_t r = recv(s, in + got, size - got, block ? 0 : MSG_DONTWAIT);
             if (r > 0)
                 got += (size_t)r;
             else if (r == 0 || (errno != EAGAIN && errno != EINTR))
@@ -243,8 +247,8 @@ int main(int argc, char **argv)
         return mode_rst(atoi(argv[2]));
     if (argc >= 6 && !strcmp(argv[1], "rttclient"))
         return mode_rttclient(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]),
-                              (unsigned)atoi(argv[5]));
+                              (unsigned)atoi(argv[5]), argc >= 7 && !strcmp(argv[6], "block"));
     fprintf(stderr, "usage: kpeer echo PORT [spin] | bulk PORT NBYTES SEED | rst PORT | "
-                    "rttclient IP PORT N SIZE\n");
+                    "rttclient IP PORT N SIZE [block]\n");
     return 2;
 }
