@@ -413,7 +413,7 @@ static int run_both(rcase *k, unsigned r, uint64_t *lat)
 
 static void row(const char *name, const res *r)
 {
-    printf("  %-42s %8.1f %8.1f %9.1f %9.1f %10.2f\n", name, r->p50, r->p99, r->p999, r->max,
+    printf("  %-46s %8.1f %8.1f %9.1f %9.1f %10.2f\n", name, r->p50, r->p99, r->p999, r->max,
            r->p999 / r->p50);
 }
 
@@ -520,10 +520,10 @@ int tw__cli_bench_netrtt(int argc, char **argv)
         {.label = "stack(af_xdp) -> kernel", .kind = "af_xdp"},
         {.label = "stack(dpdk net_af_packet) -> kernel", .kind = "dpdk_af_packet"},
         {.label = "stack(af_packet) -> kernel", .kind = "af_packet"},
-        {.label = "kernel -> kernel, server spins", .spin = 1},
-        {.label = "stack(af_xdp) -> kernel, server spins", .kind = "af_xdp", .spin = 1},
-        {.label = "stack(dpdk) -> kernel, server spins", .kind = "dpdk_af_packet", .spin = 1},
-        {.label = "stack(af_packet) -> kernel, server spins", .kind = "af_packet", .spin = 1},
+        {.label = "kernel -> kernel, server busy-reads", .spin = 1},
+        {.label = "stack(af_xdp) -> kernel, server busy-reads", .kind = "af_xdp", .spin = 1},
+        {.label = "stack(dpdk) -> kernel, server busy-reads", .kind = "dpdk_af_packet", .spin = 1},
+        {.label = "stack(af_packet) -> kernel, server busy-reads", .kind = "af_packet", .spin = 1},
         {.label = "stack(af_xdp) <-> stack(af_xdp)", .kind = "af_xdp", .both = 1},
         {.label = "stack(dpdk) <-> stack(dpdk)", .kind = "dpdk_af_packet", .both = 1},
     };
@@ -567,14 +567,14 @@ int tw__cli_bench_netrtt(int argc, char **argv)
         fprintf(stderr, "netrtt: kernel baseline failed: %s\n", kk->why);
         return 1;
     }
-    printf("\n  %-42s %8s %8s %9s %9s %10s\n", "case (us)", "p50", "p99", "p99.9", "max",
+    printf("\n  %-46s %8s %8s %9s %9s %10s\n", "case (us)", "p50", "p99", "p99.9", "max",
            "p99.9/p50");
     int bad = 0;
     for (unsigned i = 0; i < NCASES; i++) {
         if (cases[i].ok)
             row(cases[i].label, &cases[i].med);
         else {
-            printf("  %-42s not measured: %s\n", cases[i].label, cases[i].why);
+            printf("  %-46s not measured: %s\n", cases[i].label, cases[i].why);
             bad |= !cases[i].unbuilt;
         }
     }
@@ -607,10 +607,10 @@ int tw__cli_bench_netrtt(int argc, char **argv)
             continue;
         const res *m = &k->med;
         if (k->both)
-            printf("    %-42s p50 %.2fx  p99.9 %.2fx  (goal: both < 1)", k->label,
+            printf("    %-46s p50 %.2fx  p99.9 %.2fx  (goal: both < 1)", k->label,
                    m->p50 / b0->p50, m->p999 / b0->p999);
         else
-            printf("    %-42s p99.9 %.2fx  p99.9/p50 %.2fx  (goal: both < 1; p50 %.2fx)", k->label,
+            printf("    %-46s p99.9 %.2fx  p99.9/p50 %.2fx  (goal: both < 1; p50 %.2fx)", k->label,
                    m->p999 / b0->p999, (m->p999 / m->p50) / (b0->p999 / b0->p50),
                    m->p50 / b0->p50);
         if (bs && bb && k->both)
