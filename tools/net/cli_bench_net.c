@@ -22,13 +22,13 @@ int tw__cli_bench_net(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         int with_value = !strcmp(a, "-n") || !strcmp(a, "--runs") || !strcmp(a, "--cpus") ||
-                         !strcmp(a, "--kpeer");
+                         !strcmp(a, "--kpeer") || !strcmp(a, "--trace");
         if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
             printf("usage: tickwire bench net [--quick] [--reps N] [--iters N] [--segs N]\n"
                    "                          [--no-rtt] [-n MSGS] [--runs R] [--rt] [--cpus C,S]\n"
                    "  parse and sim-port TCP figures (--quick: fewer repetitions), then the\n"
                    "  veth round-trip table of `tickwire bench netrtt` (root; its options\n"
-                   "  -n, --runs, --rt, --cpus, --kpeer pass through; --no-rtt skips it)\n");
+                   "  -n, --runs, --rt, --cpus, --kpeer, --trace pass through; --no-rtt skips it)\n");
             return 0;
         }
         if (!strcmp(a, "--no-rtt")) {

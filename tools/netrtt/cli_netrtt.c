@@ -48,6 +48,10 @@ typedef struct res {
 } res;
 
 static unsigned n_msgs = 20000, n_runs = 3, msg_size = 64;
+/* --trace US: every stack round trip slower than this is printed with its
+ * time since the run began, to find periodic stalls (timers, ticks). */
+static uint64_t trace_ns;
+static const char *trace_label;
 static int rt;
 static char kpeer[512];
 /* CPU placement, the same for every case: this process (and the kernel
@@ -202,6 +206,13 @@ static int pingpong(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_conn **srv, uin
             return -1;
         if (i >= warm)
             lat[i - warm] = t1 - t0;
+        if (trace_ns && t1 - t0 > trace_ns) {
+            static uint64_t base;
+            if (i == 0 || !base)
+                base = t0;
+            fprintf(stderr, "slow: %s: round trip %u at %.3f ms: %.1f us\n", trace_label, i,
+                    (double)(t0 - base) / 1e6, (double)(t1 - t0) / 1e3);
+        }
     }
     return 0;
 }
@@ -421,6 +432,7 @@ static void usage(void)
 {
     fprintf(stderr,
             "usage: tickwire bench netrtt [-n MSGS] [--runs R] [--rt] [--cpus C,S] [--kpeer PATH]\n"
+            "                             [--trace US]\n"
             "  round trips of 64-byte messages over a veth pair (root)\n"
             "  -n MSGS     round trips per run (default 20000, at least 1000)\n"
             "  --runs R    rounds; each runs every case once (default 3, at most 15)\n"
@@ -428,7 +440,9 @@ static void usage(void)
             "              peer, so other load on a shared machine preempts neither side\n"
             "  --cpus C,S  clients (stack or kernel) on CPU C, kernel echo servers on\n"
             "              CPU S (default: the first two CPUs allowed)\n"
-            "  --kpeer P   the kernel peer program (default: net_kpeer of the build)\n");
+            "  --kpeer P   the kernel peer program (default: net_kpeer of the build)\n"
+            "  --trace US  print each stack round trip slower than US microseconds with\n"
+            "              its time into the run (periodic stalls show as a period)\n");
 }
 
 int tw__cli_bench_netrtt(int argc, char **argv)
@@ -446,6 +460,8 @@ int tw__cli_bench_netrtt(int argc, char **argv)
                 fprintf(stderr, "netrtt: --cpus wants CLIENT,SERVER (two CPU numbers)\n");
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
+            trace_ns = (uint64_t)(atof(argv[++i]) * 1e3);
         } else if (!strcmp(argv[i], "--kpeer") && i + 1 < argc)
             snprintf(kpeer, sizeof(kpeer), "%s", argv[++i]);
         else {
@@ -540,6 +556,7 @@ int tw__cli_bench_netrtt(int argc, char **argv)
             rcase *k = &cases[(j + r) % NCASES];
             if (!k->ok)
                 continue;
+            trace_label = k->label;
             int rc = case_open(k);
             if (rc == TWNET_SKIP) {
                 case_close(k);
