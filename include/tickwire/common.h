@@ -31,6 +31,24 @@
 #define TW_ASSERT(c) ((void)0)
 #endif
 
+/* Instruction sets, one enum for every part that picks code at run time
+ * (the kernel, the FIX scanner).  AUTO: the best the CPU has and the part
+ * implements.  The values are stable (the Python binding passes them). */
+typedef enum tw_isa {
+    TW_ISA_AUTO = 0,
+    TW_ISA_SCALAR = 1,
+    TW_ISA_AVX2 = 2,
+    TW_ISA_AVX512 = 3,
+    TW_ISA_SSE2 = 4,
+} tw_isa;
+
+/* "auto", "scalar", "sse2", "avx2", "avx512" ("?" for anything else). */
+const char *tw_isa_name(tw_isa isa);
+/* The inverse of tw_isa_name: 0, or -EINVAL for an unknown name. */
+int tw_isa_parse(const char *name, tw_isa *out);
+/* 1 if this CPU can run code built for isa (AVX512: F and BW), else 0. */
+int tw_cpu_has(tw_isa isa);
+
 /* Error detail for functions that validate outside input: a negative code
  * (the same one the function returns) and a one-line message naming what
  * was wrong.  Callers may pass NULL where they only want the code. */

@@ -34,13 +34,9 @@ typedef enum tw_kernel_kind {
     TW_KERNEL_SCALAR = 1, /* the reference, written line for line from the spec */
 } tw_kernel_kind;
 
-/* Instruction sets for the exact kernel.  AUTO picks the best the CPU has. */
-typedef enum tw_isa {
-    TW_ISA_AUTO = 0,
-    TW_ISA_SCALAR = 1,
-    TW_ISA_AVX2 = 2,
-    TW_ISA_AVX512 = 3,
-} tw_isa;
+/* The exact kernel's instruction sets are the project's tw_isa (common.h):
+ * SCALAR, AVX2 and AVX512 (SSE2 is not a kernel variant); AUTO picks the
+ * best the CPU has. */
 
 typedef struct tw_sweep_opts {
     unsigned threads;      /* 0: online cores */
@@ -152,7 +148,6 @@ void tw_wma(const double *x, size_t n, int64_t w, double *out);
  * a given ISA can run here. */
 tw_isa tw_isa_best(void);
 int tw_isa_supported(tw_isa isa);
-const char *tw_isa_name(tw_isa isa);
 
 /* ---- grids -------------------------------------------------------------- */
 

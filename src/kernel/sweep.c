@@ -151,18 +151,18 @@ int tw_isa_supported(tw_isa isa)
     case TW_ISA_AUTO:
     case TW_ISA_SCALAR:
         return 1;
-#if defined(__x86_64__) || defined(__i386__)
     case TW_ISA_AVX2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2") ? 1 : 0;
+        return tw_cpu_has(TW_ISA_AVX2);
     case TW_ISA_AVX512:
+        /* The kernel's AVX-512 variant needs AVX-512F only. */
+#if defined(__x86_64__) || defined(__i386__)
         __builtin_cpu_init();
         return __builtin_cpu_supports("avx512f") ? 1 : 0;
 #else
-    case TW_ISA_AVX2:
-    case TW_ISA_AVX512:
         return 0;
 #endif
+    case TW_ISA_SSE2: /* no SSE2 variant of the kernel */
+        return 0;
     }
     return 0;
 }
@@ -174,17 +174,6 @@ tw_isa tw_isa_best(void)
     if (tw_isa_supported(TW_ISA_AVX2))
         return TW_ISA_AVX2;
     return TW_ISA_SCALAR;
-}
-
-const char *tw_isa_name(tw_isa isa)
-{
-    switch (isa) {
-    case TW_ISA_AUTO: return "auto";
-    case TW_ISA_SCALAR: return "scalar";
-    case TW_ISA_AVX2: return "avx2";
-    case TW_ISA_AVX512: return "avx512";
-    }
-    return "?";
 }
 
 const struct tw__exact_ops *tw__exact_ops_for(tw_isa isa)

@@ -1,0 +1,68 @@
+/* The checks every C test of the project uses (one header, one meaning).
+ *
+ *   CHECK(c)           on failure: names file, line and condition, counts
+ *                      the failure, and goes on (one run reports every
+ *                      failing case);
+ *   CHECKF(c, fmt...)  the same with a printf-style detail;
+ *   CHECK_EQ(a, b)     integers, both values printed on failure;
+ *   REQUIRE(c)         CHECK, then returns from the calling void function
+ *                      (for steps whose later checks would only fail in
+ *                      its wake);
+ *   tw_check_done(name) prints "name: ok" or the failure count and gives
+ *                      the exit code for main().
+ */
+#ifndef TW_TESTS_TW_CHECK_H
+#define TW_TESTS_TW_CHECK_H
+
+#include <stdio.h>
+
+static int tw_check_failures;
+
+#define CHECK(c)                                                                   \
+    do {                                                                           \
+        if (!(c)) {                                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);  \
+            tw_check_failures++;                                                   \
+        }                                                                          \
+    } while (0)
+
+#define CHECKF(c, ...)                                                             \
+    do {                                                                           \
+        if (!(c)) {                                                                \
+            fprintf(stderr, "%s:%d: check failed: %s: ", __FILE__, __LINE__, #c);  \
+            fprintf(stderr, __VA_ARGS__);                                          \
+            fputc('\n', stderr);                                                   \
+            tw_check_failures++;                                                   \
+        }                                                                          \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                             \
+    do {                                                                           \
+        long long a_ = (long long)(a), b_ = (long long)(b);                        \
+        if (a_ != b_) {                                                            \
+            fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__,  \
+                    __LINE__, #a, a_, #b, b_);                                     \
+            tw_check_failures++;                                                   \
+        }                                                                          \
+    } while (0)
+
+#define REQUIRE(c)                                                                 \
+    do {                                                                           \
+        if (!(c)) {                                                                \
+            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);  \
+            tw_check_failures++;                                                   \
+            return;                                                                \
+        }                                                                          \
+    } while (0)
+
+static inline int tw_check_done(const char *name)
+{
+    if (tw_check_failures) {
+        fprintf(stderr, "%s: %d check(s) failed\n", name, tw_check_failures);
+        return 1;
+    }
+    printf("%s: ok\n", name);
+    return 0;
+}
+
+#endif
