@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "kernel/cli_kernel.h"
+#include "tickwire/clock.h"
 
 int tw__cli_bench_kernel(int argc, char **argv);
 
@@ -43,9 +44,9 @@ static double time_run(tw_sweeper *s, const double *close, size_t n, const int64
                        const int64_t *ref_trades, int *identical)
 {
     tw_error err;
-    double t0 = tw__cli_now();
+    double t0 = (1e-9 * (double)tw_clock_now_ns());
     int rc = tw_sweeper_run(s, close, n, combos, k, pnl, trades, &err);
-    double dt = tw__cli_now() - t0;
+    double dt = (1e-9 * (double)tw_clock_now_ns()) - t0;
     if (rc) {
         fprintf(stderr, "tickwire bench kernel: %s\n", err.msg);
         return -1;

@@ -3,44 +3,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/cli_opt.h"
 #include "kernel/cli_kernel.h"
 #include "kernel/data_internal.h"
-
-int tw__cli_u64(const char *cmd, const char *opt, const char *s, uint64_t *v)
-{
-    char *e;
-    errno = 0;
-    if (!s || !*s || *s == '-') {
-        fprintf(stderr, "tickwire %s: %s needs a non-negative integer\n", cmd, opt);
-        return -1;
-    }
-    unsigned long long x = strtoull(s, &e, 0);
-    if (*e || errno) {
-        fprintf(stderr, "tickwire %s: %s: '%s' is not a non-negative integer\n", cmd, opt, s);
-        return -1;
-    }
-    *v = x;
-    return 0;
-}
-
-int tw__cli_double(const char *cmd, const char *opt, const char *s, double *v)
-{
-    char *e;
-    if (!s || !*s) {
-        fprintf(stderr, "tickwire %s: %s needs a number\n", cmd, opt);
-        return -1;
-    }
-    errno = 0;
-    double x = strtod(s, &e);
-    if (*e || errno || !isfinite(x)) {
-        fprintf(stderr, "tickwire %s: %s: '%s' is not a finite number\n", cmd, opt, s);
-        return -1;
-    }
-    *v = x;
-    return 0;
-}
 
 int tw__cli_load_closes(const char *cmd, const char *data, const char *column,
                         uint64_t synthetic, uint64_t seed, double sigma,
@@ -195,32 +161,4 @@ out:
     free(lens);
     free(buf);
     return rc;
-}
-
-int tw__cli_opt_value(const char *cmd, const char *usage, int argc, char **argv, int *i,
-                      const char **opt, const char **val)
-{
-    const char *a = argv[*i];
-    if (!strcmp(a, "--help") || !strcmp(a, "-h")) {
-        fputs(usage, stdout);
-        return 1;
-    }
-    if (strncmp(a, "--", 2)) {
-        fprintf(stderr, "tickwire %s: unexpected argument '%s' (see --help)\n", cmd, a);
-        return -1;
-    }
-    if (*i + 1 >= argc) {
-        fprintf(stderr, "tickwire %s: %s needs a value (see --help)\n", cmd, a);
-        return -1;
-    }
-    *opt = a;
-    *val = argv[++*i];
-    return 0;
-}
-
-double tw__cli_now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
 }

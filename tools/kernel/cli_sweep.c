@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include "kernel/cli_kernel.h"
+#include "tickwire/clock.h"
 
 /* tools/CMakeLists.txt defines it: the source tree's python/ directory. */
 #ifndef TW_PYTHON_DIR
@@ -44,7 +45,7 @@ struct progress {
 static void on_progress(void *ctx, size_t done, size_t total)
 {
     struct progress *p = ctx;
-    double t = tw__cli_now();
+    double t = (1e-9 * (double)tw_clock_now_ns());
     if (done < total && t - p->last < 0.1)
         return;
     p->last = t;
@@ -220,9 +221,9 @@ int tw__cli_sweep(int argc, char **argv)
     struct progress prog = {0.0};
     if (isatty(STDERR_FILENO))
         tw_sweeper_set_progress(s, on_progress, &prog);
-    double t0 = tw__cli_now();
+    double t0 = (1e-9 * (double)tw_clock_now_ns());
     rc = tw_sweeper_run(s, close, n, combos, k, pnl, trades, &err);
-    double secs = tw__cli_now() - t0;
+    double secs = (1e-9 * (double)tw_clock_now_ns()) - t0;
     if (rc) {
         fprintf(stderr, "tickwire sweep: %s\n", err.msg);
         goto done;
