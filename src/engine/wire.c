@@ -48,6 +48,19 @@ const char *tw_wire_strerror(unsigned wire_code)
     }
 }
 
+/* tw_strerror() for the client's error-frame codes, -(TW_EWIRE + code). */
+static const char *wire_rc_strerror(int rc)
+{
+    return tw_wire_strerror((unsigned)TW_EWIRE_CODE(rc));
+}
+
+/* Registered at load, from the file every program that can see such a
+ * code links (the client's error path calls tw_wire_strerror). */
+__attribute__((constructor)) static void register_wire_errors(void)
+{
+    TW_VERIFY(tw__strerror_register(TW_EWIRE + 1, TW_WERR_COUNT - 1, wire_rc_strerror) == 0);
+}
+
 static uint32_t rd32(const uint8_t *p)
 {
     uint32_t v;
