@@ -4,9 +4,7 @@
  * return garbage values but never read out of bounds. */
 #include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "engine/wire_internal.h"
 #include "tickwire/wire.h"
 
 void tw_wire_limits_init(tw_wire_limits *l)
@@ -159,36 +157,4 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
     if (op == TW_OP_SWEEP || op == TW_OP_ECHO || op == TW_OP_SWEEP_LOADED)
         req->combos = arr;
     return (int64_t)TW_WIRE_PREFIX_BYTES + body;
-}
-
-/* ---- blocking descriptor I/O of the C client and the stdin/stdout server */
-
-ssize_t tw__read_full(int fd, void *p, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = read(fd, (char *)p + got, n - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return -errno;
-        if (k == 0)
-            break;
-        got += (size_t)k;
-    }
-    return (ssize_t)got;
-}
-
-void tw__iov_consume(struct iovec *v, int n, int *i, size_t k)
-{
-    while (k > 0 && *i < n) {
-        if (k >= v[*i].iov_len) {
-            k -= v[*i].iov_len;
-            (*i)++;
-        } else {
-            v[*i].iov_base = (char *)v[*i].iov_base + k;
-            v[*i].iov_len -= k;
-            k = 0;
-        }
-    }
 }
