@@ -157,72 +157,108 @@ static inline uint32_t tw_ring_count(const tw_ring *r)
 }
 
 /* Out of line: records (or, on an unshared ring, TW_VERIFYs) a failed
- * check and stops the side.  Returns 0 (the count the caller returns). */
+ * check and stops side s.  Returns 0 (the count the caller returns). */
 uint32_t tw__ring_bad(tw_ring *r, tw_ring_side *s, uint32_t code, uint32_t a, uint32_t b);
+/* The same for a peer index that failed the fast check: works out which
+ * check (too far ahead, or backwards) from s's own state. */
+uint32_t tw__ring_bad_peer(tw_ring *r, tw_ring_side *s, uint32_t peer);
 
-static inline uint8_t *tw__ring_slot(tw_ring *r, uint32_t idx, uint32_t mask, uint32_t size)
+static inline uint8_t *tw__ring_slot(tw_ring *r, uint32_t off, uint32_t size)
 {
-    return (uint8_t *)r + TW_RING_HDR_BYTES + (size_t)(idx & mask) * size;
+    return (uint8_t *)r + TW_RING_HDR_BYTES + (size_t)off * size;
 }
 
-/* memcpy with the common event sizes as constants, so that one small item
- * is a few moves and not a call. */
+/* Copies bytes (a multiple of 8, at least 8) with a few fixed-size moves
+ * when it is at most 64, the last ones overlapping (no call, no loop for
+ * one event); memcpy beyond.  GCC, seeing a caller's 16-byte item and the
+ * 64-byte branch it cannot rule out (the size is the ring's, known at run
+ * time), would warn about the branch that never runs for that caller. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Warray-bounds"
+#pragma GCC diagnostic ignored "-Wstringop-overflow"
+#if __GNUC__ >= 11
+#pragma GCC diagnostic ignored "-Wstringop-overread"
+#endif
+#endif
 static inline void tw__ring_copy(void *dst, const void *src, size_t bytes)
 {
-    switch (bytes) {
-    case 8: memcpy(dst, src, 8); break;
-    case 16: memcpy(dst, src, 16); break;
-    case 32: memcpy(dst, src, 32); break;
-    case 64: memcpy(dst, src, 64); break;
-    default: memcpy(dst, src, bytes); break;
+    typedef struct { uint64_t w[2]; } w16;
+    uint8_t *d = (uint8_t *)dst;
+    const uint8_t *s = (const uint8_t *)src;
+    if (bytes <= 16) {
+        /* 8 or 16: one move each way, so that a caller's 16-byte store
+         * forwards to our load whole (two halves may not forward). */
+        if (bytes == 8) {
+            memcpy(d, s, 8);
+        } else {
+            w16 a;
+            memcpy(&a, s, 16);
+            memcpy(d, &a, 16);
+        }
+    } else if (bytes <= 32) {
+        w16 a, b;
+        memcpy(&a, s, 16);
+        memcpy(&b, s + bytes - 16, 16);
+        memcpy(d, &a, 16);
+        memcpy(d + bytes - 16, &b, 16);
+    } else if (bytes <= 64) {
+        w16 a, b, c, e;
+        memcpy(&a, s, 16);
+        memcpy(&b, s + 16, 16);
+        memcpy(&c, s + bytes - 32, 16);
+        memcpy(&e, s + bytes - 16, 16);
+        memcpy(d, &a, 16);
+        memcpy(d + 16, &b, 16);
+        memcpy(d + bytes - 32, &c, 16);
+        memcpy(d + bytes - 16, &e, 16);
+    } else {
+        memcpy(d, s, bytes);
     }
 }
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC diagnostic pop
+#endif
 
-/* Free slots the producer may fill, refreshing its copy of the consumer's
- * tail when the cached one shows fewer than want. */
-static inline uint32_t tw__ring_prod_free(tw_ring *r, uint32_t want)
+/* The producer's free slots after reading the consumer's tail, when its
+ * cached copy showed free_n (fewer than it wanted). */
+static inline uint32_t tw__ring_prod_refresh(tw_ring *r, uint32_t head, uint32_t free_n)
 {
     tw_ring_side *p = &r->prod;
-    uint32_t cap = p->mask + 1u;
-    uint32_t head = p->idx; /* our own index: only we write it */
-    uint32_t free_n = p->cached + cap - head;
-    if (TW_LIKELY(free_n >= want))
-        return free_n;
     if (TW_UNLIKELY(p->bad))
         return 0;
+    uint32_t cap = p->mask + 1u;
     /* Acquire pairs with the consumer's release-store of its tail in
      * tw_ring_dequeue_burst_sc / tw_ring_release_sc: once we see the new
      * tail, the consumer's reads of those slots are done and we may
      * overwrite them. */
     uint32_t tail = __atomic_load_n(&r->cons.idx, __ATOMIC_ACQUIRE);
-    if (TW_UNLIKELY(head - tail > cap))
-        return tw__ring_bad(r, p, TW_RING_BAD_PEER_AHEAD, head, tail);
-    if (TW_UNLIKELY(tail - p->cached > cap))
-        return tw__ring_bad(r, p, TW_RING_BAD_PEER_BACK, p->cached, tail);
+    /* The tail moves from our cached copy towards head and never past it:
+     * tail - cached <= head - cached = cap - free_n.  One compare catches
+     * both a tail beyond head and one that went backwards (it wraps). */
+    if (TW_UNLIKELY(tail - p->cached > cap - free_n))
+        return tw__ring_bad_peer(r, p, tail);
     p->cached = tail;
     return tail + cap - head;
 }
 
-/* Items the consumer may read, refreshing its copy of the producer's head
- * when the cached one shows fewer than want. */
-static inline uint32_t tw__ring_cons_avail(tw_ring *r, uint32_t want)
+/* The consumer's readable items after reading the producer's head, when
+ * its cached copy showed avail (fewer than it wanted). */
+static inline uint32_t tw__ring_cons_refresh(tw_ring *r, uint32_t tail, uint32_t avail)
 {
     tw_ring_side *c = &r->cons;
-    uint32_t cap = c->mask + 1u;
-    uint32_t tail = c->idx; /* our own index */
-    uint32_t avail = c->cached - tail;
-    if (TW_LIKELY(avail >= want))
-        return avail;
     if (TW_UNLIKELY(c->bad))
         return 0;
+    uint32_t cap = c->mask + 1u;
     /* Acquire pairs with the producer's release-store of head in
      * tw_ring_enqueue_burst_sp / tw_ring_commit_sp: the slot writes before
      * that store are visible once we see the new head. */
     uint32_t head = __atomic_load_n(&r->prod.idx, __ATOMIC_ACQUIRE);
-    if (TW_UNLIKELY(head - tail > cap))
-        return tw__ring_bad(r, c, TW_RING_BAD_PEER_AHEAD, head, tail);
-    if (TW_UNLIKELY(head - c->cached > cap))
-        return tw__ring_bad(r, c, TW_RING_BAD_PEER_BACK, c->cached, head);
+    /* head moves forward from our cached copy, at most cap past the tail:
+     * head - cached <= cap - avail.  One compare for too far ahead and for
+     * backwards. */
+    if (TW_UNLIKELY(head - c->cached > cap - avail))
+        return tw__ring_bad_peer(r, c, head);
     c->cached = head;
     return head - tail;
 }
@@ -233,27 +269,32 @@ static inline uint32_t tw__ring_cons_avail(tw_ring *r, uint32_t want)
 static inline uint32_t tw_ring_enqueue_burst_sp(tw_ring *r, const void *items, uint32_t n)
 {
     tw_ring_side *p = &r->prod;
-    uint32_t free_n = tw__ring_prod_free(r, n);
-    if (n > free_n)
-        n = free_n;
-    if (TW_UNLIKELY(n == 0)) {
-        p->calls_empty++;
-        return 0;
+    uint32_t head = p->idx; /* our own index: only we write it */
+    uint32_t mask = p->mask, size = p->slot_size;
+    uint32_t free_n = p->cached + mask + 1u - head;
+    if (TW_UNLIKELY(free_n < n)) {
+        free_n = tw__ring_prod_refresh(r, head, free_n);
+        if (n > free_n)
+            n = free_n;
+        if (n == 0) {
+            p->calls_empty++;
+            return 0;
+        }
     }
     TW_ASSERT(p->pending == 0); /* no enqueue between reserve and commit */
-    uint32_t head = p->idx, mask = p->mask, size = p->slot_size;
-    uint32_t first = (mask + 1u) - (head & mask); /* slots before the wrap */
+    uint32_t off = head & mask;
     const uint8_t *src = (const uint8_t *)items;
-    if (TW_LIKELY(n <= first)) {
-        tw__ring_copy(tw__ring_slot(r, head, mask, size), src, (size_t)n * size);
+    if (TW_LIKELY(off + n <= mask + 1u)) {
+        tw__ring_copy(tw__ring_slot(r, off, size), src, (size_t)n * size);
     } else {
-        memcpy(tw__ring_slot(r, head, mask, size), src, (size_t)first * size);
-        memcpy(tw__ring_slot(r, 0, mask, size), src + (size_t)first * size,
+        uint32_t first = mask + 1u - off; /* slots before the wrap */
+        memcpy(tw__ring_slot(r, off, size), src, (size_t)first * size);
+        memcpy(tw__ring_slot(r, 0, size), src + (size_t)first * size,
                (size_t)(n - first) * size);
     }
     /* Release pairs with the consumer's acquire-load of head in
-     * tw__ring_cons_avail: the slot writes above are visible before it can
-     * see the new head. */
+     * tw__ring_cons_refresh: the slot writes above are visible before it
+     * can see the new head. */
     __atomic_store_n(&p->idx, head + n, __ATOMIC_RELEASE);
     return n;
 }
@@ -264,27 +305,32 @@ static inline uint32_t tw_ring_enqueue_burst_sp(tw_ring *r, const void *items, u
 static inline uint32_t tw_ring_dequeue_burst_sc(tw_ring *r, void *items, uint32_t n)
 {
     tw_ring_side *c = &r->cons;
-    uint32_t avail = tw__ring_cons_avail(r, n);
-    if (n > avail)
-        n = avail;
-    if (TW_UNLIKELY(n == 0)) {
-        c->calls_empty++;
-        return 0;
+    uint32_t tail = c->idx; /* our own index */
+    uint32_t mask = c->mask, size = c->slot_size;
+    uint32_t avail = c->cached - tail;
+    if (TW_UNLIKELY(avail < n)) {
+        avail = tw__ring_cons_refresh(r, tail, avail);
+        if (n > avail)
+            n = avail;
+        if (n == 0) {
+            c->calls_empty++;
+            return 0;
+        }
     }
     TW_ASSERT(c->pending == 0); /* no dequeue between peek and release */
-    uint32_t tail = c->idx, mask = c->mask, size = c->slot_size;
-    uint32_t first = (mask + 1u) - (tail & mask);
+    uint32_t off = tail & mask;
     uint8_t *dst = (uint8_t *)items;
-    if (TW_LIKELY(n <= first)) {
-        tw__ring_copy(dst, tw__ring_slot(r, tail, mask, size), (size_t)n * size);
+    if (TW_LIKELY(off + n <= mask + 1u)) {
+        tw__ring_copy(dst, tw__ring_slot(r, off, size), (size_t)n * size);
     } else {
-        memcpy(dst, tw__ring_slot(r, tail, mask, size), (size_t)first * size);
-        memcpy(dst + (size_t)first * size, tw__ring_slot(r, 0, mask, size),
+        uint32_t first = mask + 1u - off;
+        memcpy(dst, tw__ring_slot(r, off, size), (size_t)first * size);
+        memcpy(dst + (size_t)first * size, tw__ring_slot(r, 0, size),
                (size_t)(n - first) * size);
     }
     /* Release pairs with the producer's acquire-load of tail in
-     * tw__ring_prod_free: our reads of these slots are done before it can
-     * see them free and overwrite them. */
+     * tw__ring_prod_refresh: our reads of these slots are done before it
+     * can see them free and overwrite them. */
     __atomic_store_n(&c->idx, tail + n, __ATOMIC_RELEASE);
     return n;
 }
@@ -299,15 +345,18 @@ static inline uint32_t tw_ring_reserve_sp(tw_ring *r, uint32_t n, void **slot)
 {
     tw_ring_side *p = &r->prod;
     uint32_t head = p->idx, mask = p->mask;
-    uint32_t first = (mask + 1u) - (head & mask);
-    if (n > first)
-        n = first;
-    uint32_t free_n = tw__ring_prod_free(r, n);
-    if (n > free_n)
-        n = free_n;
-    *slot = tw__ring_slot(r, head, mask, p->slot_size);
-    if (TW_UNLIKELY(n == 0))
-        p->calls_empty++;
+    uint32_t off = head & mask;
+    if (TW_UNLIKELY(n > mask + 1u - off))
+        n = mask + 1u - off;
+    uint32_t free_n = p->cached + mask + 1u - head;
+    if (TW_UNLIKELY(free_n < n)) {
+        free_n = tw__ring_prod_refresh(r, head, free_n);
+        if (n > free_n)
+            n = free_n;
+        if (n == 0)
+            p->calls_empty++;
+    }
+    *slot = tw__ring_slot(r, off, p->slot_size);
     p->pending = n;
     return n;
 }
@@ -324,7 +373,8 @@ static inline void tw_ring_commit_sp(tw_ring *r, uint32_t k)
     }
     p->pending = 0;
     /* Release pairs with the consumer's acquire-load of head in
-     * tw__ring_cons_avail: the caller's in-place writes are visible first. */
+     * tw__ring_cons_refresh: the caller's in-place writes are visible
+     * first. */
     __atomic_store_n(&p->idx, p->idx + k, __ATOMIC_RELEASE);
 }
 
@@ -337,15 +387,18 @@ static inline uint32_t tw_ring_peek_sc(tw_ring *r, uint32_t n, const void **slot
 {
     tw_ring_side *c = &r->cons;
     uint32_t tail = c->idx, mask = c->mask;
-    uint32_t first = (mask + 1u) - (tail & mask);
-    if (n > first)
-        n = first;
-    uint32_t avail = tw__ring_cons_avail(r, n);
-    if (n > avail)
-        n = avail;
-    *slot = tw__ring_slot(r, tail, mask, c->slot_size);
-    if (TW_UNLIKELY(n == 0))
-        c->calls_empty++;
+    uint32_t off = tail & mask;
+    if (TW_UNLIKELY(n > mask + 1u - off))
+        n = mask + 1u - off;
+    uint32_t avail = c->cached - tail;
+    if (TW_UNLIKELY(avail < n)) {
+        avail = tw__ring_cons_refresh(r, tail, avail);
+        if (n > avail)
+            n = avail;
+        if (n == 0)
+            c->calls_empty++;
+    }
+    *slot = tw__ring_slot(r, off, c->slot_size);
     c->pending = n;
     return n;
 }
@@ -361,8 +414,8 @@ static inline void tw_ring_release_sc(tw_ring *r, uint32_t k)
     }
     c->pending = 0;
     /* Release pairs with the producer's acquire-load of tail in
-     * tw__ring_prod_free: our in-place reads are done before the producer
-     * may overwrite the slots. */
+     * tw__ring_prod_refresh: our in-place reads are done before the
+     * producer may overwrite the slots. */
     __atomic_store_n(&c->idx, c->idx + k, __ATOMIC_RELEASE);
 }
 

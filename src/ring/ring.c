@@ -184,3 +184,14 @@ uint32_t tw__ring_bad(tw_ring *r, tw_ring_side *s, uint32_t code, uint32_t a, ui
     __atomic_store_n(&s->bad, code, __ATOMIC_RELAXED);
     return 0;
 }
+
+uint32_t tw__ring_bad_peer(tw_ring *r, tw_ring_side *s, uint32_t peer)
+{
+    uint32_t cap = s->mask + 1u, mine = s->idx;
+    if (s == &r->prod) /* peer = the consumer's tail */
+        return mine - peer > cap ? tw__ring_bad(r, s, TW_RING_BAD_PEER_AHEAD, mine, peer)
+                                 : tw__ring_bad(r, s, TW_RING_BAD_PEER_BACK, s->cached, peer);
+    /* peer = the producer's head */
+    return peer - mine > cap ? tw__ring_bad(r, s, TW_RING_BAD_PEER_AHEAD, peer, mine)
+                             : tw__ring_bad(r, s, TW_RING_BAD_PEER_BACK, s->cached, peer);
+}

@@ -25,21 +25,6 @@
 #include "tickwire/ring.h"
 #include "tw_check.h"
 
-#if defined(__SANITIZE_THREAD__)
-#define TW_TEST_TSAN 1
-#elif defined(__has_feature)
-#if __has_feature(thread_sanitizer)
-#define TW_TEST_TSAN 1
-#endif
-#endif
-#if defined(__SANITIZE_ADDRESS__)
-#define TW_TEST_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define TW_TEST_ASAN 1
-#endif
-#endif
-
 #if defined(TW_TEST_TSAN)
 #define DEFAULT_ITEMS 10000000ull
 #elif defined(TW_TEST_ASAN)
