@@ -231,8 +231,35 @@ unsigned tw_reactor_turn(tw_reactor *r, int core);
 int tw_reactor_pin_self(int cpu, tw_error *err);
 int tw_reactor_fifo_self(int prio, tw_error *err);
 int tw_reactor_lock_memory(tw_error *err);
-/* Online CPUs this process may run on (its affinity mask), >= 1. */
+/* Online CPUs this thread may run on (its affinity mask), >= 1. */
 int tw_cpus_usable(void);
+
+/* A set of CPU numbers below TW_CPUSET_MAX, and the kernel's list form of
+ * one ("0-3,8,10-11", "" for none: sysfs cpu/online, isolated,
+ * nohz_full, /proc/irq/N/smp_affinity_list, isolcpus=). */
+#define TW_CPUSET_MAX 1024
+typedef struct tw_cpuset {
+    uint64_t bits[TW_CPUSET_MAX / 64];
+} tw_cpuset;
+static inline int tw_cpuset_has(const tw_cpuset *s, int cpu)
+{
+    return cpu >= 0 && cpu < TW_CPUSET_MAX && ((s->bits[cpu / 64] >> (cpu % 64)) & 1);
+}
+static inline void tw_cpuset_add(tw_cpuset *s, int cpu)
+{
+    if (cpu >= 0 && cpu < TW_CPUSET_MAX)
+        s->bits[cpu / 64] |= 1ull << (cpu % 64);
+}
+int tw_cpuset_count(const tw_cpuset *s);
+/* Parses a list (surrounding blanks and a newline allowed; "" is the empty
+ * set).  Returns 0, or -EINVAL for anything else (out holds what parsed). */
+int tw_cpuset_parse(const char *list, tw_cpuset *out);
+/* Writes the list form of s into buf (cap bytes, NUL-terminated, cut short
+ * with "..." if it does not fit).  Returns buf. */
+char *tw_cpuset_format(const tw_cpuset *s, char *buf, size_t cap);
+/* The online CPUs (sysfs cpu/online; every CPU below
+ * sysconf(_SC_NPROCESSORS_ONLN) if that cannot be read). */
+void tw_cpuset_online(tw_cpuset *out);
 
 #ifdef __cplusplus
 }

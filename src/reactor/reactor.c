@@ -37,56 +37,92 @@ static int read_small(const char *path, char *buf, size_t cap)
     return (int)n;
 }
 
-/* Parses a kernel CPU list ("0-3,8,10-11") into set; returns 0 or -1. */
-static int parse_cpu_list(const char *s, cpu_set_t *set)
+int tw_cpuset_count(const tw_cpuset *s)
 {
-    CPU_ZERO(set);
-    while (*s) {
-        char *end;
-        long a = strtol(s, &end, 10);
-        if (end == s || a < 0 || a >= CPU_SETSIZE)
-            return -1;
-        long b = a;
-        s = end;
-        if (*s == '-') {
-            b = strtol(s + 1, &end, 10);
-            if (end == s + 1 || b < a || b >= CPU_SETSIZE)
-                return -1;
-            s = end;
-        }
-        for (long i = a; i <= b; i++)
-            CPU_SET((int)i, set);
-        if (*s == ',')
-            s++;
-        else if (*s)
-            return -1;
-    }
-    return 0;
+    int n = 0;
+    for (size_t i = 0; i < TW_ARRAY_SIZE(s->bits); i++)
+        n += __builtin_popcountll(s->bits[i]);
+    return n;
 }
 
-/* The online CPUs, from sysfs (every CPU up to the configured count
- * when it cannot be read). */
-static void online_cpus(cpu_set_t *set, char *text, size_t cap)
+int tw_cpuset_parse(const char *p, tw_cpuset *out)
 {
-    if (read_small("/sys/devices/system/cpu/online", text, cap) > 0 &&
-        parse_cpu_list(text, set) == 0)
+    memset(out, 0, sizeof(*out));
+    while (*p == ' ' || *p == '\t')
+        p++;
+    while (*p && *p != '\n' && *p != ' ') {
+        char *end;
+        long a = strtol(p, &end, 10);
+        if (end == p || a < 0 || a >= TW_CPUSET_MAX)
+            return -EINVAL;
+        long b = a;
+        p = end;
+        if (*p == '-') {
+            b = strtol(p + 1, &end, 10);
+            if (end == p + 1 || b < a || b >= TW_CPUSET_MAX)
+                return -EINVAL;
+            p = end;
+        }
+        for (long i = a; i <= b; i++)
+            tw_cpuset_add(out, (int)i);
+        if (*p == ',')
+            p++;
+        else if (*p && *p != '\n' && *p != ' ')
+            return -EINVAL;
+    }
+    while (*p == ' ' || *p == '\n')
+        p++;
+    return *p ? -EINVAL : 0;
+}
+
+char *tw_cpuset_format(const tw_cpuset *s, char *buf, size_t cap)
+{
+    size_t n = 0;
+    if (cap == 0)
+        return buf;
+    buf[0] = 0;
+    for (int i = 0; i < TW_CPUSET_MAX; i++) {
+        if (!tw_cpuset_has(s, i))
+            continue;
+        int j = i;
+        while (j + 1 < TW_CPUSET_MAX && tw_cpuset_has(s, j + 1))
+            j++;
+        char part[32];
+        int len = i == j ? snprintf(part, sizeof(part), "%s%d", n ? "," : "", i)
+                         : snprintf(part, sizeof(part), "%s%d-%d", n ? "," : "", i, j);
+        if (n + (size_t)len + 4 > cap) {
+            snprintf(buf + n, cap - n, "%s", cap - n > 3 ? "..." : "");
+            return buf;
+        }
+        memcpy(buf + n, part, (size_t)len + 1);
+        n += (size_t)len;
+        i = j;
+    }
+    return buf;
+}
+
+void tw_cpuset_online(tw_cpuset *out)
+{
+    char text[4096];
+    if (read_small("/sys/devices/system/cpu/online", text, sizeof(text)) > 0 &&
+        tw_cpuset_parse(text, out) == 0)
         return;
-    CPU_ZERO(set);
+    memset(out, 0, sizeof(*out));
     long n = sysconf(_SC_NPROCESSORS_ONLN);
-    for (long i = 0; i < n && i < CPU_SETSIZE; i++)
-        CPU_SET((int)i, set);
-    snprintf(text, cap, "0-%ld", n - 1);
+    for (long i = 0; i < n && i < TW_CPUSET_MAX; i++)
+        tw_cpuset_add(out, (int)i);
 }
 
 int tw_cpus_usable(void)
 {
-    cpu_set_t on, mine, both;
-    char text[256];
-    online_cpus(&on, text, sizeof(text));
+    tw_cpuset on;
+    tw_cpuset_online(&on);
+    cpu_set_t mine;
     if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
-        return CPU_COUNT(&on) > 0 ? CPU_COUNT(&on) : 1;
-    CPU_AND(&both, &on, &mine);
-    int n = CPU_COUNT(&both);
+        return tw_cpuset_count(&on) > 0 ? tw_cpuset_count(&on) : 1;
+    int n = 0;
+    for (int i = 0; i < CPU_SETSIZE && i < TW_CPUSET_MAX; i++)
+        n += CPU_ISSET(i, &mine) && tw_cpuset_has(&on, i);
     return n > 0 ? n : 1;
 }
 
@@ -100,11 +136,12 @@ int tw_reactor_pin_self(int cpu, tw_error *err)
     if (cpu < 0 || cpu >= CPU_SETSIZE)
         return tw__err(err, -EINVAL, "pin to CPU %d: no such CPU (CPU numbers run 0..%d)", cpu,
                        CPU_SETSIZE - 1);
-    cpu_set_t on;
+    tw_cpuset on;
     char text[256];
-    online_cpus(&on, text, sizeof(text));
-    if (!CPU_ISSET(cpu, &on))
-        return tw__err(err, -EINVAL, "pin to CPU %d: no such CPU online (online: %s)", cpu, text);
+    tw_cpuset_online(&on);
+    if (!tw_cpuset_has(&on, cpu))
+        return tw__err(err, -EINVAL, "pin to CPU %d: no such CPU online (online: %s)", cpu,
+                       tw_cpuset_format(&on, text, sizeof(text)));
     cpu_set_t set;
     CPU_ZERO(&set);
     CPU_SET(cpu, &set);

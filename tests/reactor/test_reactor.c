@@ -742,6 +742,52 @@ static void test_turn(void)
     CHECK_EQ(r.core[0].stats.yields, 0);
 }
 
+/* CPU lists in the kernel's form, both ways (table-driven). */
+static void test_cpuset(void)
+{
+    static const struct {
+        const char *in, *out;
+        int count, rc;
+    } cases[] = {
+        {"", "", 0, 0},
+        {"0", "0", 1, 0},
+        {"0-1", "0-1", 2, 0},
+        {"0-3,8,10-11", "0-3,8,10-11", 7, 0},
+        {"3,1,2", "1-3", 3, 0},
+        {" 0-1\n", "0-1", 2, 0},
+        {"1023", "1023", 1, 0},
+        {"1024", "", 0, -EINVAL},
+        {"2-1", "", 0, -EINVAL},
+        {"a", "", 0, -EINVAL},
+        {"1,,2", "1", 1, -EINVAL},
+        {"1-", "", 0, -EINVAL},
+    };
+    for (size_t i = 0; i < TW_ARRAY_SIZE(cases); i++) {
+        tw_cpuset s;
+        char buf[64];
+        int rc = tw_cpuset_parse(cases[i].in, &s);
+        CHECKF(rc == cases[i].rc, "'%s': %d", cases[i].in, rc);
+        if (rc == 0) {
+            CHECKF(!strcmp(tw_cpuset_format(&s, buf, sizeof(buf)), cases[i].out), "'%s' -> '%s'",
+                   cases[i].in, buf);
+            CHECK_EQ(tw_cpuset_count(&s), cases[i].count);
+        }
+    }
+    /* Cut short, never overflowing. */
+    tw_cpuset s;
+    memset(&s, 0, sizeof(s));
+    for (int i = 0; i < 200; i += 2)
+        tw_cpuset_add(&s, i);
+    char small[16];
+    tw_cpuset_format(&s, small, sizeof(small));
+    CHECKF(strlen(small) < sizeof(small) && strstr(small, "..."), "'%s'", small);
+    /* The online set is what sysfs says, and it holds this CPU. */
+    tw_cpuset on;
+    tw_cpuset_online(&on);
+    CHECK(tw_cpuset_count(&on) >= 1);
+    CHECK(tw_cpuset_has(&on, sched_getcpu()));
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0); /* nothing buffered is copied by fork */
@@ -757,5 +803,6 @@ int main(void)
     test_auto();
     test_rings();
     test_turn();
+    test_cpuset();
     return tw_check_done("reactor");
 }
