@@ -663,14 +663,15 @@ static int ethtool_ioctl(const char *ifname, void *cmd)
  * the names of those that are on; returns their count, or -errno. */
 static int offloads_on(const char *ifname, char *on, size_t cap)
 {
-    struct {
-        struct ethtool_sset_info hdr;
-        uint32_t len;
-    } ss = {.hdr = {.cmd = ETHTOOL_GSSET_INFO, .sset_mask = 1ull << ETH_SS_FEATURES}};
-    int rc = ethtool_ioctl(ifname, &ss);
+    /* struct ethtool_sset_info ends in data[]: one length follows it. */
+    uint64_t ssbuf[(sizeof(struct ethtool_sset_info) + sizeof(uint32_t) + 7) / 8] = {0};
+    struct ethtool_sset_info *ss = (struct ethtool_sset_info *)ssbuf;
+    ss->cmd = ETHTOOL_GSSET_INFO;
+    ss->sset_mask = 1ull << ETH_SS_FEATURES;
+    int rc = ethtool_ioctl(ifname, ss);
     if (rc)
         return rc;
-    uint32_t n = ss.hdr.sset_mask ? ss.len : 0;
+    uint32_t n = ss->sset_mask ? ss->data[0] : 0;
     if (n == 0 || n > 4096)
         return -EOPNOTSUPP;
     struct ethtool_gstrings *gs = calloc(1, sizeof(*gs) + (size_t)n * ETH_GSTRING_LEN);
