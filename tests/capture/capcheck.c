@@ -128,6 +128,22 @@ void cap_free(cap_file *f)
     memset(f, 0, sizeof(*f));
 }
 
+void cap_check_order(const cap_file *f, uint32_t our_ip, size_t *bad_dir, size_t *back)
+{
+    uint64_t last[4] = {0, 0, 0, 0};
+    *bad_dir = *back = 0;
+    for (size_t i = 0; i < f->n_pkts; i++) {
+        const cap_pkt *p = &f->pkts[i];
+        if (p->cap_len >= 34 && p->data[12] == 8 && p->data[13] == 0) {
+            uint32_t src = (uint32_t)p->data[26] << 24 | (uint32_t)p->data[27] << 16 |
+                           (uint32_t)p->data[28] << 8 | p->data[29];
+            *bad_dir += (src == our_ip) != (p->dir == TW_CAPTURE_TX);
+        }
+        *back += p->ts < last[p->dir & 3];
+        last[p->dir & 3] = p->ts;
+    }
+}
+
 int cap_need_tools(const char *test, int need_tcpdump)
 {
     int st;

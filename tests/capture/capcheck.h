@@ -41,6 +41,12 @@ typedef struct cap_file {
 int cap_load(const char *path, cap_file *f);
 void cap_free(cap_file *f);
 
+/* The order checks of a capture of our_ip's port (host order): *bad_dir
+ * = IPv4 frames whose direction disagrees with their source address (from
+ * our_ip = outbound), *back = frames stamped before the one before them
+ * in the same direction. */
+void cap_check_order(const cap_file *f, uint32_t our_ip, size_t *bad_dir, size_t *back);
+
 /* 0 when tshark (and tcpdump, if need_tcpdump) can run, else CAP_SKIP
  * after one line saying what is missing. */
 int cap_need_tools(const char *test, int need_tcpdump);

@@ -193,21 +193,8 @@ static void check_capture(const char *file, const char *name, int a_side, uint64
     CHECKF(f.n_isb == 1 && f.isb_drop[0] == st->dropped && f.isb_deliv[0] == st->written,
            "%s: statistics block (drop %llu)", name, (unsigned long long)f.isb_drop[0]);
     /* Direction and address agree; no stamp goes backwards per direction. */
-    uint64_t last[4] = {0, 0, 0, 0};
-    uint32_t us = a_side ? IP_A : IP_B;
-    size_t bad_dir = 0, back = 0;
-    for (size_t i = 0; i < f.n_pkts; i++) {
-        const cap_pkt *p = &f.pkts[i];
-        if (p->cap_len >= 34 && p->data[12] == 8 && p->data[13] == 0) {
-            uint32_t src = (uint32_t)p->data[26] << 24 | (uint32_t)p->data[27] << 16 |
-                           (uint32_t)p->data[28] << 8 | p->data[29];
-            if ((src == us) != (p->dir == TW_CAPTURE_TX))
-                bad_dir++;
-        }
-        if (p->ts < last[p->dir & 3])
-            back++;
-        last[p->dir & 3] = p->ts;
-    }
+    size_t bad_dir, back;
+    cap_check_order(&f, a_side ? IP_A : IP_B, &bad_dir, &back);
     CHECKF(bad_dir == 0, "%s: %zu frames with the wrong direction", name, bad_dir);
     CHECKF(back == 0, "%s: %zu stamps went backwards", name, back);
     cap_free(&f);

@@ -161,23 +161,11 @@ static void check_ours(const char *file, const char *label, uint64_t bytes_a, co
     CHECKF(f.n_isb == 1 && f.isb_drop[0] == 0, "%s: %llu frames dropped by the capture", label,
            (unsigned long long)f.isb_drop[0]);
     uint32_t us = 0;
-    {
-        unsigned a, b, c, d;
-        if (sscanf(stack_ip, "%u.%u.%u.%u", &a, &b, &c, &d) == 4)
-            us = a << 24 | b << 16 | c << 8 | d;
-    }
-    uint64_t last[4] = {0};
-    size_t bad_dir = 0, back = 0;
-    for (size_t i = 0; i < f.n_pkts; i++) {
-        const cap_pkt *p = &f.pkts[i];
-        if (p->cap_len >= 34 && p->data[12] == 8 && p->data[13] == 0) {
-            uint32_t src = (uint32_t)p->data[26] << 24 | (uint32_t)p->data[27] << 16 |
-                           (uint32_t)p->data[28] << 8 | p->data[29];
-            bad_dir += (src == us) != (p->dir == TW_CAPTURE_TX);
-        }
-        back += p->ts < last[p->dir & 3];
-        last[p->dir & 3] = p->ts;
-    }
+    unsigned q[4];
+    if (sscanf(stack_ip, "%u.%u.%u.%u", &q[0], &q[1], &q[2], &q[3]) == 4)
+        us = q[0] << 24 | q[1] << 16 | q[2] << 8 | q[3];
+    size_t bad_dir, back;
+    cap_check_order(&f, us, &bad_dir, &back);
     CHECKF(bad_dir == 0 && back == 0, "%s: %zu wrong directions, %zu stamps backwards", label,
            bad_dir, back);
     size_t n = f.n_pkts;
