@@ -375,3 +375,51 @@ void cap_xfer_rx_sha(cap_xfer *x, char out[65])
     tw__sha256_final(&h, d);
     tw__sha256_hex(d, out);
 }
+
+/* ---- frames ------------------------------------------------------------ */
+
+static void put_be16(uint8_t *p, uint16_t v)
+{
+    p[0] = (uint8_t)(v >> 8);
+    p[1] = (uint8_t)v;
+}
+
+/* Ethernet + IPv4 + TCP (or UDP with proto 17) from src:sp to dst:dp,
+ * payload bytes of value fill; returns the frame length. */
+uint32_t cap_build_ip(uint8_t *f, uint8_t proto, uint32_t src, uint16_t sp, uint32_t dst,
+                         uint16_t dp, uint32_t payload, uint8_t fill)
+{
+    static const uint8_t macs[12] = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1};
+    memcpy(f, macs, 12);
+    f[12] = 8;
+    f[13] = 0;
+    uint8_t *ip = f + 14;
+    uint32_t l4len = proto == 6 ? 20 : 8;
+    memset(ip, 0, 20);
+    ip[0] = 0x45;
+    put_be16(ip + 2, (uint16_t)(20 + l4len + payload));
+    ip[8] = 64;
+    ip[9] = proto;
+    for (int i = 0; i < 4; i++) {
+        ip[12 + i] = (uint8_t)(src >> (24 - 8 * i));
+        ip[16 + i] = (uint8_t)(dst >> (24 - 8 * i));
+    }
+    uint8_t *l4 = ip + 20;
+    memset(l4, 0, l4len);
+    put_be16(l4, sp);
+    put_be16(l4 + 2, dp);
+    if (proto == 6)
+        l4[12] = 0x50;
+    memset(l4 + l4len, fill, payload);
+    return 14 + 20 + l4len + payload;
+}
+
+uint32_t cap_build_arp(uint8_t *f)
+{
+    memset(f, 0, 42);
+    memset(f, 0xff, 6);
+    f[6] = 2;
+    f[12] = 8;
+    f[13] = 6;
+    return 42;
+}

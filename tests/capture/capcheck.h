@@ -83,6 +83,14 @@ int cap_follow(const char *file, unsigned stream, cap_flow out[2]);
  * (tools/common/sha256.h). */
 void cap_stream_sha(uint64_t seed, uint64_t n, char out[65]);
 
+/* Test frames: Ethernet + IPv4 + TCP (proto 6: 20-byte header, data
+ * offset 5) or UDP (17) from src:sp to dst:dp (host order) with payload
+ * bytes of value fill, checksums left 0; an ARP request (42 bytes).
+ * Return the frame length (f needs 54 + payload bytes). */
+uint32_t cap_build_ip(uint8_t *f, uint8_t proto, uint32_t src, uint16_t sp, uint32_t dst,
+                      uint16_t dp, uint32_t payload, uint8_t fill);
+uint32_t cap_build_arp(uint8_t *f);
+
 /* One end of a bulk transfer over the stack: sends `total` bytes of the
  * deterministic stream tx_seed, hashes what it receives, closes its side
  * once everything is sent. */

@@ -22,6 +22,7 @@
  *   reactor      the writer as a reactor poll on a core of its own
  * tshark, when installed, reads every file written here too. */
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -64,52 +65,6 @@ static void cfg_caller(tw_capture_config *c, const char *name)
 }
 
 /* ---- frames ------------------------------------------------------------- */
-
-static void put_be16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-
-/* Ethernet + IPv4 + TCP (or UDP with proto 17) from src:sp to dst:dp,
- * payload bytes of value fill; returns the frame length. */
-static uint32_t build_ip(uint8_t *f, uint8_t proto, uint32_t src, uint16_t sp, uint32_t dst,
-                         uint16_t dp, uint32_t payload, uint8_t fill)
-{
-    static const uint8_t macs[12] = {2, 0, 0, 0, 0, 2, 2, 0, 0, 0, 0, 1};
-    memcpy(f, macs, 12);
-    f[12] = 8;
-    f[13] = 0;
-    uint8_t *ip = f + 14;
-    uint32_t l4len = proto == 6 ? 20 : 8;
-    memset(ip, 0, 20);
-    ip[0] = 0x45;
-    put_be16(ip + 2, (uint16_t)(20 + l4len + payload));
-    ip[8] = 64;
-    ip[9] = proto;
-    for (int i = 0; i < 4; i++) {
-        ip[12 + i] = (uint8_t)(src >> (24 - 8 * i));
-        ip[16 + i] = (uint8_t)(dst >> (24 - 8 * i));
-    }
-    uint8_t *l4 = ip + 20;
-    memset(l4, 0, l4len);
-    put_be16(l4, sp);
-    put_be16(l4 + 2, dp);
-    if (proto == 6)
-        l4[12] = 0x50;
-    memset(l4 + l4len, fill, payload);
-    return 14 + 20 + l4len + payload;
-}
-
-static uint32_t build_arp(uint8_t *f)
-{
-    memset(f, 0, 42);
-    memset(f, 0xff, 6);
-    f[6] = 2;
-    f[12] = 8;
-    f[13] = 6;
-    return 42;
-}
 
 /* ---- golden ------------------------------------------------------------- */
 
@@ -223,24 +178,24 @@ static void t_filter(void)
     static uint8_t fr[NFRAMES][128];
     uint32_t len[NFRAMES];
     const uint32_t A = 0x0a000001, B = 0x0a000002, C = 0x0a000003;
-    len[TCP80] = build_ip(fr[TCP80], 6, A, 1234, B, 80, 10, 0xaa);
-    len[TCP80_REV] = build_ip(fr[TCP80_REV], 6, B, 80, A, 1234, 10, 0xaa);
-    len[TCP81] = build_ip(fr[TCP81], 6, A, 1234, B, 81, 10, 0xaa);
-    len[UDP80] = build_ip(fr[UDP80], 17, A, 1234, B, 80, 10, 0xaa);
-    len[ARP] = build_arp(fr[ARP]);
-    len[FRAG] = build_ip(fr[FRAG], 6, A, 1234, B, 80, 10, 0xaa);
+    len[TCP80] = cap_build_ip(fr[TCP80], 6, A, 1234, B, 80, 10, 0xaa);
+    len[TCP80_REV] = cap_build_ip(fr[TCP80_REV], 6, B, 80, A, 1234, 10, 0xaa);
+    len[TCP81] = cap_build_ip(fr[TCP81], 6, A, 1234, B, 81, 10, 0xaa);
+    len[UDP80] = cap_build_ip(fr[UDP80], 17, A, 1234, B, 80, 10, 0xaa);
+    len[ARP] = cap_build_arp(fr[ARP]);
+    len[FRAG] = cap_build_ip(fr[FRAG], 6, A, 1234, B, 80, 10, 0xaa);
     fr[FRAG][14 + 7] = 0x10; /* fragment offset 16: no TCP header here */
     len[RUNT] = 10;
     memset(fr[RUNT], 0, 10);
     len[TRUNC_IP] = 30; /* IPv4 ethertype, header cut short */
-    build_ip(fr[TRUNC_IP], 6, A, 1234, B, 80, 0, 0);
-    len[TCP_SHORT] = build_ip(fr[TCP_SHORT], 6, A, 1234, B, 80, 0, 0);
+    cap_build_ip(fr[TRUNC_IP], 6, A, 1234, B, 80, 0, 0);
+    len[TCP_SHORT] = cap_build_ip(fr[TCP_SHORT], 6, A, 1234, B, 80, 0, 0);
     fr[TCP_SHORT][14] = 0x4f; /* IHL 15: the ports would be past the end */
     len[IP6] = 60;
     memset(fr[IP6], 0, 60);
     fr[IP6][12] = 0x86;
     fr[IP6][13] = 0xdd;
-    len[OTHER_IP] = build_ip(fr[OTHER_IP], 6, C, 1234, C, 80, 10, 0xaa);
+    len[OTHER_IP] = cap_build_ip(fr[OTHER_IP], 6, C, 1234, C, 80, 10, 0xaa);
     struct {
         const char *spec;
         unsigned dir;
@@ -298,7 +253,7 @@ static void t_ring_full(void)
     REQUIRE(tw_capture_open(&cap, &c, &err) == 0);
     int id = tw_capture_add_iface(cap, "r", &err);
     uint8_t f[100];
-    uint32_t n = build_ip(f, 6, 1, 2, 3, 4, 40, 0);
+    uint32_t n = cap_build_ip(f, 6, 1, 2, 3, 4, 40, 0);
     int ok = 0, full = 0;
     for (int i = 0; i < 20; i++) {
         int r = tw_capture_put(cap, (unsigned)id, TW_CAPTURE_TX, (uint64_t)i, f, n);
@@ -345,7 +300,7 @@ static void fp_frame(fake_port *fp, tw_pkt *p, unsigned slot)
 {
     uint32_t s = fp->seq++;
     p->data = fp->mem[slot];
-    p->len = build_ip(p->data, 6, 0x0a000001, 1000, 0x0a000002, (uint16_t)(80 + (s & 1)),
+    p->len = cap_build_ip(p->data, 6, 0x0a000001, 1000, 0x0a000002, (uint16_t)(80 + (s & 1)),
                       4 + (uint32_t)(fp_rnd(fp) % 150), 0);
     memcpy(p->data + 54, &s, 4);
     p->room = sizeof(fp->mem[slot]);
@@ -499,7 +454,7 @@ static void t_rotation(void)
         int id = tw_capture_add_iface(cap, "rot", &err);
         uint8_t f[200];
         for (uint32_t i = 0; i < 200; i++) {
-            uint32_t n = build_ip(f, 6, 1, 2, 3, 4, 46, 0); /* 100 bytes: EPB 144 */
+            uint32_t n = cap_build_ip(f, 6, 1, 2, 3, 4, 46, 0); /* 100 bytes: EPB 144 */
             memcpy(f + 54, &i, 4);
             CHECK_EQ(tw_capture_put(cap, (unsigned)id, TW_CAPTURE_RX, i, f, n), 1);
             tw_capture_drain(cap, 64);
@@ -563,7 +518,7 @@ static void t_rotation(void)
     REQUIRE(tw_capture_open(&cap, &c, &err) == 0);
     tw_capture_add_iface(cap, "t", &err);
     uint8_t f[64];
-    uint32_t n = build_arp(f);
+    uint32_t n = cap_build_arp(f);
     for (int i = 0; i < 5; i++)
         tw_capture_put(cap, 0, TW_CAPTURE_TX, 1, f, n);
     tw_capture_stats st;
@@ -703,7 +658,7 @@ static void t_errors(void)
             _exit(10);
         tw_capture_add_iface(cap, "fsize", &err);
         uint8_t f[300];
-        uint32_t n = build_ip(f, 6, 1, 2, 3, 4, 200, 1);
+        uint32_t n = cap_build_ip(f, 6, 1, 2, 3, 4, 200, 1);
         for (int i = 0; i < 2000; i++) {
             tw_capture_put(cap, 0, TW_CAPTURE_RX, (uint64_t)i, f, n);
             tw_capture_drain(cap, 1000);
@@ -745,7 +700,7 @@ static void t_thread(void)
     REQUIRE(tw_capture_open(&cap, &c, &err) == 0);
     tw_capture_add_iface(cap, "t", &err);
     uint8_t f[128];
-    uint32_t n = build_ip(f, 6, 1, 2, 3, 4, 40, 0);
+    uint32_t n = cap_build_ip(f, 6, 1, 2, 3, 4, 40, 0);
     const uint32_t N = 200000;
     uint64_t ok = 0, full = 0;
     for (uint32_t i = 0; i < N; i++) {
@@ -819,7 +774,7 @@ static void t_reactor(void)
     memset(&ps, 0, sizeof(ps));
     ps.cap = cap;
     ps.n = 20000;
-    ps.len = build_ip(ps.f, 6, 1, 2, 3, 4, 40, 0);
+    ps.len = cap_build_ip(ps.f, 6, 1, 2, 3, 4, 40, 0);
     static tw_reactor r;
     tw_reactor_opts ro = {.mode = TW_REACTOR_YIELD};
     tw_reactor_init(&r, &ro);
