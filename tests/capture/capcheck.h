@@ -91,6 +91,19 @@ uint32_t cap_build_ip(uint8_t *f, uint8_t proto, uint32_t src, uint16_t sp, uint
                       uint16_t dp, uint32_t payload, uint8_t fill);
 uint32_t cap_build_arp(uint8_t *f);
 
+/* A scripted port backend for the hook's tests: rx_burst hands out
+ * mem[0 .. rx_n) (len[] bytes each), tx_burst takes the first tx_take
+ * frames offered (and counts them off tx_take), overwriting what it took
+ * when scribble is set (the capture must have copied it before). */
+typedef struct cap_port {
+    tw_port base;
+    uint8_t mem[64][2048];
+    uint32_t len[64];
+    unsigned rx_n, tx_take;
+    int scribble;
+} cap_port;
+void cap_port_init(cap_port *p);
+
 /* One end of a bulk transfer over the stack: sends `total` bytes of the
  * deterministic stream tx_seed, hashes what it receives, closes its side
  * once everything is sent. */

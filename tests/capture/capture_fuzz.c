@@ -72,44 +72,6 @@ static uint32_t random_frame(uint8_t *f)
     return len;
 }
 
-/* The scripted port: rx hands out prepared frames, tx takes a prefix. */
-typedef struct fz_port {
-    tw_port base;
-    uint8_t mem[64][2048];
-    uint32_t len[64];
-    unsigned rx_n, tx_take;
-} fz_port;
-
-static unsigned fz_rx(tw_port *p, tw_pkt *pkts, unsigned n)
-{
-    fz_port *z = (fz_port *)p;
-    unsigned k = z->rx_n < n ? z->rx_n : n;
-    for (unsigned i = 0; i < k; i++) {
-        pkts[i].data = z->mem[i];
-        pkts[i].len = z->len[i];
-        pkts[i].room = 2048;
-    }
-    return k;
-}
-static unsigned fz_tx(tw_port *p, tw_pkt *pkts, unsigned n)
-{
-    fz_port *z = (fz_port *)p;
-    unsigned k = z->tx_take < n ? z->tx_take : n;
-    z->tx_take -= k;
-    (void)pkts;
-    return k;
-}
-static unsigned fz_alloc(tw_port *p, tw_pkt *pkts, unsigned n)
-{
-    (void)p, (void)pkts, (void)n;
-    return 0;
-}
-static void fz_free(tw_port *p, tw_pkt *pkts, unsigned n) { (void)p, (void)pkts, (void)n; }
-static void fz_close(tw_port *p) { (void)p; }
-static const tw_port_ops fz_ops = {.name = "fuzz", .rx_burst = fz_rx, .tx_burst = fz_tx,
-                                   .alloc_burst = fz_alloc, .free_burst = fz_free,
-                                   .close = fz_close};
-
 /* Frames that must be in the files, in order (a copy of their first
  * snap bytes and their length). */
 typedef struct want_frame {
@@ -140,9 +102,8 @@ static void one_seed(uint64_t seed)
     case 3: c.filter.tcp_port = 81; c.filter.flags = TW_CAPTURE_F_NON_IP; break;
     default: break;
     }
-    static fz_port z;
-    memset(&z, 0, sizeof(z));
-    z.base.ops = &fz_ops;
+    static cap_port z;
+    cap_port_init(&z);
     tw_capture *cap;
     tw_error err;
     REQUIRE(tw_port_capture_open(&z.base, &c, "fuzz0", &cap, &err) == 0);

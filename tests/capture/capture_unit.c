@@ -278,66 +278,30 @@ static void t_ring_full(void)
 
 /* ---- the port hook under a scripted backend ------------------------------ */
 
-typedef struct fake_port {
-    tw_port base;
-    uint8_t mem[64][256];
-    unsigned rx_n;   /* frames the next rx_burst returns */
-    unsigned tx_take; /* frames the next tx_burst takes */
-    uint32_t seq;    /* sequence number written into each frame */
-    uint64_t rng;
-} fake_port;
+static uint64_t hook_rng;
+static uint32_t hook_seq; /* sequence number written into each frame */
 
-static uint64_t fp_rnd(fake_port *fp)
+static uint64_t fp_rnd(void)
 {
-    uint64_t z = (fp->rng += 0x9e3779b97f4a7c15ull);
+    uint64_t z = (hook_rng += 0x9e3779b97f4a7c15ull);
     z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
 
-/* A frame to port 80 or 81 (odd seq), carrying seq in its payload. */
-static void fp_frame(fake_port *fp, tw_pkt *p, unsigned slot)
+/* Frame `slot` of the port: to TCP port 80 or 81 (odd seq), carrying the
+ * next sequence number in its payload. */
+static void fp_frame(cap_port *fp, unsigned slot, tw_pkt *p)
 {
-    uint32_t s = fp->seq++;
-    p->data = fp->mem[slot];
-    p->len = cap_build_ip(p->data, 6, 0x0a000001, 1000, 0x0a000002, (uint16_t)(80 + (s & 1)),
-                      4 + (uint32_t)(fp_rnd(fp) % 150), 0);
-    memcpy(p->data + 54, &s, 4);
-    p->room = sizeof(fp->mem[slot]);
-    p->cookie = NULL;
+    uint32_t s = hook_seq++;
+    fp->len[slot] = cap_build_ip(fp->mem[slot], 6, 0x0a000001, 1000, 0x0a000002,
+                                 (uint16_t)(80 + (s & 1)), 4 + (uint32_t)(fp_rnd() % 150), 0);
+    memcpy(fp->mem[slot] + 54, &s, 4);
+    if (p) {
+        p->data = fp->mem[slot];
+        p->len = fp->len[slot];
+    }
 }
-
-static unsigned fp_rx(tw_port *p, tw_pkt *pkts, unsigned n)
-{
-    fake_port *fp = (fake_port *)p;
-    unsigned k = fp->rx_n < n ? fp->rx_n : n;
-    for (unsigned i = 0; i < k; i++)
-        fp_frame(fp, &pkts[i], i);
-    return k;
-}
-
-static unsigned fp_tx(tw_port *p, tw_pkt *pkts, unsigned n)
-{
-    fake_port *fp = (fake_port *)p;
-    unsigned k = fp->tx_take < n ? fp->tx_take : n;
-    /* What a backend may do to a frame it took: the capture must have
-     * copied it before. */
-    for (unsigned i = 0; i < k; i++)
-        memset(pkts[i].data, 0xee, pkts[i].len);
-    fp->tx_take -= k;
-    return k;
-}
-
-static unsigned fp_alloc(tw_port *p, tw_pkt *pkts, unsigned n)
-{
-    (void)p, (void)pkts, (void)n;
-    return 0;
-}
-static void fp_free(tw_port *p, tw_pkt *pkts, unsigned n) { (void)p, (void)pkts, (void)n; }
-static void fp_close(tw_port *p) { (void)p; }
-static const tw_port_ops fp_ops = {.name = "fake", .rx_burst = fp_rx, .tx_burst = fp_tx,
-                                   .alloc_burst = fp_alloc, .free_burst = fp_free,
-                                   .close = fp_close};
 
 static void t_port_hook(void)
 {
@@ -350,13 +314,14 @@ static void t_port_hook(void)
         c.ring_slots = variant == 2 ? 16 : 64;
         if (variant)
             c.filter.tcp_port = 80;
-        static fake_port fp;
-        memset(&fp, 0, sizeof(fp));
-        fp.base.ops = &fp_ops;
-        fp.rng = 77 + (uint64_t)variant;
+        static cap_port fp;
+        cap_port_init(&fp);
+        fp.scribble = 1;
+        hook_rng = 77 + (uint64_t)variant;
+        hook_seq = 0;
         tw_capture *cap;
         tw_error err;
-        REQUIRE(tw_port_capture_open(&fp.base, &c, "fake0", &cap, &err) == 0);
+        REQUIRE(tw_port_capture_open(&fp.base, &c, "script0", &cap, &err) == 0);
         CHECK(fp.base.capture == cap && fp.base.capture_if == 0);
         CHECK_EQ(tw_port_capture_attach(&fp.base, cap, NULL, &err), -EBUSY);
         /* The model: which sequence numbers must be in the file, in order. */
@@ -366,11 +331,13 @@ static void t_port_hook(void)
         uint64_t offered = 0, filtered = 0;
         for (int round = 0; round < 3000; round++) {
             tw_pkt pk[64];
-            unsigned n = 1 + (unsigned)(fp_rnd(&fp) % 64);
+            unsigned n = 1 + (unsigned)(fp_rnd() % 64);
             uint32_t free_slots = c.ring_slots - tw_ring_count(cap->ring);
-            if (fp_rnd(&fp) & 1) {
+            if (fp_rnd() & 1) {
+                uint32_t s0 = hook_seq;
+                for (unsigned i = 0; i < n; i++)
+                    fp_frame(&fp, i, NULL);
                 fp.rx_n = n;
-                uint32_t s0 = fp.seq;
                 unsigned got = tw_port_rx_burst(&fp.base, pk, 64);
                 CHECK_EQ(got, n);
                 for (uint32_t s = s0; s < s0 + got; s++) {
@@ -386,11 +353,11 @@ static void t_port_hook(void)
                     }
                 }
             } else {
+                uint32_t s0 = hook_seq;
                 for (unsigned i = 0; i < n; i++)
-                    fp_frame(&fp, &pk[i], i);
-                uint32_t s0 = fp.seq - n;
-                fp.tx_take = (unsigned)(fp_rnd(&fp) % (n + 1));
-                if (fp_rnd(&fp) % 4 == 0)
+                    fp_frame(&fp, i, &pk[i]);
+                fp.tx_take = (unsigned)(fp_rnd() % (n + 1));
+                if (fp_rnd() % 4 == 0)
                     fp.tx_take = n;
                 unsigned take = fp.tx_take;
                 unsigned got = tw_port_tx_burst(&fp.base, pk, n);
@@ -408,8 +375,8 @@ static void t_port_hook(void)
                     }
                 }
             }
-            if (fp_rnd(&fp) % (variant == 2 ? 8 : 2) == 0)
-                tw_capture_drain(cap, (unsigned)(fp_rnd(&fp) % 40));
+            if (fp_rnd() % (variant == 2 ? 8 : 2) == 0)
+                tw_capture_drain(cap, (unsigned)(fp_rnd() % 40));
             TW_VERIFY(nwant + 64 < TW_ARRAY_SIZE(want));
         }
         tw_port_capture_detach(&fp.base);
