@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
+#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -26,7 +27,8 @@ typedef struct iface_info {
 struct tw__capture_writer {
     tw_capture_config cfg;
     const tw_tsc_clock *clock;
-    void *ring_mem;
+    void *ring_mem;     /* mmap'd, ring_bytes */
+    size_t ring_bytes;
     /* The current file. */
     int fd;             /* -1 once a write or an open failed: output stops */
     uint64_t file_no;   /* number of the current file (0 = cfg.path) */
@@ -184,10 +186,14 @@ int tw_capture_config_parse(tw_capture_config *cfg, const char *spec, tw_error *
             if (parse_u64(v, vl, &x, 0) || x >= CPU_SETSIZE)
                 return BAD("want a CPU number");
             cfg->writer_cpu = (int)x;
+        } else if (KEY("idle")) {
+            if (parse_u64(v, vl, &x, 0) || x < 1 || x > 1000000)
+                return BAD("want the writer's idle sleep in us, 1..1000000");
+            cfg->writer_idle_ns = (int64_t)x * 1000;
         } else {
             return tw__err(err, -EINVAL,
                            "capture: unknown option '%.*s' (snap, slots, size, files, dir, ip, "
-                           "port, nonip, cpu)", (int)kl, p);
+                           "port, nonip, cpu, idle)", (int)kl, p);
         }
 #undef KEY
 #undef BAD
@@ -479,12 +485,31 @@ static void *writer_main(void *arg)
 
 /* ---- open / close ------------------------------------------------------ */
 
+/* The ring's memory, every page touched now: the producer must never take
+ * a page fault on the hot path (a fault per new page of a fresh ring cost
+ * the first 4096 frames ~2 us each).  Transparent huge pages where the
+ * kernel gives them, so that a ring of megabytes takes a few TLB entries
+ * instead of one per slot.  The writer's buffer likewise.  NULL when the
+ * memory is not there. */
+static void *alloc_ring(size_t bytes)
+{
+    void *m = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return NULL;
+#ifdef MADV_HUGEPAGE
+    (void)madvise(m, bytes, MADV_HUGEPAGE); /* a hint: fine if refused */
+#endif
+    memset(m, 0, bytes);
+    return m;
+}
+
 static void free_capture(tw_capture *c)
 {
     if (!c)
         return;
     if (c->w) {
-        free(c->w->ring_mem);
+        if (c->w->ring_mem)
+            munmap(c->w->ring_mem, c->w->ring_bytes);
         free(c->w->buf);
         free(c->w);
     }
@@ -513,7 +538,10 @@ int tw_capture_open(tw_capture **out, const tw_capture_config *cfg, tw_error *er
     if (cfg->writer_idle_ns < 0 || cfg->writer_idle_ns > 1000000000)
         return tw__err(err, -EINVAL, "capture: writer_idle_ns %lld outside [0, 1 s]",
                        (long long)cfg->writer_idle_ns);
-    uint32_t slot = (TW_CAPTURE_REC_BYTES + cfg->snap_len + 7u) & ~7u;
+    /* Whole cache lines per slot: a slot starts a line, so a small frame
+     * and its record take as few lines as they can (the ring's slots start
+     * at a multiple of 64 too). */
+    uint32_t slot = (TW_CAPTURE_REC_BYTES + cfg->snap_len + 63u) & ~63u;
     size_t rbytes = tw_ring_memsize(cfg->ring_slots, slot);
     if (!rbytes)
         return tw__err(err, -EINVAL, "capture: a ring of %u slots of %u bytes is too large",
@@ -537,8 +565,10 @@ int tw_capture_open(tw_capture **out, const tw_capture_config *cfg, tw_error *er
     if (w->buf_cap < 2u * TW__PCAPNG_EPB_BYTES(cfg->snap_len))
         w->buf_cap = 2u * TW__PCAPNG_EPB_BYTES(cfg->snap_len);
     w->buf = malloc(w->buf_cap);
-    w->ring_mem = aligned_alloc(TW_CACHE_LINE, (rbytes + TW_CACHE_LINE - 1) &
-                                                   ~(size_t)(TW_CACHE_LINE - 1));
+    if (w->buf)
+        memset(w->buf, 0, w->buf_cap); /* touched now, not on the first drain */
+    w->ring_bytes = rbytes;
+    w->ring_mem = alloc_ring(rbytes);
     if (!w->buf || !w->ring_mem) {
         free_capture(c);
         return tw__err(err, -ENOMEM, "capture: cannot allocate the ring (%zu bytes) and buffer",
