@@ -205,7 +205,8 @@ tw_reactor_mode tw_reactor_auto_mode(int loops);
 /* Locks memory (if asked), then starts one thread per core; each pins
  * itself, sets SCHED_FIFO if asked, and reports.  Returns 0 once every
  * loop runs, or the first failure (every thread already stopped and
- * joined) with err naming the core, what failed and why. */
+ * joined, no loop ran a turn) with err naming the core, what failed and
+ * why.  A reactor runs once: after a failure or a stop, init it again. */
 int tw_reactor_start(tw_reactor *r, tw_error *err);
 
 /* Sets the quit flag: every loop returns at its next turn.  Async-signal-
