@@ -57,6 +57,7 @@ typedef struct bench {
     int cpu[2];
     uint64_t items, rounds;
     int runs;
+    int yield; /* --yield: give the CPU away while waiting (smoke test) */
     tw_tsc_clock clock;
     double v[NIMPL][2][NMETRIC][MAX_RUNS];
     /* Per measurement: the smaller of the two threads' CPU time over its
@@ -120,7 +121,7 @@ static int measure(bench *b, const rb_impl *im, int si, int pingpong, uint32_t b
         return -1;
     }
     rb_cfg cfg = {.item_size = size, .burst = burst, .items = b->items, .rounds = b->rounds,
-                  .shared_cpu = b->cpu[0] == b->cpu[1]};
+                  .yield = b->yield || b->cpu[0] == b->cpu[1]};
     volatile uint32_t go = 0;
     uint32_t ready = 0;
     thread_arg ta[2];
@@ -276,13 +277,14 @@ static void siblings(int cpu, char *out, size_t cap)
 
 static const char usage[] =
     "usage: tickwire bench ring [--runs R] [--items N] [--rounds N] [--cpus A,B] [--quick]\n"
-    "                           [--no-dpdk]\n"
+    "                           [--no-dpdk] [--yield]\n"
     "  our SPSC ring against DPDK rte_ring (SP/SC; pointers + mempool, and by value) and\n"
     "  ck_ring SPSC: two threads on CPUs A and B (default: the first two we may use),\n"
     "  16- and 64-byte items, one at a time and bursts of 32 (ns/item over N items,\n"
     "  default 2000000), ping-pong of one item (p50/p99/p99.9 over N rounds, default\n"
     "  200000); medians of R runs (default 5).  --quick: 1 run, 100000 items, 20000\n"
-    "  rounds.  --no-dpdk: leave rte_ring out (no EAL).\n";
+    "  rounds.  --no-dpdk: leave rte_ring out (no EAL).  --yield: sched_yield while\n"
+    "  waiting (for tests on shared CPUs; the figures are then not busy-polled).\n";
 
 int tw__cli_bench_ring(int argc, char **argv)
 {
@@ -301,6 +303,10 @@ int tw__cli_bench_ring(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--no-dpdk")) {
             no_dpdk = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--yield")) {
+            b.yield = 1;
             continue;
         }
         const char *opt, *val;
@@ -410,9 +416,11 @@ int tw__cli_bench_ring(int argc, char **argv)
                                            : TW_ISA_SSE2;
     printf("tickwire bench ring: producer on CPU %d, consumer on CPU %d (SMT siblings: %s / %s); "
            "rings of %u slots; medians of %d run%s; %llu items per throughput run, %llu round "
-           "trips per ping-pong run (first tenth not counted); busy-polling with pause\n",
+           "trips per ping-pong run (first tenth not counted); %s\n",
            b.cpu[0], b.cpu[1], sib0, sib1, RB_SLOTS, b.runs, b.runs > 1 ? "s" : "",
-           (unsigned long long)b.items, (unsigned long long)b.rounds);
+           (unsigned long long)b.items, (unsigned long long)b.rounds,
+           b.yield ? "waiting with pause and sched_yield (--yield: NOT busy-polled figures)"
+                   : "busy-polling with pause");
     printf("CPU: %s; ISA: %s; %d online CPUs, load average ", model, tw_isa_name(isa),
            (int)sysconf(_SC_NPROCESSORS_ONLN));
     double load[3];

@@ -67,7 +67,7 @@ typedef struct rb_cfg {
     uint32_t burst;     /* items per call: 1 or RB_MAX_BURST */
     uint64_t items;     /* throughput runs */
     uint64_t rounds;    /* ping-pong runs */
-    int shared_cpu;     /* both threads on one CPU: yield while waiting */
+    int yield;          /* yield while waiting (one CPU for both, or --yield) */
 } rb_cfg;
 
 /* One thread's side of a run. */
@@ -101,7 +101,7 @@ static inline void rb_relax(const rb_cfg *cfg, unsigned *spins)
 #if defined(__x86_64__) || defined(__i386__)
     __builtin_ia32_pause();
 #endif
-    if (cfg->shared_cpu && ++*spins % 256 == 0)
+    if (cfg->yield && ++*spins % 256 == 0)
         sched_yield();
 }
 

@@ -9,8 +9,8 @@
  *  - "rte_ring elem": the same ring type carrying the items by value
  *    (rte_ring_create_elem, DPDK >= 20.02), nearest to what our ring does.
  *
- * The EAL runs with --no-huge --no-pci -m 256 --no-shconf and a file
- * prefix of its own; it pins the calling thread, which we undo. */
+ * The EAL runs with --no-huge --no-pci -m 256 --no-shconf --no-telemetry
+ * and a file prefix of its own; it pins the calling thread, which we undo. */
 #include <errno.h>
 #include <sched.h>
 #include <stdio.h>
@@ -38,7 +38,9 @@ int tw__rb_dpdk_init(int main_cpu, char *why, size_t cap)
     snprintf(lcores, sizeof(lcores), "-l%d", main_cpu);
     char *argv[] = {(char *)"tickwire", lcores, (char *)"--no-huge", (char *)"--no-pci",
                     (char *)"-m", (char *)"256", (char *)"--no-shconf", prefix,
-                    (char *)"--log-level=error", NULL};
+                    /* No telemetry socket: it would be unlinked at exit,
+                     * after we remove the runtime directory. */
+                    (char *)"--no-telemetry", (char *)"--log-level=error", NULL};
     cpu_set_t cpus;
     int have = sched_getaffinity(0, sizeof(cpus), &cpus) == 0;
     int rc = rte_eal_init((int)(sizeof(argv) / sizeof(argv[0])) - 1, argv);

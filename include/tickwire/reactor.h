@@ -114,7 +114,8 @@ typedef struct tw_reactor_core {
     uint64_t next_timer_tsc; /* earliest timer deadline (UINT64_MAX: none) */
     uint32_t idle_spins;
     int cpu;                 /* pinned CPU, or -1 */
-    tw_reactor_mode mode;    /* resolved at start: BUSY or YIELD */
+    tw_reactor_mode mode;    /* BUSY or YIELD once started (AUTO until then,
+                                unless tw_reactor_set_mode chose) */
     int npoll, ntimer, nfd;
     int fifo;                /* this thread runs SCHED_FIFO */
     int begun;               /* timers armed (first turn) */
@@ -192,6 +193,11 @@ int tw_reactor_add_timer(tw_reactor *r, int core, int64_t period_ns, tw_reactor_
  * -ENOSPC, or -EINVAL. */
 int tw_reactor_add_fd(tw_reactor *r, int core, int fd);
 
+/* Sets one core's mode (BUSY or YIELD; AUTO: what the reactor's options
+ * pick), overriding the options for that core.  From the core's own thread
+ * (between turns) or before it starts.  Returns 0 or -EINVAL. */
+int tw_reactor_set_mode(tw_reactor *r, int core, tw_reactor_mode mode);
+
 /* The mode AUTO picks for `loops` busy loops on this process: BUSY when
  * tw_cpus_usable() >= loops, else YIELD. */
 tw_reactor_mode tw_reactor_auto_mode(int loops);
@@ -199,7 +205,8 @@ tw_reactor_mode tw_reactor_auto_mode(int loops);
 /* Locks memory (if asked), then starts one thread per core; each pins
  * itself, sets SCHED_FIFO if asked, and reports.  Returns 0 once every
  * loop runs, or the first failure (every thread already stopped and
- * joined) with err naming the core, what failed and why. */
+ * joined, no loop ran a turn) with err naming the core, what failed and
+ * why.  A reactor runs once: after a failure or a stop, init it again. */
 int tw_reactor_start(tw_reactor *r, tw_error *err);
 
 /* Sets the quit flag: every loop returns at its next turn.  Async-signal-

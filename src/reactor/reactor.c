@@ -260,6 +260,8 @@ void tw_reactor_init(tw_reactor *r, const tw_reactor_opts *opts)
     pthread_cond_init(&r->cv, NULL);
 }
 
+static tw_reactor_mode resolve_mode(const tw_reactor *r);
+
 static tw_reactor_core *core_of(tw_reactor *r, int core)
 {
     return core >= 0 && core < r->ncores ? &r->core[core] : NULL;
@@ -325,6 +327,19 @@ int tw_reactor_add_timer(tw_reactor *r, int core, int64_t period_ns, tw_reactor_
     uint64_t ticks = tw_tsc_ticks(r->clock, (uint64_t)period_ns);
     c->timer[c->ntimer++] = (struct tw_reactor_timer){
         .fn = fn, .arg = arg, .period_tsc = ticks ? ticks : 1, .period_ns = period_ns};
+    return 0;
+}
+
+int tw_reactor_set_mode(tw_reactor *r, int core, tw_reactor_mode mode)
+{
+    tw_reactor_core *c = core_of(r, core);
+    if (!c || (mode != TW_REACTOR_AUTO && mode != TW_REACTOR_BUSY && mode != TW_REACTOR_YIELD))
+        return -EINVAL;
+    tw_reactor_mode m = mode == TW_REACTOR_AUTO ? resolve_mode(r) : mode;
+    if (c->mode != m) {
+        c->mode = m;
+        c->idle_spins = 0;
+    }
     return 0;
 }
 
@@ -473,7 +488,8 @@ unsigned tw_reactor_turn(tw_reactor *r, int core)
     TW_VERIFY(c != NULL);
     uint8_t burst[TW_REACTOR_BURST_BYTES] TW_CACHE_ALIGNED;
     if (!c->begun) {
-        c->mode = resolve_mode(r);
+        if (c->mode == TW_REACTOR_AUTO)
+            c->mode = resolve_mode(r);
         arm_timers(c);
     }
     return turn(r, c, burst);
@@ -483,7 +499,8 @@ unsigned tw_reactor_turn(tw_reactor *r, int core)
 static int setup_thread(tw_reactor *r, int index, tw_reactor_core *c, tw_error *err)
 {
     tw_error e = {0};
-    c->mode = resolve_mode(r);
+    if (c->mode == TW_REACTOR_AUTO)
+        c->mode = resolve_mode(r);
     if (c->cpu >= 0 && tw_reactor_pin_self(c->cpu, &e) != 0)
         return tw__err(err, e.code, "reactor core %d: %s", index, e.msg);
     if (r->opts.sched_fifo_prio > 0) {

@@ -214,6 +214,8 @@ static void t_bulk(void)
     memcpy(cfg.mac, mac, 6);
     tw_net *st;
     REQUIRE(tw_net_open(&st, port, &cfg, &err) == 0);
+    static tw__netdrv drv;
+    REQUIRE(tw__netdrv_init(&drv, st, port) == 0);
     tw_capture_config cc;
     tw_capture_config_init(&cc, ours);
     cc.snap_len = 1518;
@@ -234,14 +236,13 @@ static void t_bulk(void)
     REQUIRE(kp > 0 && read_line(fds[0], line, sizeof(line)) > 0 && !strcmp(line, "ready"));
     static tw_tcp_conn c;
     memset(&c, 0, sizeof(c));
-    REQUIRE(tw_tcp_connect(st, &c, TW_NETENV_PEER_IP_BE, BULK_PORT, 0,
-                           (uint64_t)tw_clock_now_ns()) == 0);
+    REQUIRE(tw_tcp_connect(st, &c, TW_NETENV_PEER_IP_BE, BULK_PORT, 0, tw__netdrv_now_ns()) == 0);
     cap_xfer x;
     cap_xfer_init(&x, &c, SEED_STACK, BULK_BYTES);
-    uint64_t dl = (uint64_t)tw_clock_now_ns() + 120000000000ull;
-    while (tw_tcp_get_state(&c) != TW_TCP_CLOSED && (uint64_t)tw_clock_now_ns() < dl) {
-        tw__netdrv_turn(st, port, 1, 1000000);
-        cap_xfer_pump(&x, (uint64_t)tw_clock_now_ns());
+    uint64_t dl = tw__netdrv_now_ns() + 120000000000ull;
+    while (tw_tcp_get_state(&c) != TW_TCP_CLOSED && tw__netdrv_now_ns() < dl) {
+        tw__netdrv_turn(&drv, 1, 1000000);
+        cap_xfer_pump(&x, tw__netdrv_now_ns());
         if (tw_tcp_get_state(&c) == TW_TCP_TIME_WAIT && x.peer_fin)
             break;
     }
@@ -249,7 +250,7 @@ static void t_bulk(void)
            kind, (unsigned long long)x.sent, (unsigned long long)x.rcvd);
     /* Let TIME_WAIT's last ACKs go, then stop capturing. */
     for (int i = 0; i < 50; i++)
-        tw__netdrv_turn(st, port, 1, 1000000);
+        tw__netdrv_turn(&drv, 1, 1000000);
     int ok_line = read_line(fds[0], line, sizeof(line)) > 0;
     close(fds[0]);
     CHECK(tw__netenv_wait(kp, 30.0) == 0);
@@ -257,7 +258,7 @@ static void t_bulk(void)
     tw_capture_stats cs;
     CHECK(tw_capture_close(cap, &cs) == 0);
     if (tw_tcp_get_state(&c) != TW_TCP_CLOSED)
-        tw_tcp_abort(&c, (uint64_t)tw_clock_now_ns());
+        tw_tcp_abort(&c, tw__netdrv_now_ns());
     tw_tcp_conn_release(&c);
     tw_net_close(st);
     tw_port_close(port);

@@ -740,6 +740,30 @@ static void test_turn(void)
     CHECK_EQ(r.core[0].stats.busy_turns, 500);
     CHECK_EQ(r.core[0].stats.turns, 1000);
     CHECK_EQ(r.core[0].stats.yields, 0);
+    /* Switched to YIELD between turns: the idle half of the turns now
+     * back off, one sched_yield per TW_REACTOR_IDLE_SPINS idle turns in a
+     * row (the busy turns in between reset the count, so none here)... */
+    CHECK_EQ(tw_reactor_set_mode(&r, 0, TW_REACTOR_YIELD), 0);
+    for (int i = 0; i < 1000; i++)
+        (void)tw_reactor_turn(&r, 0);
+    CHECK_EQ(r.core[0].stats.yields, 0);
+    /* ... and with only idle turns, every TW_REACTOR_IDLE_SPINS of them. */
+    tw_reactor q;
+    tw_reactor_init(&q, &o);
+    tw_reactor_add_core(&q, -1);
+    counter c = {.r = &q};
+    tw_reactor_add_poll(&q, 0, count_poll, &c);
+    CHECK_EQ(tw_reactor_set_mode(&q, 0, TW_REACTOR_YIELD), 0);
+    for (int i = 0; i < 10 * TW_REACTOR_IDLE_SPINS; i++)
+        (void)tw_reactor_turn(&q, 0);
+    CHECK_EQ(q.core[0].mode, TW_REACTOR_YIELD);
+    CHECK_EQ(q.core[0].stats.yields, 10);
+    CHECK_EQ(tw_reactor_set_mode(&q, 0, TW_REACTOR_BUSY), 0);
+    for (int i = 0; i < 10 * TW_REACTOR_IDLE_SPINS; i++)
+        (void)tw_reactor_turn(&q, 0);
+    CHECK_EQ(q.core[0].stats.yields, 10);
+    CHECK_EQ(tw_reactor_set_mode(&q, 0, (tw_reactor_mode)7), -EINVAL);
+    CHECK_EQ(tw_reactor_set_mode(&q, 3, TW_REACTOR_BUSY), -EINVAL);
 }
 
 /* CPU lists in the kernel's form, both ways (table-driven). */
