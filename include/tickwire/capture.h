@@ -151,7 +151,8 @@ int tw_capture_config_parse(tw_capture_config *cfg, const char *spec, tw_error *
 
 /* Counters.  Per interface and summed (tw_capture_stats). */
 typedef struct tw_capture_stats {
-    uint64_t kept;      /* frames copied into the ring */
+    uint64_t kept;      /* frames published into the ring (the filter kept
+                           them and a slot was free) */
     uint64_t dropped;   /* frames the filter kept but the ring had no slot for */
     uint64_t filtered;  /* frames the filter rejected */
     uint64_t truncated; /* frames written cut to the snap length */
@@ -212,7 +213,7 @@ int tw_capture_add_iface(tw_capture *c, const char *name, tw_error *err);
 int tw_capture_close(tw_capture *c, tw_capture_stats *st);
 
 /* Writer side, for TW_CAPTURE_WRITER_CALLER: takes up to max records from
- * the ring into the buffer, and writes the buffer out when it is full or
+ * the ring into the buffer, and writes the buffer out when it is half full or
  * the ring was found empty (so a live file lags by at most one drain).
  * Returns records taken (0 = the ring was empty).  One thread at a time;
  * never while the capture's own writer thread runs. */
