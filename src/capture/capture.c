@@ -6,10 +6,11 @@
 #include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
-#include <sys/mman.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include "capture/capture_internal.h"
@@ -603,7 +604,13 @@ int tw_capture_open(tw_capture **out, const tw_capture_config *cfg, tw_error *er
             CPU_SET(cfg->writer_cpu, &s);
             pthread_attr_setaffinity_np(&at, sizeof(s), &s);
         }
+        /* The writer takes no signals: they go to the application's
+         * threads (a SIGINT handler's wake-up must reach the loop). */
+        sigset_t all, old;
+        sigfillset(&all);
+        pthread_sigmask(SIG_SETMASK, &all, &old);
         int rc = pthread_create(&w->thread, &at, writer_main, c);
+        pthread_sigmask(SIG_SETMASK, &old, NULL);
         pthread_attr_destroy(&at);
         if (rc != 0) {
             close(w->fd);
