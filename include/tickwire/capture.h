@@ -171,11 +171,13 @@ typedef struct tw__capture_writer tw__capture_writer;
 /* One interface's producer counters: written by the producer thread only
  * (relaxed stores), read by anyone as a snapshot (relaxed loads). */
 typedef struct tw__capture_ctr {
-    uint64_t kept, dropped, filtered, pad_;
+    uint64_t kept, dropped, filtered;
 } tw__capture_ctr;
 
 /* A capture.  The fields are private; the producer's (read every burst)
- * come first, on cache lines the writer never writes. */
+ * come first, on cache lines the writer never writes: the configuration
+ * and interface 0's counters fill the first line exactly, so a capture of
+ * one port touches one line of it per burst. */
 typedef struct tw_capture {
     tw_ring *ring;
     uint32_t slot_size;
@@ -190,6 +192,8 @@ typedef struct tw_capture {
     /* The writer's side and the configuration (not on the hot path). */
     tw__capture_writer *w TW_CACHE_ALIGNED;
 } tw_capture;
+_Static_assert(offsetof(tw_capture, ctr) + sizeof(tw__capture_ctr) == TW_CACHE_LINE,
+               "the hot configuration and interface 0's counters share the first line");
 
 /* Opens a capture: checks cfg, allocates the ring and the writer's buffer,
  * creates the first file and writes its Section Header Block, and starts
