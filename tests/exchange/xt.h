@@ -27,6 +27,7 @@
 
 #define XT_BUF (8u << 20)
 #define XT_MAX_CLIENTS 4
+#define XT_MAX_BARS 4096
 #define XT_EPOCH 1767225600000000000ll /* 2026-01-01T00:00:00Z */
 
 typedef struct xt_env xt_env;
@@ -55,6 +56,9 @@ typedef struct xt_client {
     void (*on_app)(struct xt_client *cl, const tw_fix_msg *m, int possdup);
     void *user;
     int logon_events, logout_events, logout_on_closed;
+    /* When we first wrote a Heartbeat for bar-<i> (epoch ns, 0: never):
+     * bar i+1's SendingTime may not be earlier. */
+    int64_t hb_bar_ns[XT_MAX_BARS];
 } xt_client;
 
 struct xt_env {
@@ -120,6 +124,12 @@ static inline int xt_env_open(xt_env *e, const tw_xchg_cfg *c)
 static inline int xt_cli_write(void *ctx, const char *b, size_t n)
 {
     xt_client *cl = ctx;
+    const char *t = memmem(b, n, "\x01" "112=bar-", 9);
+    if (memmem(b, n, "\x01" "35=0\x01", 6) && t) {
+        long bar = strtol(t + 9, NULL, 10);
+        if (bar >= 0 && bar < XT_MAX_BARS && !cl->hb_bar_ns[bar])
+            cl->hb_bar_ns[bar] = cl->env->now + XT_EPOCH;
+    }
     if (n > XT_BUF - cl->c2v_len)
         return -ENOBUFS;
     memcpy(cl->c2v + cl->c2v_len, b, n);
@@ -632,9 +642,18 @@ static inline xt_stream xt_check_stream(const xt_client *cl, const tw_xchg_symbo
                 r.errors++;
                 continue;
             }
-            if (lockstep && b > 0)
+            if (lockstep && b > 0) {
                 CHECKF(tr_bar >= b - 1, "%s: bar %ld before TestRequest bar-%ld", cl->name, b,
                        b - 1);
+                /* Sent after our answer to bar-<b-1> left (SendingTime
+                 * has whole microseconds). */
+                int64_t hb = b - 1 < XT_MAX_BARS ? cl->hb_bar_ns[b - 1] : 0, st = 0;
+                const tw_fix_field *f52 = tw_fix_get(&m, 52);
+                CHECKF(hb && f52 && tw_fix_to_epoch_ns(f52->val, f52->len, &st) == 0 &&
+                           st >= hb / 1000 * 1000,
+                       "%s: bar %ld sent at %lld, our Heartbeat for bar-%ld at %lld", cl->name, b,
+                       (long long)st, b - 1, (long long)hb);
+            }
             double want = syms[s].close[b];
             if (isnan(want)) {
                 CHECKF(px == NULL, "%s: %s bar %ld is NaN but has 270", cl->name, syms[s].name,
@@ -723,5 +742,105 @@ static inline void xt_check_reject(const xt_client *cl, const char *id, int reas
            "%s: %s: 150=%s 39=%s 103=%s (want %d) 58=%s", cl->name, id, xt_str(&m, 150),
            xt_str(&m, 39), xt_str(&m, 103), reason, xt_str(&m, 58));
 }
+
+/* ---- what the tests trade on ---------------------------------------------------- */
+
+
+/* AAA: prices whose shortest exact text is awkward (17 digits, tiny,
+ * subnormal, huge, negative, zero) and then a walk.  BBB: shorter, with
+ * NaN gaps at the start, in the middle and last. */
+static double aaa[20], bbb[12];
+static tw_xchg_symbol syms[2] = {{"AAA", aaa, 20}, {"BBB", bbb, 12}};
+
+static inline void make_data(void)
+{
+    const double special[] = {100.0, 100.0000000000001, 0.00001, 1e-300, 5e-324,
+                              1.7976931348623157e308, 0.1, 1.0 / 3.0, -2.5, 0.0};
+    for (int i = 0; i < 10; i++)
+        aaa[i] = special[i];
+    double p = 1.08725;
+    for (int i = 10; i < 20; i++) {
+        p = p * (1.0 + (double)((i * 7919) % 13 - 6) / 1000.0);
+        aaa[i] = p;
+    }
+    const double b[12] = {NAN, NAN, NAN, 50.5, 50.25, 51, 52, NAN, 53.125, 54, 55, NAN};
+    memcpy(bbb, b, sizeof(b));
+}
+
+static const char *const both[2] = {"AAA", "BBB"};
+
+/* ---- a trader rule ------------------------------------------------------------ */
+
+/* Sends orders from inside the session's callback, before the session
+ * reaches the TestRequest behind the bar (live.md: how a FIX engine that
+ * answers TestRequests itself keeps the barrier).  AAA: every third bar,
+ * buy 1 or 2.  BBB: sell 2 at bars 1 (no price yet), 7 (a gap) and 11 (the
+ * last, a gap). */
+static inline void rule(xt_client *cl, const tw_fix_msg *m, int possdup)
+{
+    if (!xt_is(m, "X"))
+        return;
+    (void)possdup;
+    tw_fix_group_iter it;
+    uint32_t first, n;
+    if (tw_fix_group_begin(&it, m, &tw_fix_grp_md_inc_entries, 0) <= 0)
+        return;
+    while (tw_fix_group_next(&it, &first, &n) == 1) {
+        char sym[8] = "", bar[24] = "";
+        for (uint32_t k = first; k < first + n; k++) {
+            const tw_fix_field *f = &m->fields[k];
+            if (f->tag == 55)
+                snprintf(sym, sizeof(sym), "%.*s", (int)f->len, f->val);
+            if (f->tag == 278)
+                snprintf(bar, sizeof(bar), "%.*s", (int)f->len, f->val);
+        }
+        long b = atol(bar);
+        char id[32];
+        if (!strcmp(sym, "AAA") && b % 3 == 0) {
+            snprintf(id, sizeof(id), "A%ld", b);
+            xt_order(cl, id, "AAA", b % 2 ? '2' : '1', 1 + b % 2, '1', "inst-aaa");
+        }
+        if (!strcmp(sym, "BBB") && (b == 1 || b == 7 || b == 11)) {
+            snprintf(id, sizeof(id), "B%ld", b);
+            xt_order(cl, id, "BBB", '2', 2, '1', "inst-bbb");
+        }
+    }
+}
+
+/* The rule's fills, and `extra` fills of other orders (not checked here). */
+static inline void check_rule_fills_n(const xt_client *cl, xt_env *e, unsigned extra)
+{
+    for (long b = 0; b < 20; b += 3) {
+        char id[32];
+        snprintf(id, sizeof(id), "A%ld", b);
+        xt_check_fill(cl, id, &syms[0], xt_fill_bar(&syms[0], b), 1 + b % 2, "inst-aaa");
+    }
+    xt_check_reject(cl, "B1", 2);
+    xt_check_fill(cl, "B7", &syms[1], 6, 2, "inst-bbb");
+    xt_check_fill(cl, "B11", &syms[1], 10, 2, "inst-bbb");
+    /* on_fill saw each fill with the same bar and price. */
+    unsigned seen = 0;
+    for (unsigned i = 0; i < e->n_fills; i++) {
+        const tw_xchg_fill *f = &e->fills[i];
+        if (e->fill_cl[i][0] != 'A' && e->fill_cl[i][0] != 'B')
+            continue;
+        long b = atol(e->fill_cl[i] + 1);
+        const tw_xchg_symbol *y = e->fill_cl[i][0] == 'A' ? &syms[0] : &syms[1];
+        long want = xt_fill_bar(y, b);
+        CHECKF((long)f->bar == want && xt_bits_eq(f->price, y->close[want]),
+               "on_fill %s: bar %llu price %.17g, want bar %ld", e->fill_cl[i],
+               (unsigned long long)f->bar, f->price, want);
+        CHECK(!strcmp(f->session, cl->name) && !strcmp(f->symbol, y->name));
+        seen++;
+    }
+    CHECK_EQ(seen, 7 + 2);
+    CHECK_EQ(e->n_fills, 7 + 2 + extra);
+}
+
+static inline void check_rule_fills(const xt_client *cl, xt_env *e)
+{
+    check_rule_fills_n(cl, e, 0);
+}
+
 
 #endif
