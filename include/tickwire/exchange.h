@@ -223,16 +223,19 @@ int64_t tw_xchg_epoch_ns(const tw_xchg *x, int64_t now_ns);
 
 /* Serves the venue on a tw_net listener: accepts up to max_conns TCP
  * connections on port, moves received bytes into the venue and the
- * venue's output into the connections (what the retransmit ring cannot
- * take yet waits in a per-connection buffer of out_cap bytes; past that the
- * write fails and the session closes).  Honours the slow-reader fault by
+ * venue's output into the connections (gathered in a per-connection buffer
+ * of out_cap bytes and handed to the stack once per turn, so a bar's X and
+ * TestRequest share a segment; what the retransmit ring cannot take yet
+ * waits there; past out_cap the write fails and the session closes).  Honours the slow-reader fault by
  * leaving bytes in the stack's receive ring (so its window closes).  All
  * memory is allocated here. */
 typedef struct tw_xchg_net tw_xchg_net;
 int tw_xchg_net_open(tw_xchg_net **out, tw_xchg *x, tw_net *st, uint16_t port,
                      unsigned max_conns, size_t out_cap, tw_error *err);
 /* Moves bytes both ways and reaps closed connections; call after each
- * tw_net_poll.  Returns the number of connections that did something. */
+ * tw_net_poll, and again after tw_xchg_poll (what the venue wrote in
+ * between waits for it).  Returns the number of connections that did
+ * something. */
 unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns);
 /* Unlistens and aborts every connection (the venue is told they closed). */
 void tw_xchg_net_close(tw_xchg_net *xn, uint64_t now_ns);

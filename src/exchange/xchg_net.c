@@ -33,19 +33,14 @@ struct tw_xchg_net {
     char *out_mem;
 };
 
+/* Gathers: tw_xchg_net_poll hands what the venue wrote to the stack once
+ * per turn (one segment for a bar's X and TestRequest, not two). */
 static int n_write(void *ctx, const char *buf, size_t len)
 {
     xn_conn *c = ctx;
     tw_xchg_net *xn = c->xn;
-    if (c->out_len == 0) {
-        long k = tw_tcp_send(&c->tcp, buf, len, xn->now_ns);
-        if (k < 0)
-            return -EPIPE;
-        buf += k;
-        len -= (size_t)k;
-    }
-    if (len == 0)
-        return 0;
+    if (c->closing || tw_tcp_get_state(&c->tcp) == TW_TCP_CLOSED)
+        return -EPIPE;
     if (len > xn->out_cap - c->out_len)
         return -ENOBUFS; /* the peer is not reading: the session closes */
     memcpy(c->out + c->out_len, buf, len);
@@ -167,6 +162,8 @@ unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns)
         int peer_fin = (ev & TW_TCP_EV_PEER_FIN) || stt == TW_TCP_CLOSE_WAIT ||
                        stt == TW_TCP_LAST_ACK || stt == TW_TCP_TIME_WAIT ||
                        stt == TW_TCP_CLOSING;
+        if (c->out_len)
+            flush(c, now_ns); /* what the venue wrote while reading */
         if (c->xc && (gone || (peer_fin && tw_tcp_readable(&c->tcp) == 0))) {
             tw_xchg_conn_closed(xn->x, c->xc, (int64_t)now_ns);
             c->xc = NULL;

@@ -1,8 +1,12 @@
 /* `tickwire exchange` over kernel TCP: a poll() loop around the venue.
- * Sockets are non-blocking; what send() does not take waits in a
- * per-connection buffer (bounded: past it the session is closed, which is
- * what a trader that stops reading gets); the slow-reader fault leaves a
- * socket out of POLLIN so that the kernel's window fills. */
+ * What the venue writes during one call (a bar's X and TestRequest to
+ * every session, a burst of bars flat out, the answers to a batch of
+ * orders) is gathered per connection and sent with one send() when the
+ * call returns: one system call per connection per turn, not one per
+ * message.  Sockets are non-blocking; what send() does not take waits in
+ * that buffer (bounded: past it the session is closed, which is what a
+ * trader that stops reading gets); the slow-reader fault leaves a socket
+ * out of POLLIN so that the kernel's window fills. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
@@ -30,27 +34,14 @@ typedef struct kconn {
     size_t out_off, out_len; /* bytes out[out_off .. out_len) not yet sent */
 } kconn;
 
+/* Gathers: the loop sends after each venue call (flush_all). */
 static int k_write(void *ctx, const char *buf, size_t len)
 {
     kconn *c = ctx;
     if (c->fd < 0 || c->closing)
         return -EPIPE;
-    if (c->out_len == c->out_off) {
+    if (c->out_len == c->out_off)
         c->out_off = c->out_len = 0;
-        while (len > 0) {
-            ssize_t n = send(c->fd, buf, len, MSG_NOSIGNAL | MSG_DONTWAIT);
-            if (n < 0 && errno == EINTR)
-                continue;
-            if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
-                break;
-            if (n < 0)
-                return -EPIPE;
-            buf += n;
-            len -= (size_t)n;
-        }
-    }
-    if (len == 0)
-        return 0;
     if (c->out_off && c->out_len + len > OUT_CAP) {
         memmove(c->out, c->out + c->out_off, c->out_len - c->out_off);
         c->out_len -= c->out_off;
@@ -95,6 +86,10 @@ static int flush(kconn *c)
     return 0;
 }
 
+/* After each venue call: what it wrote goes out (as far as the sockets
+ * take it); a socket that fails is gone. */
+static void flush_all(tw_xchg *x, kconn *cs, unsigned n, int64_t now_ns);
+
 static void release(kconn *c)
 {
     close(c->fd);
@@ -110,6 +105,13 @@ static void peer_gone(tw_xchg *x, kconn *c, int64_t now_ns)
     if (c->xc)
         tw_xchg_conn_closed(x, c->xc, now_ns);
     release(c);
+}
+
+static void flush_all(tw_xchg *x, kconn *cs, unsigned n, int64_t now_ns)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (cs[i].fd >= 0 && cs[i].out_len > cs[i].out_off && flush(&cs[i]) != 0)
+            peer_gone(x, &cs[i], now_ns);
 }
 
 static int listen_on(const xcli_opts *o, int *out)
@@ -211,6 +213,7 @@ int tw__xcli_run_tcp(tw_xchg *x, const xcli_opts *o)
             stopped = 1;
         }
         int64_t next = tw_xchg_poll(x, now);
+        flush_all(x, cs, n, now);
         if (tw_xchg_done(x) && !done_at)
             done_at = now;
         /* Done: what is still owed to peers gets CLOSE_FLUSH_NS. */
@@ -259,6 +262,7 @@ int tw__xcli_run_tcp(tw_xchg *x, const xcli_opts *o)
             if (rev & (POLLIN | POLLHUP | POLLERR))
                 read_conn(x, c, now);
         }
+        flush_all(x, cs, n, now);
         for (unsigned i = 0; i < n; i++) {
             kconn *c = &cs[i];
             if (c->fd >= 0 && c->closing &&
