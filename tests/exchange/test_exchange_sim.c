@@ -154,8 +154,8 @@ static int run_seed(uint64_t seed, int verbose)
     random_link(&la, severity);
     random_link(&lb, severity);
     static const uint8_t ma[6] = {2, 0, 0, 0, 0, 1}, mb[6] = {2, 0, 0, 0, 0, 2};
-    if (tw_sim_net_open(&net, seed, 8192, &err) || tw_sim_port_open(net, &pa, ma, 2048, &la, &err) ||
-        tw_sim_port_open(net, &pb, mb, 2048, &lb, &err)) {
+    if (tw_sim_net_open(&net, seed, 8192, &err) || tw_port_sim_open(&pa, net, ma, &la, 2048, &err) ||
+        tw_port_sim_open(&pb, net, mb, &lb, 2048, &err)) {
         fprintf(stderr, "sim: %s\n", err.msg);
         return -1;
     }

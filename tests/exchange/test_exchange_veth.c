@@ -20,7 +20,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "net_interop/netenv.h"
+#include "common/netenv.h"
 #include "tickwire/decimal.h"
 #include "tickwire/kernel.h"
 
@@ -139,10 +139,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAIL: datasets: %s\n", err.msg);
         return 1;
     }
-    twnet_env e;
-    rc = twnet_setup(&e, 1);
+    tw__netenv e;
+    rc = tw__netenv_setup(&e, 1);
     if (rc)
-        return rc == TWNET_SKIP ? 77 : 1;
+        return rc == TW_NETENV_SKIP ? 77 : 1;
     if (chdir(tmp) != 0)
         return 1;
     char spec[64], data[1100], fills[600], store[600], out[600], faultarg[64];
@@ -153,8 +153,8 @@ int main(int argc, char **argv)
     snprintf(out, sizeof(out), "%s/venue.out", tmp);
     snprintf(faultarg, sizeof(faultarg), "%s", fault ? fault : "");
     char *vargv[32] = {(char *)tickwire, (char *)"exchange", (char *)"--listen",
-                       (char *)TWNET_STACK_IP ":7010", (char *)"--port", spec, (char *)"--ip",
-                       (char *)TWNET_STACK_IP,
+                       (char *)TW_NETENV_STACK_IP ":7010", (char *)"--port", spec, (char *)"--ip",
+                       (char *)TW_NETENV_STACK_IP,
                        /* A MAC of its own: the host kernel drops the stack's
                         * frames at its L2 check instead of answering them. */
                        (char *)"--mac", (char *)"02:74:77:00:00:10", (char *)"--data", data,
@@ -166,12 +166,12 @@ int main(int argc, char **argv)
     }
     vargv[vn] = NULL;
     int ofd = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    twnet_env here;
+    tw__netenv here;
     memset(&here, 0, sizeof(here));
-    pid_t venue = twnet_spawn_in_ns(&here, vargv, ofd);
+    pid_t venue = tw__netenv_spawn(&here, vargv, ofd);
     close(ofd);
     if (venue < 0) {
-        twnet_teardown(&e);
+        tw__netenv_teardown(&e);
         return 1;
     }
     for (int t = 0; t < 200 && !slurp_has(out, "listening"); t++)
@@ -180,17 +180,17 @@ int main(int argc, char **argv)
     snprintf(res, sizeof(res), "%s/trader.res", tmp);
     snprintf(da, sizeof(da), "AAA=%s", fa);
     snprintf(db, sizeof(db), "BBB=%s", fb);
-    char *targv[] = {(char *)trader, (char *)"--host", (char *)TWNET_STACK_IP, (char *)"--port",
+    char *targv[] = {(char *)trader, (char *)"--host", (char *)TW_NETENV_STACK_IP, (char *)"--port",
                      (char *)"7010", (char *)"--sender", (char *)"QFVETH", (char *)"--data", da,
                      (char *)"--data", db, (char *)"--unknown", (char *)"ZZZ", (char *)"--dict",
                      (char *)dict, (char *)"--results", res,
                      fault && !strncmp(fault, "disconnect", 10) ? (char *)"--expect-reconnect"
                                                                  : NULL,
                      NULL};
-    pid_t tr = twnet_spawn_in_ns(&e, targv, -1);
-    int trc = tr > 0 ? twnet_wait(tr, 240.0) : -1;
-    int vrc = twnet_wait(venue, 60.0);
-    twnet_teardown(&e);
+    pid_t tr = tw__netenv_spawn(&e, targv, -1);
+    int trc = tr > 0 ? tw__netenv_wait(tr, 240.0) : -1;
+    int vrc = tw__netenv_wait(venue, 60.0);
+    tw__netenv_teardown(&e);
     long errors = result(res, "errors"), bars_a = result(res, "bars_AAA"),
          bars_b = result(res, "bars_BBB"), tfills = result(res, "fills");
     long vfills = check_fills(fills, a, b);

@@ -13,8 +13,8 @@
 #include "tickwire/net.h"
 
 #ifdef TW_XCHG_HAVE_PORTS
-#include "netrtt/netdrv.h"
-#include "netrtt/portspec.h"
+#include "common/netdrv.h"
+#include "common/portspec.h"
 
 #define OUT_CAP (4u << 20) /* bytes a connection may owe beyond the stack's ring */
 
@@ -60,7 +60,7 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
     tw_port *port = NULL;
     tw_net *st = NULL;
     tw_xchg_net *xn = NULL;
-    if (twp_open_spec(&port, o->port_spec, 4096, &err) != 0 ||
+    if (tw__port_open_spec(&port, o->port_spec, 4096, &err) != 0 ||
         tw_net_open(&st, port, &cfg, &err) != 0 ||
         tw_xchg_net_open(&xn, x, st, o->port, o->max_conns, OUT_CAP, &err) != 0) {
         fprintf(stderr, "tickwire exchange: %s\n", err.msg);
@@ -92,7 +92,7 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
         int64_t wait = next - now;
         if (wait > 1000000)
             wait = 1000000;
-        twd_turn(st, port, !o->busy, wait > 0 ? (uint64_t)wait : 0);
+        tw__netdrv_turn(st, port, !o->busy, wait > 0 ? (uint64_t)wait : 0);
     }
     const tw_net_stats *ns = tw_net_get_stats(st);
     if (!o->quiet)
