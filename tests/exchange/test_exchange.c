@@ -602,6 +602,48 @@ static void t_flood(void)
     xt_env_close(&e);
 }
 
+/* A flood from a trader that reads nothing: what the venue owes it is
+ * bounded by the transport (here 64 KiB); past it the session is closed,
+ * the venue goes on.  Memory stays what it was (the order table is sized
+ * at the first Logon). */
+static void t_flood_not_reading(void)
+{
+    xt_env e;
+    tw_xchg_cfg c;
+    xt_cfg(&c, &e, syms, 2);
+    c.max_orders = 100000;
+    c.reconnect_grace_ns = 1000000000;
+    REQUIRE(xt_env_open(&e, &c) == 0);
+    xt_client *cl = logged_on(&e, "T", 0, NULL);
+    REQUIRE(cl);
+    cl->hold = 1;
+    xt_subscribe(cl, "m", both, 2);
+    xt_push(cl);
+    xt_push(cl);
+    REQUIRE(xt_count(cl, "X") == 1);
+    cl->deaf = 1;
+    cl->v2c_cap = 64u << 10;
+    for (int i = 0; i < 5000 && cl->fs.state == TW_FIX_ACTIVE; i++) {
+        char id[16];
+        snprintf(id, sizeof(id), "z%d", i);
+        xt_order(cl, id, "AAA", '1', 1, '1', NULL);
+        if (i % 100 == 99)
+            xt_push(cl);
+    }
+    xt_push(cl);
+    CHECK(cl->venue_closed);
+    CHECK(cl->v2c_len <= (64u << 10));
+    const tw_xchg_stats *st = tw_xchg_get_stats(e.x);
+    CHECK(st->send_errors >= 1 && st->disconnects >= 1);
+    CHECK(st->fills < 5000);
+    /* The venue carries on: the session is dropped after the grace and
+     * the run ends. */
+    cl->deaf = 0;
+    run_to_end(&e);
+    CHECK_EQ(st->sessions_dropped, 1);
+    xt_env_close(&e);
+}
+
 /* ---- faults ------------------------------------------------------------------- */
 
 /* A venue with one fault and its stores in a fresh directory (dir). */
@@ -900,6 +942,7 @@ int main(int argc, char **argv)
     t_order_errors();
     t_connection_errors();
     t_flood();
+    t_flood_not_reading();
     t_fault_gap();
     t_fault_disconnect();
     t_fault_reject();

@@ -46,6 +46,8 @@ typedef struct xt_client {
     tw_xchg_conn *xc;
     int venue_closed;  /* the venue closed our connection */
     int hold;          /* keep our bytes from the venue */
+    int deaf;          /* read nothing the venue sends (it piles up in v2c) */
+    size_t v2c_cap;    /* how much may pile up (XT_BUF unless set) */
     char *c2v;
     size_t c2v_len;
     char *v2c;
@@ -150,7 +152,7 @@ static inline void xt_cli_close(void *ctx)
 static inline int xt_ven_write(void *ctx, const char *b, size_t n)
 {
     xt_client *cl = ctx;
-    if (n > XT_BUF - cl->v2c_len)
+    if (n > (cl->v2c_cap ? cl->v2c_cap : XT_BUF) - cl->v2c_len)
         return -ENOBUFS;
     memcpy(cl->v2c + cl->v2c_len, b, n);
     cl->v2c_len += n;
@@ -329,7 +331,8 @@ static inline void xt_pump(xt_env *e)
                 cl->c2v_len -= k;
                 moved |= k > 0;
             }
-            moved |= xt_deliver_v2c(cl);
+            if (!cl->deaf)
+                moved |= xt_deliver_v2c(cl);
             if (cl->venue_closed && cl->fs.state != TW_FIX_DISCONNECTED) {
                 cl->c2v_len = 0;
                 tw_fix_session_disconnected(&cl->fs, e->now + XT_EPOCH);
@@ -341,7 +344,7 @@ static inline void xt_pump(xt_env *e)
         moved |= 0;
         int more = 0;
         for (unsigned i = 0; i < e->n_cl; i++)
-            more |= e->cl[i]->v2c_len > 0 ||
+            more |= (e->cl[i]->v2c_len > 0 && !e->cl[i]->deaf) ||
                     (e->cl[i]->xc && !e->cl[i]->hold && e->cl[i]->c2v_len > 0 &&
                      tw_xchg_conn_read_at(e->cl[i]->xc) <= e->now);
         if (!moved && !more)
