@@ -636,6 +636,7 @@ static void process_rx(tw_xchg *x, xs_conn *c, int64_t now_ns)
         c->rx_len = 0;
         return;
     }
+    TW_ASSERT(off <= c->rx_len);
     memmove(c->rx, c->rx + off, c->rx_len - off);
     c->rx_len -= off;
 }
@@ -735,6 +736,7 @@ static void advance(tw_xchg *x, int64_t now_ns)
     }
     if (x->run != RUN_BARS)
         return;
+    TW_ASSERT(x->cur_bar < (int64_t)x->n_bars);
     if (x->cfg.lockstep) {
         if (x->awaiting) {
             for (unsigned i = 0; i < x->n_sess; i++) {
@@ -862,7 +864,14 @@ int64_t tw_xchg_poll(tw_xchg *x, int64_t now_ns)
         if (due < next)
             next = due > now_ns ? due : now_ns;
     } else if (x->run == RUN_BARS && !x->cfg.lockstep) {
-        next = now_ns; /* flat out: call again at once */
+        /* Flat out: again at once while bars went out; when a session's
+         * backlog held them, its transport's drain wakes the driver. */
+        uint64_t sent = x->st.bars;
+        if (sent != x->bars_at_last_poll)
+            next = now_ns;
+        else if (now_ns + 1000000 < next)
+            next = now_ns + 1000000;
+        x->bars_at_last_poll = sent;
     }
     if (x->run == RUN_CLOSED) {
         int all_out = 1;
