@@ -265,6 +265,7 @@ def test_sigterm_closes_and_logs_out():
         assert vrc == 0, v.stderr()
         assert rc == 0, err[-3000:]
         assert r["closed"] == 1 and 0 < r["bars_AAA"] < N_A
+        assert r["unanswered"] <= 2  # orders in flight when the venue logged out
         assert "logged out" in v.stderr()
 
 
