@@ -8,9 +8,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "tickwire/clock.h"
 #include "tickwire/fix.h"
+#include "fix_build/nos_build.h"
 #include "tickwire/fix_build.h"
 
 #ifdef TW_HAVE_QUICKFIX
@@ -27,9 +28,7 @@ static volatile long sink;
  * spent parsing. */
 static double now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec * 1e9 + (double)ts.tv_nsec;
+    return (double)tw_clock_thread_cpu_ns();
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -215,7 +214,9 @@ static int check_messages(bmsg *msgs)
     return 0;
 }
 
-/* Builds NewOrderSingles with the session builder; NaN if it fails. */
+/* Builds the benchmarks' NewOrderSingle (bench/fix_build/nos_build.c)
+ * with the session template: checks one through our own parser, then
+ * times it.  Returns the median ns, or -1 if the check fails. */
 static double bench_build(int reps, double run_ms, size_t *out_len)
 {
     tw_fix_template t;
@@ -226,62 +227,19 @@ static double bench_build(int reps, double run_ms, size_t *out_len)
     }
     static char buf[1024];
     const char *msg;
-    size_t len = 0;
-    int64_t now = 1710513000123000000ll;
-    /* Check one build through our own parser before timing. */
-    {
-        tw_fix_wbuf w;
-        tw_fix_build_begin(&w, &t, buf, sizeof(buf), "D", 4711, now);
-        tw_fix_put_cstr(&w, 11, "ORD-000042");
-        tw_fix_put_char(&w, 21, '1');
-        tw_fix_put_cstr(&w, 55, "AAPL");
-        tw_fix_put_char(&w, 54, '1');
-        tw_fix_put_ts(&w, 60, now, 3);
-        tw_fix_put_i64(&w, 38, 1000);
-        tw_fix_put_char(&w, 40, '2');
-        tw_fix_put_fixed(&w, 44, 17235, 2);
-        tw_fix_put_char(&w, 59, '0');
-        if (tw_fix_build_end(&w, &msg, &len) != 0)
-            return -1;
-        size_t skip;
-        tw_fix_field f[64];
-        tw_fix_msg m = { .fields = f, .cap = 64 };
-        tw_fix_new_order no;
-        if (tw_fix_frame(msg, len, 0, &skip) != (int)len || tw_fix_parse(msg, len, &m) != 0 ||
-            tw_fix_read_new_order(&m, 8, &no, &err) != 0 || no.price != 17235000000ll ||
-            no.order_qty != 1000) {
-            fprintf(stderr, "bench fix: built NewOrderSingle does not read back\n");
-            return -1;
-        }
+    size_t len = 0, skip;
+    tw_fix_field f[64];
+    tw_fix_msg m = { .fields = f, .cap = 64 };
+    tw_fix_new_order no;
+    if (tw__bench_nos_build(&t, buf, sizeof(buf), 4711, 1710513000123000000ll, &msg, &len) != 0 ||
+        tw_fix_frame(msg, len, 0, &skip) != (int)len || tw_fix_parse(msg, len, &m) != 0 ||
+        tw_fix_read_new_order(&m, 8, &no, &err) != 0 || no.price != 108725000 ||
+        no.order_qty != 1000000) {
+        fprintf(stderr, "bench fix: built NewOrderSingle does not read back\n");
+        return -1;
     }
-    *out_len = len;
-    double per[64];
-    long iters = (long)(run_ms * 1e6 / 100); /* builds are ~100 ns or less */
-    if (reps > 64)
-        reps = 64;
-    for (int r = 0; r < reps; r++) {
-        double t0 = now_ns();
-        for (long i = 0; i < iters; i++) {
-            tw_fix_wbuf w;
-            int64_t ts = now + i * 1000;
-            tw_fix_build_begin(&w, &t, buf, sizeof(buf), "D", (uint64_t)(4711 + i), ts);
-            tw_fix_put_str(&w, 11, "ORD-000042", 10);
-            tw_fix_put_char(&w, 21, '1');
-            tw_fix_put_str(&w, 55, "AAPL", 4);
-            tw_fix_put_char(&w, 54, '1');
-            tw_fix_put_ts(&w, 60, ts, 3);
-            tw_fix_put_i64(&w, 38, 1000);
-            tw_fix_put_char(&w, 40, '2');
-            tw_fix_put_fixed(&w, 44, 17235, 2);
-            tw_fix_put_char(&w, 59, '0');
-            if (tw_fix_build_end(&w, &msg, &len) == 0)
-                sink += (long)len;
-            __asm__ volatile("" ::: "memory");
-        }
-        per[r] = (now_ns() - t0) / (double)iters;
-    }
-    qsort(per, (size_t)reps, sizeof(double), cmp_double);
-    return per[reps / 2];
+    /* builds are ~100 ns or less */
+    return tw__bench_nos_build_ns(reps, (long)(run_ms * 1e6 / 100), out_len);
 }
 
 int tw__cli_bench_fix(int argc, char **argv)
@@ -350,7 +308,7 @@ int tw__cli_bench_fix(int argc, char **argv)
     double build = bench_build(reps, run_ms, &build_len);
 
     printf("tickwire bench fix: ns per message, median of %d runs (SOH scan: %s)\n", reps,
-           tw_fix_isa_name(tw_fix_isa_active()));
+           tw_isa_name(tw_fix_isa_active()));
     printf("  tickwire = frame + parse + validate (BodyLength, CheckSum); +typed adds the\n"
            "  header and the message's typed accessor; QuickFIX = FIX::Message(string),\n"
            "  its default validation, no data dictionary.\n\n");

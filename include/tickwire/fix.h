@@ -29,11 +29,12 @@ typedef struct tw_fix_field {
 #define TW_FIX_GARBLED    (-1) /* *skip bytes are to be dropped to resync */
 #define TW_FIX_INCOMPLETE (-2) /* wait for more bytes */
 
-/* Frames one message at the start of buf[0..len).
- * Returns the message length (>0), TW_FIX_INCOMPLETE, or TW_FIX_GARBLED with
- * *skip set to the number of bytes to discard before the next "8=FIX"
- * candidate (>= 1).  Validates BeginString, BodyLength and (unless
- * TW_FIX_NO_CHECKSUM) CheckSum. */
+/* Parser: returns bytes consumed (> 0), -1 garbled (TW_FIX_GARBLED), -2 incomplete (TW_FIX_INCOMPLETE).
+ * Frames one message at the start of buf[0..len): the message length, or
+ * TW_FIX_GARBLED with *skip set to the number of bytes to discard before
+ * the next "8=FIX" candidate (>= 1), or TW_FIX_INCOMPLETE (wait for more).
+ * Validates BeginString, BodyLength and (unless TW_FIX_NO_CHECKSUM)
+ * CheckSum. */
 int tw_fix_frame(const char *buf, size_t len, unsigned flags, size_t *skip);
 
 /* A parsed message: views into the framed bytes. */
@@ -47,14 +48,17 @@ typedef struct tw_fix_msg {
 } tw_fix_msg;
 
 /* Parses one framed message (from tw_fix_frame) into m->fields.
- * Returns 0; -1 malformed (a field without '=', a tag that is not a number,
- * an empty value, no MsgType); -E2BIG if more than m->cap fields. */
+ * Returns 0; -EBADMSG malformed (a field without '=', a tag that is not a
+ * number, an empty value, no MsgType); -E2BIG if more than m->cap fields.
+ * The views point into msg, which the caller keeps. */
 int tw_fix_parse(const char *msg, size_t len, tw_fix_msg *m);
 
-/* First field with tag, or NULL.  Linear scan from the start. */
+/* First field with tag, or NULL.  Linear scan from the start; the view
+ * points into m's message. */
 const tw_fix_field *tw_fix_get(const tw_fix_msg *m, uint32_t tag);
 
-/* Value decoders: return 0, or -1 if the view is not a valid value. */
+/* Value decoders: return 0 with *out set, -EINVAL if the view is not a
+ * valid value of the type, -ERANGE if it is one but does not fit. */
 int tw_fix_to_i64(const char *v, uint32_t len, int64_t *out);
 /* Price to fixed point: *out = value * 10^decimals, exactly (no floating
  * point); decimals <= 18.  More significant fractional digits than
@@ -65,12 +69,13 @@ int tw_fix_to_fixed(const char *v, uint32_t len, unsigned decimals, int64_t *out
 int tw_fix_to_epoch_ns(const char *v, uint32_t len, int64_t *out);
 
 /* SOH scanning, exposed so the ISA variants can be tested against each
- * other: index of the first SOH in p[0..n), or n if none. */
-typedef enum tw_fix_isa { TW_FIX_ISA_AUTO, TW_FIX_ISA_SCALAR, TW_FIX_ISA_SSE2,
-                          TW_FIX_ISA_AVX2, TW_FIX_ISA_AVX512 } tw_fix_isa;
+ * other: index of the first SOH in p[0..n), or n if none.  The FIX part has
+ * a variant for every tw_isa (scalar, sse2, avx2, avx512); one the CPU
+ * lacks (tw_cpu_has() == 0) runs as scalar.  The environment variable
+ * TW_FIX_ISA (a tw_isa_name) caps the choice AUTO makes, so the slower
+ * variants can be tested and benchmarked on a machine with the faster. */
 size_t tw_fix_find_soh(const char *p, size_t n);
-size_t tw_fix_find_soh_isa(tw_fix_isa isa, const char *p, size_t n);
-int tw_fix_isa_supported(tw_fix_isa isa);
+size_t tw_fix_find_soh_isa(tw_isa isa, const char *p, size_t n);
 
 /* ---- Extensions: limits, error detail, more decoders ------------------- */
 
@@ -90,24 +95,25 @@ int tw_fix_frame_ex(const char *buf, size_t len, unsigned flags, size_t *skip,
                     tw_error *err);
 
 /* tw_fix_parse() with the reason in err when it fails (err may be NULL;
- * err->code is the same -1 or -E2BIG). */
+ * err->code is the same -EBADMSG or -E2BIG). */
 int tw_fix_parse_ex(const char *msg, size_t len, tw_fix_msg *m, tw_error *err);
 
 /* CheckSum(10) of buf[0..n): sum of the bytes mod 256. */
 unsigned tw_fix_checksum(const char *buf, size_t n);
 
 /* Quantity to an integer: "[-]digits" optionally followed by '.' and zeros
- * only ("100.00" is 100).  Returns 0 or -1. */
+ * only ("100.00" is 100).  Returns 0, -EINVAL or -ERANGE. */
 int tw_fix_to_qty(const char *v, uint32_t len, int64_t *out);
 
-/* Boolean 'Y' / 'N'.  Returns 0 or -1. */
+/* Boolean 'Y' / 'N'.  Returns 0 or -EINVAL. */
 int tw_fix_to_bool(const char *v, uint32_t len, int *out);
 
-/* Name of the ISA tw_fix_find_soh() uses on this machine ("avx512", ...). */
-const char *tw_fix_isa_name(tw_fix_isa isa);
-tw_fix_isa tw_fix_isa_active(void);
+/* The ISA the FIX scanner and decoder use in this process (never AUTO);
+ * tw_isa_name() names it. */
+tw_isa tw_fix_isa_active(void);
 
-/* Index of the first field with tag at or after field index `from`, or -1. */
+/* Index of the first field with tag at or after field index `from`, or
+ * -ENOENT. */
 int tw_fix_find(const tw_fix_msg *m, uint32_t tag, uint32_t from);
 
 /* ---- Repeating groups -------------------------------------------------- */
@@ -142,13 +148,13 @@ typedef struct tw_fix_group_iter {
 
 /* Starts iterating the group def in m (from the first count tag at or
  * after field index `from`).  Returns the announced number of entries
- * (>= 0; 0 also when the count tag is absent), or -1 if the count is not a
- * number or the field after it is not the delimiter. */
+ * (>= 0; 0 also when the count tag is absent), or -EBADMSG if the count is
+ * not a number or the field after it is not the delimiter. */
 int tw_fix_group_begin(tw_fix_group_iter *it, const tw_fix_msg *m,
                        const tw_fix_group_def *def, uint32_t from);
 
 /* Next entry: its fields are m->fields[*first .. *first + *n).  Returns 1,
- * 0 after the last announced entry, or -1 if the message holds fewer
+ * 0 after the last announced entry, or -EBADMSG if the message holds fewer
  * entries than announced. */
 int tw_fix_group_next(tw_fix_group_iter *it, uint32_t *first, uint32_t *n);
 
@@ -162,9 +168,9 @@ typedef struct tw_fix_str {
 } tw_fix_str;
 
 /* Accessors fill a struct from a parsed message in one pass over its
- * fields.  Each returns 0, or -1 when a required field is missing, a value
- * does not decode or MsgType is not the accessor's; err (may be NULL) names
- * the tag.  Prices are fixed point with px_decimals decimals, quantities
+ * fields.  Each returns 0; -EBADMSG when a required field is missing or a
+ * value does not decode; -ENOMSG when MsgType is not the accessor's; err
+ * (may be NULL) names the tag.  Prices are fixed point with px_decimals decimals, quantities
  * integers, timestamps ns since the epoch (0 when absent).  Views point
  * into the message buffer and live as long as it does. */
 

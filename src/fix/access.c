@@ -23,17 +23,20 @@ typedef struct fdesc {
 /* One line per field: tag, kind, required, member. */
 #define F(t, k, r, type, member) { t, k, r, (uint16_t)offsetof(type, member) }
 
+/* -EBADMSG, with err (if any) naming the tag and what is wrong with it. */
 static int bad(tw_error *err, const char *what, uint32_t tag, const tw_fix_field *f)
 {
     if (!err)
-        return -1;
+        return -EBADMSG;
     const char *name = tw_fix_tag_name(tag);
     if (f)
-        return tw__err(err, -1, "%s(%u) has a bad value '%.*s'", name ? name : "tag", tag,
+        return tw__err(err, -EBADMSG, "%s(%u) has a bad value '%.*s'", name ? name : "tag", tag,
                        (int)(f->len > 40 ? 40 : f->len), f->val);
-    return tw__err(err, -1, "%s(%u) %s", name ? name : "tag", tag, what);
+    return tw__err(err, -EBADMSG, "%s(%u) %s", name ? name : "tag", tag, what);
 }
 
+/* Decodes one value of the given kind into dst: 0, or the decoder's
+ * -EINVAL / -ERANGE. */
 static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *dst)
 {
     switch (kind) {
@@ -45,15 +48,18 @@ static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *d
     case K_CHAR:
         /* Single-character enums; a longer value is not one of them. */
         if (f->len != 1)
-            return -1;
+            return -EINVAL;
         *(char *)dst = f->val[0];
         return 0;
     case K_I64:
         return tw_fix_to_i64(f->val, f->len, (int64_t *)dst);
     case K_I32: {
         int64_t v;
-        if (tw_fix_to_i64(f->val, f->len, &v) != 0 || v < INT32_MIN || v > INT32_MAX)
-            return -1;
+        int rc = tw_fix_to_i64(f->val, f->len, &v);
+        if (rc != 0)
+            return rc;
+        if (v < INT32_MIN || v > INT32_MAX)
+            return -ERANGE;
         *(int32_t *)dst = (int32_t)v;
         return 0;
     }
@@ -66,7 +72,8 @@ static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *d
     case K_BOOL:
         return tw_fix_to_bool(f->val, f->len, (int *)dst);
     default:
-        return -1;
+        TW_ASSERT(0); /* every descriptor has one of the kinds above */
+        return -EINVAL;
     }
 }
 
@@ -104,16 +111,17 @@ static int fill(const tw_fix_msg *m, uint32_t from, uint32_t to, const fdesc *d,
     return 0;
 }
 
+/* 0 if m's MsgType is t, else -ENOMSG with err saying which it is. */
 static int want_type(const tw_fix_msg *m, const char *t, tw_error *err)
 {
     size_t n = strlen(t);
     if (m->msg_type_len == n && memcmp(m->msg_type, t, n) == 0)
         return 0;
     if (err)
-        tw__err(err, -1, "MsgType(35) is '%.*s', not '%s'",
+        tw__err(err, -ENOMSG, "MsgType(35) is '%.*s', not '%s'",
                 (int)(m->msg_type_len > 8 ? 8 : m->msg_type_len),
                 m->msg_type ? m->msg_type : "", t);
-    return -1;
+    return -ENOMSG;
 }
 
 /* ---- header ---------------------------------------------------------------- */
@@ -154,9 +162,11 @@ static const uint8_t logon_s[SLOT_TAGS] = { [98] = 1, [108] = 2, [141] = 3, [553
 int tw_fix_read_logon(const tw_fix_msg *m, tw_fix_logon *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "A", err) != 0 ||
-        fill(m, 0, m->count, logon_d, TW_ARRAY_SIZE(logon_d), logon_s, 0, o, err) != 0)
-        return -1;
+    int rc = want_type(m, "A", err);
+    if (rc == 0)
+        rc = fill(m, 0, m->count, logon_d, TW_ARRAY_SIZE(logon_d), logon_s, 0, o, err);
+    if (rc != 0)
+        return rc;
     if (o->heart_bt_int_s < 0)
         return bad(err, "is negative", 108, NULL);
     return 0;
@@ -169,16 +179,18 @@ static const uint8_t test_req_s[SLOT_TAGS] = { [112] = 1 };
 int tw_fix_read_heartbeat(const tw_fix_msg *m, tw_fix_heartbeat *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "0", err) != 0)
-        return -1;
+    int rc = want_type(m, "0", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, hb_d, 1, test_req_s, 0, o, err);
 }
 
 int tw_fix_read_test_request(const tw_fix_msg *m, tw_fix_test_request *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "1", err) != 0)
-        return -1;
+    int rc = want_type(m, "1", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, tr_d, 1, test_req_s, 0, o, err);
 }
 
@@ -191,9 +203,11 @@ static const uint8_t rr_s[SLOT_TAGS] = { [7] = 1, [16] = 2 };
 int tw_fix_read_resend_request(const tw_fix_msg *m, tw_fix_resend_request *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "2", err) != 0 ||
-        fill(m, 0, m->count, rr_d, TW_ARRAY_SIZE(rr_d), rr_s, 0, o, err) != 0)
-        return -1;
+    int rc = want_type(m, "2", err);
+    if (rc == 0)
+        rc = fill(m, 0, m->count, rr_d, TW_ARRAY_SIZE(rr_d), rr_s, 0, o, err);
+    if (rc != 0)
+        return rc;
     if (o->begin_seq_no < 1)
         return bad(err, "is below 1", 7, NULL);
     if (o->end_seq_no < 0 || (o->end_seq_no != 0 && o->end_seq_no < o->begin_seq_no))
@@ -215,8 +229,9 @@ int tw_fix_read_reject(const tw_fix_msg *m, tw_fix_reject *o, tw_error *err)
     memset(o, 0, sizeof(*o));
     o->ref_tag_id = -1;
     o->session_reject_reason = -1;
-    if (want_type(m, "3", err) != 0)
-        return -1;
+    int rc = want_type(m, "3", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, rej_d, TW_ARRAY_SIZE(rej_d), rej_s, 0, o, err);
 }
 
@@ -229,9 +244,11 @@ static const uint8_t sr_s[SLOT_TAGS] = { [36] = 1, [123] = 2 };
 int tw_fix_read_sequence_reset(const tw_fix_msg *m, tw_fix_sequence_reset *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "4", err) != 0 ||
-        fill(m, 0, m->count, sr_d, TW_ARRAY_SIZE(sr_d), sr_s, 0, o, err) != 0)
-        return -1;
+    int rc = want_type(m, "4", err);
+    if (rc == 0)
+        rc = fill(m, 0, m->count, sr_d, TW_ARRAY_SIZE(sr_d), sr_s, 0, o, err);
+    if (rc != 0)
+        return rc;
     if (o->new_seq_no < 1)
         return bad(err, "is below 1", 36, NULL);
     return 0;
@@ -243,8 +260,9 @@ static const uint8_t text_s[SLOT_TAGS] = { [58] = 1 };
 int tw_fix_read_logout(const tw_fix_msg *m, tw_fix_logout *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "5", err) != 0)
-        return -1;
+    int rc = want_type(m, "5", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, lo_d, 1, text_s, 0, o, err);
 }
 
@@ -275,8 +293,9 @@ int tw_fix_read_exec_report(const tw_fix_msg *m, unsigned px_decimals, tw_fix_ex
                             tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "8", err) != 0)
-        return -1;
+    int rc = want_type(m, "8", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, er_d, TW_ARRAY_SIZE(er_d), er_s, px_decimals, o, err);
 }
 
@@ -295,8 +314,9 @@ int tw_fix_read_cancel_reject(const tw_fix_msg *m, tw_fix_cancel_reject *o, tw_e
 {
     memset(o, 0, sizeof(*o));
     o->cxl_rej_reason = -1;
-    if (want_type(m, "9", err) != 0)
-        return -1;
+    int rc = want_type(m, "9", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, cr_d, TW_ARRAY_SIZE(cr_d), cr_s, 0, o, err);
 }
 
@@ -316,9 +336,11 @@ int tw_fix_read_new_order(const tw_fix_msg *m, unsigned px_decimals, tw_fix_new_
                           tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "D", err) != 0 ||
-        fill(m, 0, m->count, no_d, TW_ARRAY_SIZE(no_d), no_s, px_decimals, o, err) != 0)
-        return -1;
+    int rc = want_type(m, "D", err);
+    if (rc == 0)
+        rc = fill(m, 0, m->count, no_d, TW_ARRAY_SIZE(no_d), no_s, px_decimals, o, err);
+    if (rc != 0)
+        return rc;
     /* A limit order without a price cannot be sent on. */
     if ((o->ord_type == '2' || o->ord_type == '4') && tw_fix_find(m, 44, 0) < 0)
         return bad(err, "is required for a limit order and missing", 44, NULL);
@@ -341,8 +363,9 @@ static const uint8_t cq_s[SLOT_TAGS] = { [41] = 1, [11] = 2, [37] = 3, [55] = 4,
 int tw_fix_read_cancel_request(const tw_fix_msg *m, tw_fix_cancel_request *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "F", err) != 0)
-        return -1;
+    int rc = want_type(m, "F", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, cq_d, TW_ARRAY_SIZE(cq_d), cq_s, 0, o, err);
 }
 
@@ -401,15 +424,17 @@ static const uint8_t mr_s[SLOT_TAGS] = { [262] = 1, [263] = 2, [264] = 3, [265] 
 static int group_error(tw_error *err, const tw_fix_group_def *g, const char *what)
 {
     if (err)
-        tw__err(err, -1, "%s(%u) group: %s", tw_fix_tag_name(g->count_tag), g->count_tag, what);
-    return -1;
+        tw__err(err, -EBADMSG, "%s(%u) group: %s", tw_fix_tag_name(g->count_tag), g->count_tag,
+                what);
+    return -EBADMSG;
 }
 
 int tw_fix_read_md_request(const tw_fix_msg *m, tw_fix_md_request *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "V", err) != 0)
-        return -1;
+    int rc = want_type(m, "V", err);
+    if (rc != 0)
+        return rc;
     /* Only the fields before the first group are body fields of V. */
     int g0 = tw_fix_find(m, 267, 0);
     int g1 = tw_fix_find(m, 146, 0);
@@ -418,8 +443,9 @@ int tw_fix_read_md_request(const tw_fix_msg *m, tw_fix_md_request *o, tw_error *
         body_end = (uint32_t)g0;
     if (g1 >= 0 && (uint32_t)g1 < body_end)
         body_end = (uint32_t)g1;
-    if (fill(m, 0, body_end, mr_d, TW_ARRAY_SIZE(mr_d), mr_s, 0, o, err) != 0)
-        return -1;
+    rc = fill(m, 0, body_end, mr_d, TW_ARRAY_SIZE(mr_d), mr_s, 0, o, err);
+    if (rc != 0)
+        return rc;
     tw_fix_group_iter it;
     int n = tw_fix_group_begin(&it, m, &tw_fix_grp_md_entry_types, 0);
     if (n < 0)
@@ -465,8 +491,9 @@ static int read_md(const tw_fix_msg *m, unsigned px_dec, tw_fix_md *o, tw_fix_md
                    uint32_t cap, int incremental, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, incremental ? "X" : "W", err) != 0)
-        return -1;
+    int rc = want_type(m, incremental ? "X" : "W", err);
+    if (rc != 0)
+        return rc;
     const tw_fix_group_def *g = incremental ? &tw_fix_grp_md_inc_entries : &tw_fix_grp_md_entries;
     int gi = tw_fix_find(m, 268, 0);
     uint32_t body_end = gi < 0 ? m->count : (uint32_t)gi;
@@ -506,8 +533,9 @@ static int read_md(const tw_fix_msg *m, unsigned px_dec, tw_fix_md *o, tw_fix_md
         p = j;
         tw_fix_md_entry *x = &e[o->n_entries];
         memset(x, 0, sizeof(*x));
-        if (fill(m, first, first + cnt, me_d, TW_ARRAY_SIZE(me_d), me_s, px_dec, x, err) != 0)
-            return -1;
+        rc = fill(m, first, first + cnt, me_d, TW_ARRAY_SIZE(me_d), me_s, px_dec, x, err);
+        if (rc != 0)
+            return rc;
         if (x->symbol.p == NULL)
             x->symbol = o->symbol;
         if (!incremental && x->entry_type == 0)

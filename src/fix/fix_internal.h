@@ -10,7 +10,13 @@
  * p[0..n).  Chosen once per process like tw_fix_find_soh(). */
 typedef uint64_t (*tw__fix_mask_fn)(const char *p, size_t n);
 extern tw__fix_mask_fn tw__fix_soh_mask;
-uint64_t tw__fix_soh_mask_isa(tw_fix_isa isa, const char *p, size_t n);
+uint64_t tw__fix_soh_mask_isa(tw_isa isa, const char *p, size_t n);
+/* The ISA AUTO (or an explicit one) resolves to on this CPU, TW_FIX_ISA
+ * applied; never AUTO. */
+tw_isa tw__fix_resolve_isa(tw_isa isa);
+/* Makes the process-wide ISA choice if it is not made yet (thread-safe,
+ * once); soh.c's constructor calls it before main(). */
+void tw__fix_isa_init(void);
 
 /* The parser's AVX-512 VBMI2 path (parse_avx512.c): 0 when it parsed the
  * message, 1 when the generic parser must (any error, rare shapes).  Used

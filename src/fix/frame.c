@@ -35,16 +35,17 @@ static size_t resync(const char *buf, size_t len)
         return TW_FIX_GARBLED;                                \
     } while (0)
 
-/* Parses the "10=nnn<SOH>" at buf[t..t+7); -1 if it is not one. */
+/* The value of the "10=nnn<SOH>" at buf[t..t+7), or -EBADMSG if it is not
+ * one. */
 static inline int trailer(const char *buf, size_t t)
 {
     const char *p = buf + t;
     if (p[0] != '1' || p[1] != '0' || p[2] != '=' || p[6] != TW_FIX_SOH)
-        return -1;
+        return -EBADMSG;
     unsigned a = (unsigned char)p[3] - '0', b = (unsigned char)p[4] - '0',
              c = (unsigned char)p[5] - '0';
     if (a > 9 || b > 9 || c > 9)
-        return -1;
+        return -EBADMSG;
     return (int)(a * 100 + b * 10 + c);
 }
 

@@ -3,6 +3,8 @@
  * variant reads only inside [p, p + n): tails are finished with masked
  * loads (AVX-512) or a copy into a stack block, never with a wide load
  * that could cross into an unmapped page. */
+#include <pthread.h>
+
 #include "fix_internal.h"
 
 #if defined(__x86_64__)
@@ -139,138 +141,135 @@ __attribute__((target("avx512f,avx512bw"))) static uint64_t mask_avx512(const ch
 
 /* ---- dispatch ---------------------------------------------------------- */
 
-int tw_fix_isa_supported(tw_fix_isa isa)
+/* The ISA AUTO resolves to: the best the CPU has, capped by TW_FIX_ISA
+ * (scalar, sse2, avx2, avx512) so that the slower variants can be
+ * benchmarked and tested on a machine that has the faster ones.  An
+ * explicit ISA the CPU lacks runs as scalar. */
+static tw_isa resolve(tw_isa isa)
 {
-    switch (isa) {
-    case TW_FIX_ISA_AUTO:
-    case TW_FIX_ISA_SCALAR:
-        return 1;
-#ifdef TW_FIX_X86
-    case TW_FIX_ISA_SSE2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("sse2");
-    case TW_FIX_ISA_AVX2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2");
-    case TW_FIX_ISA_AVX512:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-#endif
-    default:
-        return 0;
-    }
-}
-
-static tw_fix_isa resolve(tw_fix_isa isa)
-{
-    if (isa != TW_FIX_ISA_AUTO)
-        return tw_fix_isa_supported(isa) ? isa : TW_FIX_ISA_SCALAR;
-    /* TW_FIX_ISA (scalar, sse2, avx2, avx512) caps the choice, so the
-     * slower variants can be benchmarked and tested on a machine that has
-     * the faster ones. */
-    const char *cap = getenv("TW_FIX_ISA");
-    static const tw_fix_isa order[] = { TW_FIX_ISA_AVX512, TW_FIX_ISA_AVX2, TW_FIX_ISA_SSE2 };
+    if (isa != TW_ISA_AUTO)
+        return tw_cpu_has(isa) ? isa : TW_ISA_SCALAR;
+    tw_isa cap = TW_ISA_AUTO;
+    const char *env = getenv("TW_FIX_ISA");
+    if (env && *env && tw_isa_parse(env, &cap) != 0)
+        cap = TW_ISA_SCALAR; /* a name we do not know: the safe choice */
+    static const tw_isa order[] = { TW_ISA_AVX512, TW_ISA_AVX2, TW_ISA_SSE2 };
     for (size_t i = 0; i < TW_ARRAY_SIZE(order); i++) {
-        if (cap && *cap && strcmp(cap, tw_fix_isa_name(order[i])) != 0)
+        if (cap != TW_ISA_AUTO && cap != order[i])
             continue;
-        if (tw_fix_isa_supported(order[i]))
+        if (tw_cpu_has(order[i]))
             return order[i];
-        if (cap && *cap)
+        if (cap != TW_ISA_AUTO)
             break;
     }
-    return TW_FIX_ISA_SCALAR;
-}
-
-const char *tw_fix_isa_name(tw_fix_isa isa)
-{
-    switch (isa) {
-    case TW_FIX_ISA_SCALAR: return "scalar";
-    case TW_FIX_ISA_SSE2: return "sse2";
-    case TW_FIX_ISA_AVX2: return "avx2";
-    case TW_FIX_ISA_AVX512: return "avx512";
-    default: return "auto";
-    }
+    return TW_ISA_SCALAR;
 }
 
 typedef size_t (*find_fn)(const char *, size_t);
 
-static find_fn find_for(tw_fix_isa isa)
+static find_fn find_for(tw_isa isa)
 {
     switch (isa) {
 #ifdef TW_FIX_X86
-    case TW_FIX_ISA_SSE2: return find_sse2;
-    case TW_FIX_ISA_AVX2: return find_avx2;
-    case TW_FIX_ISA_AVX512: return find_avx512;
+    case TW_ISA_SSE2: return find_sse2;
+    case TW_ISA_AVX2: return find_avx2;
+    case TW_ISA_AVX512: return find_avx512;
 #endif
     default: return find_scalar;
     }
 }
 
-static tw__fix_mask_fn mask_for(tw_fix_isa isa)
+static tw__fix_mask_fn mask_for(tw_isa isa)
 {
     switch (isa) {
 #ifdef TW_FIX_X86
-    case TW_FIX_ISA_SSE2: return mask_sse2;
-    case TW_FIX_ISA_AVX2: return mask_avx2;
-    case TW_FIX_ISA_AVX512: return mask_avx512;
+    case TW_ISA_SSE2: return mask_sse2;
+    case TW_ISA_AVX2: return mask_avx2;
+    case TW_ISA_AVX512: return mask_avx512;
 #endif
     default: return mask_scalar;
     }
 }
 
-static tw_fix_isa active_isa;
+/* The choice, made once per process.  choose_isa() runs under
+ * pthread_once, from the constructor below (before main(), so the hot path
+ * finds everything set) or from the first call that finds it unset (a
+ * call from another library's constructor).  The pointers are published
+ * with release stores; the hot path reads them with acquire loads, which
+ * cost nothing on x86. */
+static tw_isa active_isa;
 int tw__fix_fast_parse;
 static int use_avx512_sum; /* CheckSum with 64-byte vpsadbw */
 static find_fn active_find;
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static uint64_t mask_first(const char *p, size_t n);
 tw__fix_mask_fn tw__fix_soh_mask = mask_first;
 
-/* Chosen before main() runs so that the hot path reads two plain function
- * pointers; the lazy path below covers a call from another constructor.
- * Both write the same values, so a race between them is benign. */
-__attribute__((constructor)) static void choose_isa(void)
+static void choose_isa(void)
 {
-    tw_fix_isa isa = resolve(TW_FIX_ISA_AUTO);
+    tw_isa isa = resolve(TW_ISA_AUTO);
 #ifdef TW_FIX_X86
     /* The block-at-a-time parser needs VBMI/VBMI2 on top of AVX-512BW. */
-    tw__fix_fast_parse = isa == TW_FIX_ISA_AVX512 && __builtin_cpu_supports("avx512vbmi") &&
+    tw__fix_fast_parse = isa == TW_ISA_AVX512 && __builtin_cpu_supports("avx512vbmi") &&
                          __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("bmi") &&
                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
 #endif
-    use_avx512_sum = isa == TW_FIX_ISA_AVX512;
-    active_find = find_for(isa);
-    tw__fix_soh_mask = mask_for(isa);
+    use_avx512_sum = isa == TW_ISA_AVX512;
     active_isa = isa;
+    /* release: pairs with the acquire loads in tw_fix_find_soh(),
+     * mask_first() and the parser's load of tw__fix_soh_mask (the flags
+     * above are plain ints written before it: a reader that still sees the
+     * old pointer takes the lazy path, which waits in pthread_once). */
+    __atomic_store_n(&tw__fix_soh_mask, mask_for(isa), __ATOMIC_RELEASE);
+    __atomic_store_n(&active_find, find_for(isa), __ATOMIC_RELEASE);
+}
+
+void tw__fix_isa_init(void)
+{
+    pthread_once(&isa_once, choose_isa);
+}
+
+__attribute__((constructor)) static void choose_isa_at_start(void)
+{
+    tw__fix_isa_init();
 }
 
 static uint64_t mask_first(const char *p, size_t n)
 {
-    choose_isa();
-    return tw__fix_soh_mask(p, n);
+    tw__fix_isa_init();
+    return __atomic_load_n(&tw__fix_soh_mask, __ATOMIC_ACQUIRE)(p, n);
 }
 
-tw_fix_isa tw_fix_isa_active(void)
+tw_isa tw_fix_isa_active(void)
 {
-    if (!active_find)
-        choose_isa();
+    tw__fix_isa_init();
     return active_isa;
 }
 
 size_t tw_fix_find_soh(const char *p, size_t n)
 {
-    if (TW_UNLIKELY(!active_find))
-        choose_isa();
-    return active_find(p, n);
+    /* acquire: pairs with the release store in choose_isa() */
+    find_fn f = __atomic_load_n(&active_find, __ATOMIC_ACQUIRE);
+    if (TW_UNLIKELY(!f)) {
+        tw__fix_isa_init();
+        f = __atomic_load_n(&active_find, __ATOMIC_ACQUIRE);
+    }
+    return f(p, n);
 }
 
-size_t tw_fix_find_soh_isa(tw_fix_isa isa, const char *p, size_t n)
+size_t tw_fix_find_soh_isa(tw_isa isa, const char *p, size_t n)
 {
     return find_for(resolve(isa))(p, n);
 }
 
-uint64_t tw__fix_soh_mask_isa(tw_fix_isa isa, const char *p, size_t n)
+uint64_t tw__fix_soh_mask_isa(tw_isa isa, const char *p, size_t n)
 {
     return mask_for(resolve(isa))(p, n);
+}
+
+tw_isa tw__fix_resolve_isa(tw_isa isa)
+{
+    return resolve(isa);
 }
 
 /* ---- CheckSum ------------------------------------------------------------ */
@@ -297,7 +296,7 @@ unsigned tw_fix_checksum(const char *buf, size_t n)
     uint64_t sum = 0;
     size_t i = 0;
 #ifdef TW_FIX_X86
-    if (use_avx512_sum)
+    if (__atomic_load_n(&use_avx512_sum, __ATOMIC_RELAXED))
         return checksum_avx512(buf, n);
     /* psadbw against zero adds 8 bytes into each 64-bit lane; SSE2 is part
      * of x86-64, so no dispatch is needed. */

@@ -1,9 +1,11 @@
 /* Value decoders: integers, fixed-point prices, UTCTimestamps.  No
  * floating point anywhere: a price is exact or an error. */
+#include <errno.h>
+
 #include "fix_internal.h"
 
-/* Parses the digits v[0..n) into *acc; -1 on a non-digit or a value
- * above INT64_MAX. */
+/* Parses the digits v[0..n) into *acc: 0, -EINVAL on a non-digit, -ERANGE
+ * for a value above INT64_MAX. */
 static int digits(const char *v, uint32_t n, uint64_t *acc)
 {
     uint64_t a = 0;
@@ -14,38 +16,41 @@ static int digits(const char *v, uint32_t n, uint64_t *acc)
             int ok = 1;
             uint64_t d = tw__swar_digits(tw__load64(v + i), 8, &ok);
             if (!ok)
-                return -1;
+                return -EINVAL;
             a = a * 100000000ull + d;
         }
         for (; i < n; i++) {
             unsigned c = (unsigned char)v[i] - '0';
             if (c > 9)
-                return -1;
+                return -EINVAL;
             a = a * 10 + c;
         }
         *acc = a;
         return 0;
     }
+    int rc = 0;
     for (; i < n; i++) {
         unsigned c = (unsigned char)v[i] - '0';
         if (c > 9)
-            return -1;
+            return -EINVAL;
         if (a > ((uint64_t)INT64_MAX - c) / 10)
-            return -1;
-        a = a * 10 + c;
+            rc = -ERANGE; /* keep looking: a later non-digit makes it -EINVAL */
+        else
+            a = a * 10 + c;
     }
     *acc = a;
-    return 0;
+    return rc;
 }
 
 int tw_fix_to_i64(const char *v, uint32_t len, int64_t *out)
 {
     uint32_t neg = len > 0 && v[0] == '-';
     if (len <= neg)
-        return -1;
+        return -EINVAL;
     uint64_t a = 0;
-    if (digits(v + neg, len - neg, &a) != 0)
-        return -1;
+    int rc = digits(v + neg, len - neg, &a);
+    if (rc != 0)
+        return rc;
     *out = neg ? -(int64_t)a : (int64_t)a;
     return 0;
 }
@@ -68,7 +73,7 @@ static const uint64_t max_int_tab[19] = {
 int tw_fix_to_fixed(const char *v, uint32_t len, unsigned decimals, int64_t *out)
 {
     if (decimals > 18)
-        return -1;
+        return -EINVAL;
     uint32_t neg = len > 0 && v[0] == '-';
     uint32_t i = neg;
     uint32_t int_end = i;
@@ -79,28 +84,37 @@ int tw_fix_to_fixed(const char *v, uint32_t len, unsigned decimals, int64_t *out
     uint32_t nfrac = len - frac;
     /* "5.", ".5" and "-" are not prices; "5" is. */
     if (nint == 0 || (int_end < len && nfrac == 0))
-        return -1;
+        return -EINVAL;
     uint64_t a = 0;
-    if (digits(v + i, nint, &a) != 0)
-        return -1;
-    /* Fractional digits past `decimals` must all be zeros. */
+    int rc = digits(v + i, nint, &a);
+    if (rc == -EINVAL)
+        return rc;
+    /* Fractional digits past `decimals` must all be zeros: a value with
+     * more is valid but not representable (-ERANGE), unless some byte is
+     * not a digit at all (-EINVAL). */
     uint32_t keep = nfrac < decimals ? nfrac : decimals;
-    for (uint32_t k = keep; k < nfrac; k++)
-        if (v[frac + k] != '0')
-            return -1;
+    for (uint32_t k = keep; k < nfrac; k++) {
+        unsigned c = (unsigned char)v[frac + k] - '0';
+        if (c > 9)
+            return -EINVAL;
+        if (c != 0)
+            rc = -ERANGE;
+    }
     uint64_t f = 0;
     if (digits(v + frac, keep, &f) != 0)
-        return -1;
+        return -EINVAL;
+    if (rc != 0)
+        return rc;
     int64_t scale = pow10_tab[decimals];
     int64_t fscale = pow10_tab[decimals - keep];
     /* a * scale + f * fscale must fit in int64 (the bound is a table: a
      * division here would cost more than the rest of the decode). */
     if (a > max_int_tab[decimals])
-        return -1;
+        return -ERANGE;
     int64_t r = (int64_t)a * scale;
     int64_t fr = (int64_t)f * fscale; /* < scale, cannot overflow */
     if (r > INT64_MAX - fr)
-        return -1;
+        return -ERANGE;
     r += fr;
     *out = neg ? -r : r;
     return 0;
@@ -114,7 +128,7 @@ int tw_fix_to_qty(const char *v, uint32_t len, int64_t *out)
 int tw_fix_to_bool(const char *v, uint32_t len, int *out)
 {
     if (len != 1 || (v[0] != 'Y' && v[0] != 'N'))
-        return -1;
+        return -EINVAL;
     *out = v[0] == 'Y';
     return 0;
 }
@@ -143,9 +157,9 @@ int tw_fix_to_epoch_ns(const char *v, uint32_t len, int64_t *out)
     /* YYYYMMDD-HH:MM:SS is 17 bytes; then ".sss", ".ssssss" or
      * ".sssssssss". */
     if (len != 17 && len != 21 && len != 24 && len != 27)
-        return -1;
+        return -EINVAL;
     if (v[8] != '-' || v[11] != ':' || v[14] != ':' || (len > 17 && v[17] != '.'))
-        return -1;
+        return -EINVAL;
     int ok = 1;
     unsigned ymd = (unsigned)tw__swar_digits(tw__load64(v), 8, &ok);
     /* "HH:MM:SS" is v[9..17): its six digits gathered into one word with
@@ -170,7 +184,7 @@ int tw_fix_to_epoch_ns(const char *v, uint32_t len, int64_t *out)
         }
     }
     if (!ok)
-        return -1;
+        return -EINVAL;
     /* Consecutive timestamps are nearly always on the same day: the day
      * number of the last date seen is kept per thread. */
     static _Thread_local unsigned last_ymd;
@@ -181,7 +195,7 @@ int tw_fix_to_epoch_ns(const char *v, uint32_t len, int64_t *out)
     } else {
         unsigned y = ymd / 10000, mo = ymd / 100 % 100, d = ymd % 100;
         if (mo < 1 || mo > 12 || d < 1 || d > days_in_month(y, mo))
-            return -1;
+            return -EINVAL;
         days = days_from_civil((int64_t)y, mo, d);
         last_ymd = ymd;
         last_days = days;
@@ -189,12 +203,12 @@ int tw_fix_to_epoch_ns(const char *v, uint32_t len, int64_t *out)
     unsigned h = hhmmss / 10000, mi = hhmmss / 100 % 100, s = hhmmss % 100;
     /* Second 60 is a leap second, which FIX allows. */
     if (h > 23 || mi > 59 || s > 60)
-        return -1;
+        return -EINVAL;
     int64_t secs = days * 86400 + (int64_t)(h * 3600 + mi * 60 + s);
     /* int64 ns spans 1677-09-21 to 2262-04-11; outside is not a time we
      * can represent, so it is an error rather than an overflow. */
     if (secs > INT64_MAX / 1000000000ll - 1 || secs < INT64_MIN / 1000000000ll + 1)
-        return -1;
+        return -ERANGE;
     *out = secs * 1000000000ll + (int64_t)frac;
     return 0;
 }

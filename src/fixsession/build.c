@@ -146,7 +146,7 @@ static int append(char *dst, uint32_t *len, size_t cap, const char *tag, const c
 {
     size_t tl = strlen(tag), vl = strlen(v);
     if (*len + tl + vl + 1 > cap)
-        return -1;
+        return -ENOBUFS;
     memcpy(dst + *len, tag, tl);
     memcpy(dst + *len + tl, v, vl);
     *len += (uint32_t)(tl + vl);

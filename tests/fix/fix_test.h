@@ -1,5 +1,6 @@
-/* Helpers shared by the FIX parser tests: checks, golden messages, a
- * reference checksum written the slow way, guard-page buffers. */
+/* Helpers shared by the FIX parser tests: golden messages, a reference
+ * checksum written the slow way, guard-page buffers, and CHECK_STR for
+ * string views (the checks themselves are tests/tw_check.h). */
 #ifndef TW_FIX_TEST_H
 #define TW_FIX_TEST_H
 
@@ -11,32 +12,15 @@
 #include <unistd.h>
 
 #include "tickwire/fix.h"
+#include "tw_check.h"
 
-static int tw_test_failures;
-
-#define CHECK(c)                                                                       \
-    do {                                                                               \
-        if (!(c)) {                                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);      \
-            tw_test_failures++;                                                        \
-        }                                                                              \
-    } while (0)
-#define CHECK_EQ(a, b)                                                                 \
-    do {                                                                               \
-        long long a_ = (long long)(a), b_ = (long long)(b);                            \
-        if (a_ != b_) {                                                                \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__,      \
-                    __LINE__, #a, a_, #b, b_);                                         \
-            tw_test_failures++;                                                        \
-        }                                                                              \
-    } while (0)
 #define CHECK_STR(view, s)                                                             \
     do {                                                                               \
         const char *s_ = (s);                                                          \
         if ((view).len != strlen(s_) || memcmp((view).p, s_, strlen(s_)) != 0) {        \
             fprintf(stderr, "%s:%d: %s is '%.*s', expected '%s'\n", __FILE__, __LINE__, \
                     #view, (int)(view).len, (view).p ? (view).p : "", s_);             \
-            tw_test_failures++;                                                        \
+            tw_check_failures++;                                                       \
         }                                                                              \
     } while (0)
 

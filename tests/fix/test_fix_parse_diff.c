@@ -89,24 +89,20 @@ int main(void)
         if (!same(&a, ra, &b, rb)) {
             fprintf(stderr, "iteration %d (len %zu, cap %u): fast rc %d count %u, generic rc %d count %u\n",
                     it, n, cap, ra, a.count, rb, b.count);
-            tw_test_failures++;
+            tw_check_failures++;
         }
         tw_fix_msg c = { .fields = fa, .cap = cap };
         fast_used += tw__fix_fast_parse && tw__fix_parse_avx512(g.p, n, &c) == 0;
         total++;
         guard_free(&g);
-        if (tw_test_failures > 5)
+        if (tw_check_failures > 5)
             break;
     }
     printf("parse paths agree on %ld inputs (fast path %s, took %ld of them)\n", total,
            tw__fix_fast_parse ? "on" : "off (no AVX-512 VBMI2 or capped by TW_FIX_ISA)", fast_used);
     if (tw__fix_fast_parse && fast_used < total / 10) {
         fprintf(stderr, "the fast path took too few inputs to have been tested\n");
-        tw_test_failures++;
+        tw_check_failures++;
     }
-    if (tw_test_failures) {
-        fprintf(stderr, "%d checks failed\n", tw_test_failures);
-        return 1;
-    }
-    return 0;
+    return tw_check_done("fix parse paths");
 }

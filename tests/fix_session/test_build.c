@@ -6,7 +6,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "test_check.h"
+#include "tw_check.h"
 #include "tickwire/fix_build.h"
 #include "tickwire/fix.h"
 
@@ -171,10 +171,5 @@ int main(void)
     test_golden();
     test_small_buffers();
     test_formatters();
-    if (failures) {
-        fprintf(stderr, "fix_build_test: %d failures\n", failures);
-        return 1;
-    }
-    printf("fix_build_test: ok\n");
-    return 0;
+    return tw_check_done("fix_build_test");
 }

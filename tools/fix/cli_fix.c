@@ -133,34 +133,49 @@ static int is_space_run(const char *p, size_t n)
     return 1;
 }
 
-enum { FR_END, FR_MSG, FR_GARBLED, FR_TRUNCATED };
+/* What a walk over a log reports.  Each callback gets the byte offset of
+ * what it reports; msg gets a message that framed, garbled bytes that are
+ * not a message (err says why; they are skipped), truncated the offset
+ * where the input ends inside a message (the walk stops there). */
+typedef struct walker {
+    void (*msg)(void *ctx, size_t off, const char *p, size_t n);
+    void (*garbled)(void *ctx, size_t off, size_t n, const tw_error *err);
+    void (*truncated)(void *ctx, size_t off);
+    void *ctx;
+} walker;
 
-/* The walk over a log that decode and check share: frames the next message
- * of buf at *off.  FR_MSG: a message of *n bytes; FR_GARBLED: *n bytes to
- * skip that are not a message (err says why); FR_TRUNCATED: the input ends
- * inside a message; FR_END: nothing but whitespace is left.  Whitespace
- * between messages (newline-separated logs) is skipped here, silently. */
-static int next_frame(const char *buf, size_t len, size_t *off, unsigned flags, size_t *n,
-                      tw_error *err)
+/* What decode and check keep while walking a log: the input, the framer
+ * flags, messages seen and problems found. */
+typedef struct log_state {
+    const char *buf;
+    size_t len;
+    unsigned flags;
+    long n, bad;
+} log_state;
+
+/* The one walk over a log that decode and check share.  Whitespace
+ * between messages (newline-separated logs) is skipped silently. */
+static void walk(const char *buf, size_t len, unsigned flags, const walker *w)
 {
-    while (*off < len) {
+    size_t off = 0;
+    while (off < len) {
         size_t skip = 0;
-        *err = (tw_error){ 0 };
-        int rc = tw_fix_frame_ex(buf + *off, len - *off, flags, &skip, err);
-        if (rc == TW_FIX_INCOMPLETE)
-            return is_space_run(buf + *off, len - *off) ? FR_END : FR_TRUNCATED;
-        if (rc == TW_FIX_GARBLED) {
-            if (is_space_run(buf + *off, skip)) {
-                *off += skip;
-                continue;
-            }
-            *n = skip;
-            return FR_GARBLED;
+        tw_error err = { 0 };
+        int rc = tw_fix_frame_ex(buf + off, len - off, flags, &skip, &err);
+        if (rc == TW_FIX_INCOMPLETE) {
+            if (!is_space_run(buf + off, len - off))
+                w->truncated(w->ctx, off);
+            return;
         }
-        *n = (size_t)rc;
-        return FR_MSG;
+        if (rc == TW_FIX_GARBLED) {
+            if (!is_space_run(buf + off, skip))
+                w->garbled(w->ctx, off, skip, &err);
+            off += skip;
+            continue;
+        }
+        w->msg(w->ctx, off, buf + off, (size_t)rc);
+        off += (size_t)rc;
     }
-    return FR_END;
 }
 
 static void print_value(FILE *out, const char *v, uint32_t n)
@@ -204,6 +219,34 @@ static const char decode_usage[] =
     "  with tag names and value meanings.  -p: '|' stands for SOH.  Bytes that\n"
     "  are not a message are reported on stderr and skipped; exit 1 if any.\n";
 
+static void decode_msg(void *ctx, size_t off, const char *p, size_t n)
+{
+    log_state *d = ctx;
+    static tw_fix_field fields[MAX_FIELDS];
+    tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
+    tw_error err;
+    if (tw_fix_parse_ex(p, n, &m, &err) != 0) {
+        fprintf(stderr, "tickwire fix decode: byte %zu: message does not parse: %s\n", off, err.msg);
+        d->bad++;
+        return;
+    }
+    print_message(stdout, ++d->n, p, n, &m);
+}
+
+static void decode_garbled(void *ctx, size_t off, size_t n, const tw_error *err)
+{
+    log_state *d = ctx;
+    fprintf(stderr, "tickwire fix decode: byte %zu: skipped %zu bytes: %s\n", off, n, err->msg);
+    d->bad++;
+}
+
+static void decode_truncated(void *ctx, size_t off)
+{
+    log_state *d = ctx;
+    fprintf(stderr, "tickwire fix decode: byte %zu: the input ends inside a message\n", off);
+    d->bad++;
+}
+
 int tw__cli_fix_decode(int argc, char **argv);
 int tw__cli_fix_decode(int argc, char **argv)
 {
@@ -213,37 +256,13 @@ int tw__cli_fix_decode(int argc, char **argv)
     char *buf = open_input(argc, argv, decode_usage, &o, &len, &code);
     if (!buf)
         return code;
-    static tw_fix_field fields[MAX_FIELDS];
-    size_t off = 0, flen = 0;
-    long n = 0, bad = 0;
-    tw_error err;
-    int k;
-    while ((k = next_frame(buf, len, &off, o.flags, &flen, &err)) != FR_END) {
-        if (k == FR_TRUNCATED) {
-            fprintf(stderr, "tickwire fix decode: byte %zu: the input ends inside a message\n", off);
-            bad++;
-            break;
-        }
-        if (k == FR_GARBLED) {
-            fprintf(stderr, "tickwire fix decode: byte %zu: skipped %zu bytes: %s\n", off, flen,
-                    err.msg);
-            bad++;
-            off += flen;
-            continue;
-        }
-        tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
-        if (tw_fix_parse_ex(buf + off, flen, &m, &err) != 0) {
-            fprintf(stderr, "tickwire fix decode: byte %zu: message does not parse: %s\n", off, err.msg);
-            bad++;
-        } else {
-            print_message(stdout, ++n, buf + off, flen, &m);
-        }
-        off += flen;
-    }
+    log_state d = { buf, len, o.flags, 0, 0 };
+    walker w = { decode_msg, decode_garbled, decode_truncated, &d };
+    walk(buf, len, o.flags, &w);
     free(buf);
-    if (bad)
-        fprintf(stderr, "tickwire fix decode: %ld messages, %ld problems\n", n, bad);
-    return bad ? 1 : 0;
+    if (d.bad)
+        fprintf(stderr, "tickwire fix decode: %ld messages, %ld problems\n", d.n, d.bad);
+    return d.bad ? 1 : 0;
 }
 
 /* Runs the typed accessor for m's MsgType; 0 if none is known for it. */
@@ -323,6 +342,52 @@ static const char check_usage[] =
     "  message types tickwire reads.  Says exactly what is wrong; exit 1 if\n"
     "  anything is.  A message given on the command line may use '|' for SOH.\n";
 
+static void check_msg(void *ctx, size_t off, const char *p, size_t n)
+{
+    log_state *c = ctx;
+    static tw_fix_field fields[MAX_FIELDS];
+    tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
+    tw_fix_header h;
+    tw_error err;
+    const char *what = NULL;
+    c->n++;
+    if (tw_fix_parse_ex(p, n, &m, &err) != 0)
+        what = "field syntax";
+    else if (tw_fix_read_header(&m, &h, &err) != 0)
+        what = "standard header";
+    else if (check_typed(&m, &err) != 0)
+        what = "message body";
+    if (what) {
+        printf("message %ld (byte %zu): error in %s: %s\n", c->n, off, what, err.msg);
+        c->bad++;
+        return;
+    }
+    const char *tn = tw_fix_msg_type_name(m.msg_type, m.msg_type_len);
+    int typed = m.msg_type_len == 1 && m.msg_type[0] != 0 &&
+                strchr("A01234589DFVWX", m.msg_type[0]) != NULL;
+    printf("message %ld (byte %zu): OK  %s (%.*s), %.*s seq %lld, %u fields%s\n", c->n, off,
+           tn ? tn : "unknown MsgType", (int)m.msg_type_len, m.msg_type,
+           (int)h.begin_string.len, h.begin_string.p, (long long)h.msg_seq_num, m.count,
+           typed ? "" : " (body not checked: no accessor for this MsgType)");
+}
+
+static void check_garbled(void *ctx, size_t off, size_t n, const tw_error *err)
+{
+    log_state *c = ctx;
+    printf("byte %zu: error: %s (%zu bytes skipped)\n", off, err->msg, n);
+    explain_frame(c->buf + off, c->len - off, c->flags, err->msg);
+    c->bad++;
+}
+
+static void check_truncated(void *ctx, size_t off)
+{
+    log_state *c = ctx;
+    printf("byte %zu: error: incomplete message (%zu bytes): it ends before its "
+           "BodyLength(9) and CheckSum(10) say it should\n", off, c->len - off);
+    explain_frame(c->buf + off, c->len - off, c->flags, "");
+    c->bad++;
+}
+
 int tw__cli_fix_check(int argc, char **argv);
 int tw__cli_fix_check(int argc, char **argv)
 {
@@ -332,54 +397,13 @@ int tw__cli_fix_check(int argc, char **argv)
     char *buf = open_input(argc, argv, check_usage, &o, &len, &code);
     if (!buf)
         return code;
-    static tw_fix_field fields[MAX_FIELDS];
-    size_t off = 0, flen = 0;
-    long n = 0, bad = 0;
-    tw_error err;
-    int k;
-    while ((k = next_frame(buf, len, &off, o.flags, &flen, &err)) != FR_END) {
-        if (k == FR_TRUNCATED) {
-            printf("byte %zu: error: incomplete message (%zu bytes): it ends before its "
-                   "BodyLength(9) and CheckSum(10) say it should\n", off, len - off);
-            explain_frame(buf + off, len - off, o.flags, "");
-            bad++;
-            break;
-        }
-        if (k == FR_GARBLED) {
-            printf("byte %zu: error: %s (%zu bytes skipped)\n", off, err.msg, flen);
-            explain_frame(buf + off, len - off, o.flags, err.msg);
-            bad++;
-            off += flen;
-            continue;
-        }
-        n++;
-        tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
-        tw_fix_header h;
-        const char *what = NULL;
-        if (tw_fix_parse_ex(buf + off, flen, &m, &err) != 0)
-            what = "field syntax";
-        else if (tw_fix_read_header(&m, &h, &err) != 0)
-            what = "standard header";
-        else if (check_typed(&m, &err) != 0)
-            what = "message body";
-        if (what) {
-            printf("message %ld (byte %zu): error in %s: %s\n", n, off, what, err.msg);
-            bad++;
-        } else {
-            const char *tn = tw_fix_msg_type_name(m.msg_type, m.msg_type_len);
-            int typed = m.msg_type_len == 1 && m.msg_type[0] != 0 &&
-                        strchr("A01234589DFVWX", m.msg_type[0]) != NULL;
-            printf("message %ld (byte %zu): OK  %s (%.*s), %.*s seq %lld, %u fields%s\n", n, off,
-                   tn ? tn : "unknown MsgType", (int)m.msg_type_len, m.msg_type,
-                   (int)h.begin_string.len, h.begin_string.p, (long long)h.msg_seq_num, m.count,
-                   typed ? "" : " (body not checked: no accessor for this MsgType)");
-        }
-        off += flen;
-    }
+    log_state c = { buf, len, o.flags, 0, 0 };
+    walker w = { check_msg, check_garbled, check_truncated, &c };
+    walk(buf, len, o.flags, &w);
     free(buf);
-    if (n == 0 && bad == 0) {
+    if (c.n == 0 && c.bad == 0) {
         printf("error: no FIX message in the input\n");
         return 1;
     }
-    return bad ? 1 : 0;
+    return c.bad ? 1 : 0;
 }
