@@ -22,10 +22,10 @@ static int sink_write(void *ctx, const char *buf, size_t len)
     return 0;
 }
 
-static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup)
+static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup)
 {
     (void)ctx, (void)s, (void)possdup;
-    app_msgs += m->count > 0;
+    app_msgs += d->msg.count > 0;
 }
 
 static double now_s(void)
@@ -59,7 +59,7 @@ static void setup(int with_store, int64_t now)
                                .target_comp_id = "VENUE", .initiator = 1, .heart_bt_int_s = 30,
                                .ts_digits = 3, .store = st,
                                .stream = { sink_write, NULL, NULL },
-                               .app = { on_msg, NULL, NULL } };
+                               .app = { .on_msg = on_msg } };
     TW_VERIFY(tw_fix_session_init(&sess, &cfg, NULL) == 0);
     tw_fix_session_connected(&sess, now);
     /* The venue's Logon answer. */

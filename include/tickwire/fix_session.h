@@ -163,10 +163,20 @@ typedef struct tw_fix_stream {
 typedef struct tw_fix_session tw_fix_session;
 
 typedef struct tw_fix_app {
-    /* An application message in sequence (possdup: PossDupFlag=Y).  The
-     * views are valid during the call only. */
-    void (*on_msg)(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup);
+    /* An application message in sequence (possdup: PossDupFlag=Y), as
+     * tw_fix_decode() gave it: d->msg holds every field as a view, d->kind
+     * and d->u the typed body when d->rc is 0 (the session checked the
+     * header; a body that does not decode, d->rc < 0, is the
+     * application's to judge), X/W entries in cfg.md_entries.  Valid
+     * during the call only. */
+    void (*on_msg)(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup);
     void (*on_event)(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *text);
+    /* Optional: a TestRequest in sequence.  Return 0 and the session
+     * answers it with a Heartbeat at once (FIX's rule); return 1 and the
+     * application answers it later with tw_fix_session_heartbeat() (a
+     * lockstep barrier: live.md, "Lockstep").  id is valid during the call
+     * only. */
+    int (*on_test_request)(void *ctx, tw_fix_session *s, const char *id, size_t len);
     void *ctx;
 } tw_fix_app;
 
@@ -185,6 +195,15 @@ typedef struct tw_fix_session_cfg {
      * now_ns already counts from the epoch, as a simulated clock may). */
     int64_t epoch_offset_ns;
     tw_fix_store *store;        /* NULL: nothing persisted, resends are all gap-fill */
+    /* How received messages are decoded for on_msg: prices' fixed-point
+     * decimals (0: TW_FIX_PX_DECIMALS), TW_FIX_PX_F64 or 0, and the caller's
+     * array for X/W entries (NULL: such a message decodes with rc -E2BIG
+     * when it has entries; its fields are still there). */
+    unsigned px_decimals;
+    unsigned decode_flags;
+    tw_fix_md_entry *md_entries;
+    uint32_t md_entries_cap;
+    uint32_t pad_;
     tw_fix_stream stream;
     tw_fix_app app;
 } tw_fix_session_cfg;
@@ -201,7 +220,7 @@ typedef struct tw_fix_session_stats {
     uint64_t store_errors;
 } tw_fix_session_stats;
 
-/* One session; embed it in the caller's connection state (about 25 KB:
+/* One session; embed it in the caller's connection state (about 26 KB:
  * its buffers are inside, nothing is allocated after init).  Callbacks may
  * call tw_fix_session_begin/send/logout (to answer an order, say) but must
  * not feed input or run the timer re-entrantly. */
@@ -230,6 +249,7 @@ struct tw_fix_session {
     uint64_t app_seq;
     char app_type[8];
     tw_fix_wbuf w;
+    tw_fix_decoded dec;       /* the message being handled */
     tw_fix_field fields[TW_FIX_MAX_FIELDS];
     char tx[TW_FIX_TX_BUF];
     char rs[TW_FIX_TX_BUF];   /* resend: stored message read back */
@@ -276,6 +296,12 @@ void tw_fix_session_timer(tw_fix_session *s, int64_t now_ns);
  * before the stream write. */
 tw_fix_wbuf *tw_fix_session_begin(tw_fix_session *s, const char *msg_type, int64_t now_ns);
 int tw_fix_session_send(tw_fix_session *s, int64_t now_ns);
+
+/* A Heartbeat answering TestReqID test_req_id[0..len) (the application's
+ * answer to a TestRequest it took with on_test_request).  Returns 0,
+ * -ENOTCONN unless logged on, -EIO when the store or the stream failed. */
+int tw_fix_session_heartbeat(tw_fix_session *s, const char *test_req_id, size_t len,
+                             int64_t now_ns);
 
 /* Starts the Logout handshake (text may be NULL).  Returns 0, -ENOTCONN
  * unless ACTIVE, -EIO when the store or the stream failed. */

@@ -2,6 +2,7 @@
  * a per-message table (tag -> slot, decoder, offset) so that adding a field
  * is one line and the pass costs one table load per field. */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "fix_internal.h"
@@ -13,6 +14,7 @@ typedef struct fdesc {
     uint8_t kind;
     uint8_t required;
     uint16_t off;
+    uint16_t off_f64; /* K_PX: where its float64 goes */
 } fdesc;
 
 /* Tags below this go through the slot tables (every tag an accessor reads
@@ -20,8 +22,11 @@ typedef struct fdesc {
  * skipped without a lookup. */
 #define SLOT_TAGS 1152
 
-/* One line per field: tag, kind, required, member. */
-#define F(t, k, r, type, member) { t, k, r, (uint16_t)offsetof(type, member) }
+/* One line per field: tag, kind, required, member (and for a price the
+ * member of its float64). */
+#define F(t, k, r, type, member) { t, k, r, (uint16_t)offsetof(type, member), 0 }
+#define FPX(t, r, type, member, member_f64)                                             \
+    { t, K_PX, r, (uint16_t)offsetof(type, member), (uint16_t)offsetof(type, member_f64) }
 
 /* -EBADMSG, with err (if any) naming the tag and what is wrong with it. */
 static int bad(tw_error *err, const char *what, uint32_t tag, const tw_fix_field *f)
@@ -37,7 +42,7 @@ static int bad(tw_error *err, const char *what, uint32_t tag, const tw_fix_field
 
 /* Decodes one value of the given kind into dst: 0, or the decoder's
  * -EINVAL / -ERANGE. */
-static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *dst)
+static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *dst, void *dst_f64)
 {
     switch (kind) {
     case K_STR: {
@@ -63,8 +68,16 @@ static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *d
         *(int32_t *)dst = (int32_t)v;
         return 0;
     }
-    case K_PX:
-        return tw_fix_to_fixed(f->val, f->len, px_dec, (int64_t *)dst);
+    case K_PX: {
+        int64_t fx;
+        double x;
+        int rc = tw__fix_px(f->val, f->len, px_dec, &fx, &x);
+        if (rc != 0)
+            return rc; /* strict: a price must fit px_dec exactly */
+        memcpy(dst, &fx, sizeof(fx));
+        memcpy(dst_f64, &x, sizeof(x));
+        return 0;
+    }
     case K_QTY:
         return tw_fix_to_qty(f->val, f->len, (int64_t *)dst);
     case K_TIME:
@@ -105,7 +118,8 @@ static int fill(const tw_fix_msg *m, uint32_t from, uint32_t to, const fdesc *d,
                 return bad(err, "is required and missing", d[s].tag, NULL);
             continue;
         }
-        if (TW_UNLIKELY(decode(&f[i], d[s].kind, px_dec, (char *)out + d[s].off) != 0))
+        if (TW_UNLIKELY(decode(&f[i], d[s].kind, px_dec, (char *)out + d[s].off,
+                               (char *)out + d[s].off_f64) != 0))
             return bad(err, NULL, f[i].tag, &f[i]);
     }
     return 0;
@@ -277,9 +291,9 @@ static const fdesc er_d[] = {
     F(39, K_CHAR, 1, ER, ord_status),   F(54, K_CHAR, 1, ER, side),
     F(40, K_CHAR, 0, ER, ord_type),     F(59, K_CHAR, 0, ER, time_in_force),
     F(20, K_CHAR, 0, ER, exec_trans_type), F(38, K_QTY, 0, ER, order_qty),
-    F(44, K_PX, 0, ER, price),          F(32, K_QTY, 0, ER, last_qty),
-    F(31, K_PX, 0, ER, last_px),        F(151, K_QTY, 1, ER, leaves_qty),
-    F(14, K_QTY, 1, ER, cum_qty),       F(6, K_PX, 1, ER, avg_px),
+    FPX(44, 0, ER, price, price_f64),   F(32, K_QTY, 0, ER, last_qty),
+    FPX(31, 0, ER, last_px, last_px_f64), F(151, K_QTY, 1, ER, leaves_qty),
+    F(14, K_QTY, 1, ER, cum_qty),       FPX(6, 1, ER, avg_px, avg_px_f64),
     F(60, K_TIME, 0, ER, transact_time_ns),
 };
 #undef ER
@@ -293,6 +307,7 @@ int tw_fix_read_exec_report(const tw_fix_msg *m, unsigned px_decimals, tw_fix_ex
                             tw_error *err)
 {
     memset(o, 0, sizeof(*o));
+    o->price_f64 = o->last_px_f64 = o->avg_px_f64 = NAN;
     int rc = want_type(m, "8", err);
     if (rc != 0)
         return rc;
@@ -326,7 +341,7 @@ static const fdesc no_d[] = {
     F(1, K_STR, 0, NO, account),        F(54, K_CHAR, 1, NO, side),
     F(40, K_CHAR, 1, NO, ord_type),     F(59, K_CHAR, 0, NO, time_in_force),
     F(21, K_CHAR, 0, NO, handl_inst),   F(38, K_QTY, 1, NO, order_qty),
-    F(44, K_PX, 0, NO, price),          F(60, K_TIME, 0, NO, transact_time_ns),
+    FPX(44, 0, NO, price, price_f64),   F(60, K_TIME, 0, NO, transact_time_ns),
 };
 #undef NO
 static const uint8_t no_s[SLOT_TAGS] = { [11] = 1, [55] = 2, [1] = 3,  [54] = 4, [40] = 5,
@@ -336,6 +351,7 @@ int tw_fix_read_new_order(const tw_fix_msg *m, unsigned px_decimals, tw_fix_new_
                           tw_error *err)
 {
     memset(o, 0, sizeof(*o));
+    o->price_f64 = NAN;
     int rc = want_type(m, "D", err);
     if (rc == 0)
         rc = fill(m, 0, m->count, no_d, TW_ARRAY_SIZE(no_d), no_s, px_decimals, o, err);
@@ -480,7 +496,7 @@ int tw_fix_read_md_request(const tw_fix_msg *m, tw_fix_md_request *o, tw_error *
 static const fdesc me_d[] = {
     F(55, K_STR, 0, ME, symbol),        F(278, K_STR, 0, ME, entry_id),
     F(279, K_CHAR, 0, ME, update_action), F(269, K_CHAR, 0, ME, entry_type),
-    F(290, K_I32, 0, ME, position_no),  F(270, K_PX, 0, ME, px),
+    F(290, K_I32, 0, ME, position_no),  FPX(270, 0, ME, px, px_f64),
     F(271, K_QTY, 0, ME, size),         F(346, K_I64, 0, ME, number_of_orders),
 };
 #undef ME
@@ -533,6 +549,7 @@ static int read_md(const tw_fix_msg *m, unsigned px_dec, tw_fix_md *o, tw_fix_md
         p = j;
         tw_fix_md_entry *x = &e[o->n_entries];
         memset(x, 0, sizeof(*x));
+        x->px_f64 = NAN;
         rc = fill(m, first, first + cnt, me_d, TW_ARRAY_SIZE(me_d), me_s, px_dec, x, err);
         if (rc != 0)
             return rc;
@@ -555,6 +572,45 @@ int tw_fix_read_md_incremental(const tw_fix_msg *m, unsigned px_decimals, tw_fix
                                tw_fix_md_entry *entries, uint32_t cap, tw_error *err)
 {
     return read_md(m, px_decimals, o, entries, cap, 1, err);
+}
+
+/* ---- venue session status and rejects (live.md) --------------------------- */
+
+#define TS tw_fix_trading_session_status
+static const fdesc ts_d[] = {
+    F(336, K_STR, 1, TS, trading_session_id), F(340, K_I32, 1, TS, trad_ses_status),
+    F(335, K_STR, 0, TS, trad_ses_req_id),    F(58, K_STR, 0, TS, text),
+};
+#undef TS
+static const uint8_t ts_s[SLOT_TAGS] = { [336] = 1, [340] = 2, [335] = 3, [58] = 4 };
+
+int tw_fix_read_trading_session_status(const tw_fix_msg *m, tw_fix_trading_session_status *o,
+                                       tw_error *err)
+{
+    memset(o, 0, sizeof(*o));
+    int rc = want_type(m, "h", err);
+    if (rc != 0)
+        return rc;
+    return fill(m, 0, m->count, ts_d, TW_ARRAY_SIZE(ts_d), ts_s, 0, o, err);
+}
+
+#define RJ tw_fix_md_request_reject
+static const fdesc mrj_d[] = {
+    F(262, K_STR, 1, RJ, md_req_id),
+    F(281, K_CHAR, 0, RJ, md_req_rej_reason),
+    F(58, K_STR, 0, RJ, text),
+};
+#undef RJ
+static const uint8_t mrj_s[SLOT_TAGS] = { [262] = 1, [281] = 2, [58] = 3 };
+
+int tw_fix_read_md_request_reject(const tw_fix_msg *m, tw_fix_md_request_reject *o,
+                                  tw_error *err)
+{
+    memset(o, 0, sizeof(*o));
+    int rc = want_type(m, "Y", err);
+    if (rc != 0)
+        return rc;
+    return fill(m, 0, m->count, mrj_d, TW_ARRAY_SIZE(mrj_d), mrj_s, 0, o, err);
 }
 
 /* For tests: the member tables above say what the member lists say. */

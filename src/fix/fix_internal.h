@@ -11,6 +11,23 @@
 typedef uint64_t (*tw__fix_mask_fn)(const char *p, size_t n);
 extern tw__fix_mask_fn tw__fix_soh_mask;
 uint64_t tw__fix_soh_mask_isa(tw_isa isa, const char *p, size_t n);
+/* The one-pass decoder's classification of 64 bytes: bit i of each mask
+ * stands for byte i. */
+typedef struct tw__fix_blk {
+    uint64_t soh;   /* SOH */
+    uint64_t eq;    /* '=' */
+    uint64_t digit; /* '0'..'9' */
+    uint64_t zero;  /* '0' */
+} tw__fix_blk;
+
+/* Classifies p[0..n) into blk[0 .. ceil(n / 64)) (bits at and past n
+ * clear) and returns the sum of the bytes (mod 2^32).  Reads only
+ * [p, p + n).  tw__fix_classify is the process's choice (acquire-load it);
+ * tw__fix_classify_isa() gives a given ISA's. */
+typedef uint32_t (*tw__fix_classify_fn)(const char *p, size_t n, tw__fix_blk *blk);
+extern tw__fix_classify_fn tw__fix_classify;
+tw__fix_classify_fn tw__fix_classify_isa(tw_isa isa);
+
 /* The ISA AUTO (or an explicit one) resolves to on this CPU, TW_FIX_ISA
  * applied; never AUTO. */
 tw_isa tw__fix_resolve_isa(tw_isa isa);
@@ -25,6 +42,38 @@ int tw__fix_parse_avx512(const char *msg, size_t len, tw_fix_msg *m);
 extern int tw__fix_fast_parse;
 /* The generic parser alone, for tests that compare the two. */
 int tw__fix_parse_generic(const char *msg, size_t len, tw_fix_msg *m, tw_error *err);
+
+/* Where the framer found the parts of a message (frame.c). */
+typedef struct tw__fix_head {
+    size_t begin_end;   /* the SOH that ends BeginString(8) */
+    size_t bodylen_end; /* the SOH that ends BodyLength(9) */
+    size_t body;        /* "35=": the first byte BodyLength counts */
+    size_t t;           /* "10=": the message is buf[0 .. t + 7) */
+    unsigned checksum;  /* the value CheckSum(10) says */
+    unsigned pad_;
+} tw__fix_head;
+
+/* Parser: 0 (framed as far as the bytes' structure goes), -1 garbled (TW_FIX_GARBLED), -2 incomplete.
+ * Everything tw_fix_frame() checks but the CheckSum value: BeginString,
+ * BodyLength, MsgType's place, CheckSum's place and digits, in the same
+ * order with the same *skip and err. */
+int tw__fix_frame_head(const char *buf, size_t len, unsigned flags, size_t *skip, tw_error *err,
+                       tw__fix_head *h);
+/* TW_FIX_GARBLED with *skip and err as tw_fix_frame() sets them for a
+ * CheckSum that does not match (got: what the bytes sum to). */
+int tw__fix_bad_checksum(const char *buf, size_t len, const tw__fix_head *h, unsigned got,
+                         size_t *skip, tw_error *err);
+/* Offset of the next place a message may start (the framer's resync). */
+size_t tw__fix_resync(const char *buf, size_t len);
+
+/* A price both ways, for the accessors and the one-pass decoder: *fx the
+ * fixed-point value with `decimals` decimals (tw_fix_to_fixed), *f64 its
+ * correctly rounded float64.  0; -EINVAL if it is not a price (*fx, *f64
+ * unspecified); -ERANGE if it is one whose fixed-point form does not fit
+ * (*fx = TW_FIX_PX_NONE, *f64 set). */
+int tw__fix_px(const char *v, uint32_t len, unsigned decimals, int64_t *fx, double *f64);
+/* 10^0 .. 10^22, each exact as a double. */
+extern const double tw__fix_pow10_f64[23];
 
 /* Little-endian 8-byte load (no alignment needed). */
 static inline uint64_t tw__load64(const char *p)
@@ -66,6 +115,39 @@ static inline uint64_t tw__swar_digits(uint64_t w, unsigned k, int *ok)
     d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFull;
     d = (d * 10000 + (d >> 32)) & 0x00000000FFFFFFFFull;
     return d;
+}
+
+/* The tag of a field of flen bytes whose first eight bytes are w (bytes
+ * past the field may be anything).  Sets *k to the number of tag digits
+ * and *tag to their value; returns nonzero iff the field is well formed:
+ * 1 to 7 digits without a leading zero, '=', a value of at least one
+ * byte.  No branch per digit: the parser and the one-pass decoder run it
+ * on every field. */
+static inline __attribute__((always_inline)) int tw__fix_tag(uint64_t w, size_t flen, unsigned *k,
+                                                             uint32_t *tag)
+{
+    /* The lowest non-digit byte of w ends the tag and must be '='.  Bytes
+     * below it are digits, so no carry or borrow reaches it and its flag
+     * is exact (flags above it may be noise; they are not used).  The top
+     * bit caps the tag at seven digits. */
+    uint64_t nd = ((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull)) & TW__HIGHS;
+    unsigned kk = (unsigned)__builtin_ctzll(nd | (1ull << 63)) >> 3; /* 0..7 */
+    /* First byte '1'..'9' (so k >= 1 and no leading zero), '=' after the
+     * digits, and a value of at least one byte: one branch for all. */
+    int ok = ((unsigned)(w & 0xFF) - '1' < 9u) & ((unsigned char)(w >> (8 * kk)) == '=') &
+             (kk + 1 < flen);
+    if (TW_LIKELY(kk <= 4)) {
+        /* Up to four digits (nearly every tag): two multiply steps on 32
+         * bits, the digits shifted to the top so that missing leading
+         * digits read as zeros. */
+        uint32_t x = ((uint32_t)w & 0x0F0F0F0Fu) << ((32 - 8 * kk) & 31);
+        x = (x * 10 + (x >> 8)) & 0x00FF00FFu;
+        *tag = (x * 100 + (x >> 16)) & 0xFFFFu;
+    } else {
+        *tag = (uint32_t)tw__swar_digits(w, kk, &ok);
+    }
+    *k = kk;
+    return ok;
 }
 
 #endif

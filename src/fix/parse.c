@@ -28,27 +28,9 @@ static inline __attribute__((always_inline)) int field(const char *msg, size_t s
                                                        uint64_t w, tw_fix_field *f)
 {
     size_t flen = end - start;
-    /* The lowest non-digit byte of w ends the tag and must be '='.  Bytes
-     * below it are digits, so no carry or borrow reaches it and its flag
-     * is exact (flags above it may be noise; they are not used).  The top
-     * bit caps the tag at seven digits. */
-    uint64_t nd = ((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull)) & TW__HIGHS;
-    unsigned k = (unsigned)__builtin_ctzll(nd | (1ull << 63)) >> 3; /* 0..7 */
-    /* First byte '1'..'9' (so k >= 1 and no leading zero), '=' after the
-     * digits, and a value of at least one byte: one branch for all. */
-    int ok = ((unsigned)(w & 0xFF) - '1' < 9u) & ((unsigned char)(w >> (8 * k)) == '=') &
-             (k + 1 < flen);
+    unsigned k;
     uint32_t tag;
-    if (TW_LIKELY(k <= 4)) {
-        /* Up to four digits (nearly every tag): two multiply steps on 32
-         * bits, the digits shifted to the top so that missing leading
-         * digits read as zeros. */
-        uint32_t x = ((uint32_t)w & 0x0F0F0F0Fu) << ((32 - 8 * k) & 31);
-        x = (x * 10 + (x >> 8)) & 0x00FF00FFu;
-        tag = (x * 100 + (x >> 16)) & 0xFFFFu;
-    } else {
-        tag = (uint32_t)tw__swar_digits(w, k, &ok);
-    }
+    int ok = tw__fix_tag(w, flen, &k, &tag);
     f->tag = tag;
     f->len = (uint32_t)(flen - k - 1);
     f->val = msg + start + k + 1;

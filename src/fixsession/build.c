@@ -3,7 +3,39 @@
 #include <errno.h>
 #include <string.h>
 
+#include "tickwire/fix.h"
 #include "tickwire/fix_build.h"
+
+/* Copies n bytes for the short values a message is made of without a
+ * call into libc: two overlapping loads and stores cover 4..32 bytes and
+ * never read outside src[0..n). */
+static inline void copy_small(char *dst, const char *src, size_t n)
+{
+    if (n > 16 && n <= 32) {
+        char a[16], b[16];
+        memcpy(a, src, 16);
+        memcpy(b, src + n - 16, 16);
+        memcpy(dst, a, 16);
+        memcpy(dst + n - 16, b, 16);
+    } else if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else if (n < 4) {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    } else {
+        memcpy(dst, src, n);
+    }
+}
 
 static const char digit_pairs[201] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -28,8 +60,33 @@ static inline size_t count_digits(uint64_t v)
     }
 }
 
+static const uint32_t pow10_u32[10] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                         100000000, 1000000000 };
+
 size_t tw_fix_fmt_u64(char *out, uint64_t v)
 {
+    if (TW_LIKELY(v < 100000000)) {
+        /* Up to eight digits (sequence numbers, quantities, lengths): all
+         * eight written as four pairs into one word, then shifted down past
+         * the leading zeros and stored at once (out has room for 20). */
+        unsigned bits = 64 - (unsigned)__builtin_clzll(v | 1);
+        unsigned n = (bits * 1233) >> 12; /* floor(log10(2^bits)) */
+        n += v >= pow10_u32[n];           /* now the number of digits */
+        n += n == 0;
+        uint32_t hi = (uint32_t)v / 10000, lo = (uint32_t)v % 10000;
+        char b[8];
+        memcpy(b, digit_pairs + 2 * (hi / 100), 2);
+        memcpy(b + 2, digit_pairs + 2 * (hi % 100), 2);
+        memcpy(b + 4, digit_pairs + 2 * (lo / 100), 2);
+        memcpy(b + 6, digit_pairs + 2 * (lo % 100), 2);
+        uint64_t x;
+        memcpy(&x, b, 8);
+        x >>= 8 * (8 - n) & 63;
+        if (n == 8)
+            memcpy(&x, b, 8);
+        memcpy(out, &x, 8);
+        return n;
+    }
     size_t n = count_digits(v);
     char *p = out + n;
     /* Two digits per division halves the divides; written backwards into
@@ -107,10 +164,10 @@ static size_t fmt_frac(char *out, int64_t epoch_ns, unsigned digits)
         ns += 1000000000;
     unsigned frac = (unsigned)ns;
     out[0] = '.';
-    /* Three digits at a time: ms, then us, then ns. */
-    unsigned groups[3] = { frac / 1000000, frac / 1000 % 1000, frac % 1000 };
-    for (unsigned g = 0; g < digits / 3; g++) {
-        unsigned v = groups[g];
+    /* Three digits at a time: ms, then us, then ns, each only if wanted. */
+    unsigned div = 1000000;
+    for (unsigned g = 0; g < digits / 3; g++, div /= 1000) {
+        unsigned v = frac / div % 1000;
         char *o = out + 1 + 3 * g;
         o[0] = (char)('0' + v / 100);
         o[1] = digit_pairs[2 * (v % 100)];
@@ -232,7 +289,7 @@ static inline void put_field(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t
     if (TW_LIKELY(!w->overflow && w->cap - w->pos >= len + 12)) {
         char *p = w->buf + w->pos;
         size_t tl = fmt_tag(p, tag);
-        memcpy(p + tl, v, len);
+        copy_small(p + tl, v, len);
         p[tl + len] = '\x01';
         w->pos += tl + len + 1;
         return;
@@ -264,7 +321,7 @@ void tw_fix_build_begin_raw(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_
     }
     tw_fix_put_cstr(w, 35, msg_type);
     if (room(w, t->comp_len)) {
-        memcpy(w->buf + w->pos, t->comp, t->comp_len);
+        copy_small(w->buf + w->pos, t->comp, t->comp_len);
         w->pos += t->comp_len;
     }
 }
@@ -331,10 +388,14 @@ void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned d
     if (decimals > 0) {
         uint64_t frac = u % scale;
         d[n++] = '.';
-        for (unsigned k = decimals; k > 0; k--) {
-            d[n + k - 1] = (char)('0' + frac % 10);
-            frac /= 10;
+        /* Right to left, two digits per step, zeros kept to `decimals`. */
+        unsigned k = decimals;
+        for (; k >= 2; k -= 2) {
+            put2(d + n + k - 2, (unsigned)(frac % 100));
+            frac /= 100;
         }
+        if (k)
+            d[n] = (char)('0' + frac % 10);
         n += decimals;
     }
     put_field(w, tag, d, n);
@@ -364,29 +425,6 @@ void tw_fix_put_raw(tw_fix_wbuf *w, const char *fields, size_t len)
     w->pos += len;
 }
 
-/* Sum of n bytes, eight at a time: bytes are spread into 16-bit lanes and
- * added lane-wise (a lane cannot overflow: 255 * 2 per word, and the
- * accumulator is folded every 128 words). */
-static unsigned byte_sum(const char *p, size_t n)
-{
-    const uint64_t lo = 0x00FF00FF00FF00FFull;
-    uint64_t total = 0;
-    while (n >= 8) {
-        uint64_t acc = 0;
-        for (int k = 0; k < 128 && n >= 8; k++, p += 8, n -= 8) {
-            uint64_t x;
-            memcpy(&x, p, 8);
-            acc += (x & lo) + ((x >> 8) & lo);
-        }
-        /* Fold four 16-bit lanes. */
-        acc = (acc & 0x0000FFFF0000FFFFull) + ((acc >> 16) & 0x0000FFFF0000FFFFull);
-        total += (acc & 0xFFFFFFFFull) + (acc >> 32);
-    }
-    while (n--)
-        total += (unsigned char)*p++;
-    return (unsigned)total;
-}
-
 int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len)
 {
     if (!room(w, 7))
@@ -399,7 +437,7 @@ int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len)
     size_t nd = tw_fix_fmt_u64(num, body_len);
     size_t start = w->body_off - (w->t->begin_len + 2 + nd + 1);
     char *p = w->buf + start;
-    memcpy(p, w->t->begin, w->t->begin_len);
+    copy_small(p, w->t->begin, w->t->begin_len);
     p += w->t->begin_len;
     *p++ = '9';
     *p++ = '=';
@@ -407,7 +445,7 @@ int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len)
     p[nd] = '\x01';
     TW_ASSERT(p + nd + 1 == w->buf + w->body_off);
     /* CheckSum: byte sum mod 256 of everything before "10=". */
-    unsigned sum = byte_sum(w->buf + start, w->pos - start) & 255;
+    unsigned sum = tw_fix_checksum(w->buf + start, w->pos - start);
     char *q = w->buf + w->pos;
     q[0] = '1';
     q[1] = '0';

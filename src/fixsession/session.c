@@ -304,6 +304,15 @@ int tw_fix_session_init(tw_fix_session *s, const tw_fix_session_cfg *cfg, tw_err
     s->next_out = cfg->store ? cfg->store->next_out : 1;
     s->next_in = cfg->store ? cfg->store->next_in : 1;
     s->epoch_offset_ns = cfg->epoch_offset_ns;
+    if (cfg->px_decimals > 18)
+        return tw__err(err, -EINVAL, "fix session: px_decimals %u above 18", cfg->px_decimals);
+    s->dec = (tw_fix_decoded){ .flags = cfg->decode_flags & TW_FIX_PX_F64,
+                               .px_decimals = cfg->px_decimals ? cfg->px_decimals
+                                                               : TW_FIX_PX_DECIMALS,
+                               .entries = cfg->md_entries,
+                               .entries_cap = cfg->md_entries ? cfg->md_entries_cap : 0,
+                               .fields = s->fields,
+                               .fields_cap = TW_FIX_MAX_FIELDS };
     s->state = TW_FIX_DISCONNECTED;
     return 0;
 }
@@ -356,6 +365,15 @@ void tw_fix_session_disconnected(tw_fix_session *s, int64_t now_ns)
         return;
     set_state(s, TW_FIX_DISCONNECTED, now_ns);
     event(s, TW_FIX_EV_DISCONNECT, "stream closed by peer");
+}
+
+int tw_fix_session_heartbeat(tw_fix_session *s, const char *test_req_id, size_t len,
+                             int64_t now_ns)
+{
+    if (s->state != TW_FIX_ACTIVE && s->state != TW_FIX_LOGOUT_SENT)
+        return -ENOTCONN;
+    TW_ASSERT(test_req_id != NULL || len == 0);
+    return send_heartbeat(s, test_req_id, len, now_ns);
 }
 
 int tw_fix_session_logout(tw_fix_session *s, const char *text, int64_t now_ns)
@@ -604,20 +622,23 @@ static void handle_sequence_reset(tw_fix_session *s, const tw_fix_msg *m, uint64
     s->next_in = nsn;
 }
 
-/* Handles one framed message. */
+/* Handles one framed message, decoded into s->dec (its field views are
+ * what tw_fix_parse gives, its typed body what the application reads). */
 static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now_ns)
 {
     /* The input loop stops feeding once the session is down. */
     TW_ASSERT(s->state != TW_FIX_DISCONNECTED);
-    tw_fix_msg m = { .fields = s->fields, .cap = TW_FIX_MAX_FIELDS };
+    const tw_fix_msg *mp = &s->dec.msg;
     s->last_recv_ns = now_ns;
     s->test_req_sent_ns = 0; /* any message proves the peer is alive */
     s->st.msgs_in++;
-    if (tw_fix_parse(raw, n, &m) != 0) {
+    if (s->dec.parse_rc != 0) {
         malformed(s, raw, n, now_ns);
         return;
     }
-    const tw_fix_field *bs = tw_fix_get(&m, 8);
+    /* Every field is a view when it parsed (the decoder was given them). */
+    TW_ASSERT(mp->count >= 4 && mp->fields == s->fields);
+    const tw_fix_field *bs = tw_fix_get(mp, 8);
     if (!bs || bs->len + 2 + 1 != s->tmpl.begin_len ||
         memcmp(bs->val, s->tmpl.begin + 2, bs->len) != 0) {
         if (s->state == TW_FIX_ACTIVE)
@@ -626,14 +647,14 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
         return;
     }
     uint64_t seq;
-    if (get_u64(&m, 34, &seq) != 0 || seq == 0) {
+    if (get_u64(mp, 34, &seq) != 0 || seq == 0) {
         if (s->state == TW_FIX_ACTIVE)
             send_logout(s, "MsgSeqNum(34) missing or invalid", now_ns);
         disconnect(s, "MsgSeqNum(34) missing or invalid", now_ns);
         return;
     }
-    int is_logon = m.msg_type_len == 1 && m.msg_type[0] == 'A';
-    char t = m.msg_type_len == 1 ? m.msg_type[0] : 0;
+    int is_logon = mp->msg_type_len == 1 && mp->msg_type[0] == 'A';
+    char t = mp->msg_type_len == 1 ? mp->msg_type[0] : 0;
     if (s->state == TW_FIX_CONNECTED || s->state == TW_FIX_LOGON_SENT) {
         if (!is_logon) {
             /* A Logout here is the peer refusing our Logon: say so. */
@@ -644,27 +665,27 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
         }
     }
     /* CompIDs: the peer's Sender must be our Target and vice versa. */
-    const tw_fix_field *snd = tw_fix_get(&m, 49), *tgt = tw_fix_get(&m, 56);
+    const tw_fix_field *snd = tw_fix_get(mp, 49), *tgt = tw_fix_get(mp, 56);
     if (!field_eq(snd, s->cfg.target_comp_id) || !field_eq(tgt, s->cfg.sender_comp_id)) {
         if (s->state == TW_FIX_ACTIVE || s->state == TW_FIX_LOGOUT_SENT) {
             if (seq == s->next_in)
                 s->next_in++;
             send_reject(s, seq, snd && field_eq(tgt, s->cfg.sender_comp_id) ? 49 : 56,
-                        m.msg_type, m.msg_type_len, REJ_COMPID, "CompID problem", now_ns);
+                        mp->msg_type, mp->msg_type_len, REJ_COMPID, "CompID problem", now_ns);
             send_logout(s, "CompID problem", now_ns);
         }
         disconnect(s, "CompID problem", now_ns);
         return;
     }
     if (is_logon && (s->state == TW_FIX_CONNECTED || s->state == TW_FIX_LOGON_SENT)) {
-        handle_logon(s, &m, seq, now_ns);
+        handle_logon(s, mp, seq, now_ns);
         return;
     }
-    int possdup = is_possdup(&m);
-    int gap_fill = t == '4' && field_eq(tw_fix_get(&m, 123), "Y");
+    int possdup = is_possdup(mp);
+    int gap_fill = t == '4' && field_eq(tw_fix_get(mp, 123), "Y");
     /* SequenceReset-Reset ignores MsgSeqNum altogether. */
     if (t == '4' && !gap_fill) {
-        handle_sequence_reset(s, &m, seq, 0, now_ns);
+        handle_sequence_reset(s, mp, seq, 0, now_ns);
         if (s->resend_until && s->next_in > s->resend_until)
             s->resend_until = 0;
         persist(s);
@@ -683,7 +704,7 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
          * wait on each other; honour a Logout too. */
         if (t == '2') {
             uint64_t b = 0, e = 0;
-            if (get_u64(&m, 7, &b) == 0 && get_u64(&m, 16, &e) == 0)
+            if (get_u64(mp, 7, &b) == 0 && get_u64(mp, 16, &e) == 0)
                 answer_resend(s, b, e, now_ns);
         }
         if (t == '5') {
@@ -704,14 +725,14 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
         return;
     }
     /* In sequence.  Header checks that consume the seq with a Reject. */
-    if (!valid_msg_type(&m)) {
+    if (!valid_msg_type(mp)) {
         s->next_in++;
-        send_reject(s, seq, 35, m.msg_type, m.msg_type_len, REJ_INVALID_MSGTYPE,
+        send_reject(s, seq, 35, mp->msg_type, mp->msg_type_len, REJ_INVALID_MSGTYPE,
                     "Invalid MsgType", now_ns);
         persist(s);
         return;
     }
-    const tw_fix_field *f52 = tw_fix_get(&m, 52);
+    const tw_fix_field *f52 = tw_fix_get(mp, 52);
     int64_t sending_ns = 0;
     int rej = -1;
     uint32_t rej_tag = 0;
@@ -720,10 +741,10 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
         rej = REJ_REQUIRED_MISSING, rej_tag = 52, rej_text = "SendingTime(52) missing";
     } else if (tw_fix_to_epoch_ns(f52->val, f52->len, &sending_ns) != 0) {
         rej = REJ_DATA_FORMAT, rej_tag = 52, rej_text = "SendingTime(52) not a UTCTimestamp";
-    } else if (tw_fix_get(&m, 43) && !possdup && !field_eq(tw_fix_get(&m, 43), "N")) {
+    } else if (tw_fix_get(mp, 43) && !possdup && !field_eq(tw_fix_get(mp, 43), "N")) {
         rej = REJ_VALUE_INCORRECT, rej_tag = 43, rej_text = "PossDupFlag(43) not Y or N";
     } else if (possdup && t != '4') {
-        const tw_fix_field *f122 = tw_fix_get(&m, 122);
+        const tw_fix_field *f122 = tw_fix_get(mp, 122);
         int64_t orig_ns;
         if (!f122)
             rej = REJ_REQUIRED_MISSING, rej_tag = 122, rej_text = "OrigSendingTime(122) missing";
@@ -736,7 +757,7 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
     }
     if (rej >= 0) {
         s->next_in++;
-        send_reject(s, seq, rej_tag, m.msg_type, m.msg_type_len, rej, rej_text, now_ns);
+        send_reject(s, seq, rej_tag, mp->msg_type, mp->msg_type_len, rej, rej_text, now_ns);
         persist(s);
         return;
     }
@@ -745,11 +766,11 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
     s->next_in = seq + 1;
     if (s->resend_until && s->next_in > s->resend_until)
         s->resend_until = 0; /* gap closed */
-    int admin = m.msg_type_len == 1 && strchr("012345A", t) != NULL;
+    int admin = mp->msg_type_len == 1 && strchr("012345A", t) != NULL;
     if (!admin) {
         s->st.app_in++;
         if (s->cfg.app.on_msg)
-            s->cfg.app.on_msg(s->cfg.app.ctx, s, &m, possdup);
+            s->cfg.app.on_msg(s->cfg.app.ctx, s, &s->dec, possdup);
         persist(s);
         return;
     }
@@ -757,20 +778,25 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
     case '0':
         break;
     case '1': {
-        const tw_fix_field *id = tw_fix_get(&m, 112);
+        const tw_fix_field *id = tw_fix_get(mp, 112);
         if (!id) {
-            send_reject(s, seq, 112, m.msg_type, 1, REJ_REQUIRED_MISSING,
+            send_reject(s, seq, 112, mp->msg_type, 1, REJ_REQUIRED_MISSING,
                         "TestReqID(112) missing", now_ns);
             break;
         }
+        /* The application may take the answer on itself (a lockstep
+         * barrier: live.md) and send it with tw_fix_session_heartbeat. */
+        if (s->cfg.app.on_test_request &&
+            s->cfg.app.on_test_request(s->cfg.app.ctx, s, id->val, id->len))
+            break;
         send_heartbeat(s, id->val, id->len, now_ns);
         break;
     }
     case '2': {
         uint64_t b = 0, e = 0;
-        int rb = get_u64(&m, 7, &b), re = get_u64(&m, 16, &e);
+        int rb = get_u64(mp, 7, &b), re = get_u64(mp, 16, &e);
         if (rb != 0 || re != 0) {
-            send_reject(s, seq, rb != 0 ? 7 : 16, m.msg_type, 1,
+            send_reject(s, seq, rb != 0 ? 7 : 16, mp->msg_type, 1,
                         (rb == -ENOENT || re == -ENOENT) ? REJ_REQUIRED_MISSING : REJ_DATA_FORMAT,
                         "BeginSeqNo(7)/EndSeqNo(16) missing or invalid", now_ns);
             break;
@@ -783,7 +809,7 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
         event(s, TW_FIX_EV_REJECT_RCVD, "peer sent Reject");
         break;
     case '4':
-        handle_sequence_reset(s, &m, seq, 1, now_ns);
+        handle_sequence_reset(s, mp, seq, 1, now_ns);
         if (s->resend_until && s->next_in > s->resend_until)
             s->resend_until = 0;
         break;
@@ -808,7 +834,10 @@ size_t tw_fix_session_input(tw_fix_session *s, const char *buf, size_t len, int6
     /* Bounded: every iteration consumes at least one byte or stops. */
     while (used < len && s->state != TW_FIX_DISCONNECTED) {
         size_t skip = 0;
-        int r = tw_fix_frame(buf + used, len - used, 0, &skip);
+        /* Frames exactly as tw_fix_frame does, and decodes in the same
+         * pass: views for the session's checks, the typed body for the
+         * application. */
+        int r = tw_fix_decode(buf + used, len - used, &s->dec, &skip);
         if (r == TW_FIX_INCOMPLETE) {
             if (len - used < MAX_MSG)
                 break;

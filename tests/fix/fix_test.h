@@ -24,6 +24,17 @@
         }                                                                              \
     } while (0)
 
+/* xorshift64, the deterministic generator of the tests that want one
+ * (seed fix_rng to start another sequence). */
+static unsigned long long fix_rng = 0x2545F4914F6CDD1Dull;
+static inline unsigned fix_rnd(void)
+{
+    fix_rng ^= fix_rng << 13;
+    fix_rng ^= fix_rng >> 7;
+    fix_rng ^= fix_rng << 17;
+    return (unsigned)(fix_rng >> 11);
+}
+
 /* '|' -> SOH into a malloc'd copy (the tests write messages readably). */
 static inline char *soh(const char *s, size_t *len)
 {
@@ -40,7 +51,7 @@ static inline char *soh(const char *s, size_t *len)
  * the library's framer is checked against an independent oracle. */
 static inline size_t mkmsg(char *out, size_t cap, const char *begin, const char *body)
 {
-    char b[4096];
+    char b[1 << 15];
     size_t bl = strlen(body);
     if (bl >= sizeof(b))
         abort();

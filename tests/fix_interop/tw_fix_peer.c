@@ -92,8 +92,9 @@ static long field_long(const tw_fix_msg *m, uint32_t tag)
     return (long)v;
 }
 
-static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup)
+static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup)
 {
+    const tw_fix_msg *m = &d->msg;
     (void)ctx;
     int64_t now = now_ns();
     if (initiator) {
@@ -328,7 +329,7 @@ int main(int argc, char **argv)
     tw_fix_session_cfg cfg = {
         .begin_string = begin_string, .sender_comp_id = "TW", .target_comp_id = "QF",
         .initiator = initiator, .heart_bt_int_s = (uint32_t)hb_s, .ts_digits = 3,
-        .store = &store, .stream = { s_write, s_close, NULL }, .app = { on_msg, on_event, NULL },
+        .store = &store, .stream = { s_write, s_close, NULL }, .app = { .on_msg = on_msg, .on_event = on_event },
         .epoch_offset_ns = tw_clock_epoch_offset_ns(),
     };
     if (tw_fix_session_init(&sess, &cfg, &err) != 0) {

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tickwire/decimal.h"
 #include "tickwire/fix.h"
 
 #define MAX_INPUT (256u << 20)
@@ -13,6 +14,7 @@
 
 typedef struct opts {
     int pipe;        /* '|' stands for SOH */
+    int json;        /* decode: one JSON object per message */
     unsigned flags;  /* TW_FIX_NO_CHECKSUM ... */
     const char *src; /* file, "-" or a literal message */
 } opts;
@@ -80,6 +82,17 @@ static char *load(const opts *o, size_t *len)
     return b;
 }
 
+static const char decode_usage[] =
+    "usage: tickwire fix decode [-p|--pipe] [--json] [--no-checksum] [--no-bodylength] [FILE|-]\n"
+    "  Prints every FIX message of a log (messages may be separated by newlines)\n"
+    "  with tag names and value meanings.  -p: '|' stands for SOH.  --json: one\n"
+    "  JSON object per line and message, {\"index\", \"msg_type\", \"name\",\n"
+    "  \"bytes\", \"fields\": [{\"tag\", \"name\", \"value\"}, ...]}, with the values\n"
+    "  of price fields (LastPx, AvgPx, Price, MDEntryPx, ...) as the float64 they\n"
+    "  parse to, in the shortest text that reads back as the same float64, and\n"
+    "  every other value as a string.  Bytes that are not a message are\n"
+    "  reported on stderr and skipped; exit 1 if any.\n";
+
 static int parse_opts(int argc, char **argv, opts *o, const char *usage)
 {
     memset(o, 0, sizeof(*o));
@@ -96,6 +109,8 @@ static int parse_opts(int argc, char **argv, opts *o, const char *usage)
             o->flags |= TW_FIX_NO_CHECKSUM;
         } else if (!strcmp(a, "--no-bodylength")) {
             o->flags |= TW_FIX_NO_BODYLEN;
+        } else if (!strcmp(a, "--json") && usage == decode_usage) {
+            o->json = 1;
         } else if (a[0] == '-' && a[1] != 0) {
             fprintf(stderr, "tickwire fix: unknown option %s\n%s", a, usage);
             return -1;
@@ -150,6 +165,7 @@ typedef struct log_state {
     const char *buf;
     size_t len;
     unsigned flags;
+    int json;
     long n, bad;
 } log_state;
 
@@ -213,11 +229,61 @@ static void print_message(FILE *out, long idx, const char *msg, size_t len, cons
     }
 }
 
-static const char decode_usage[] =
-    "usage: tickwire fix decode [-p|--pipe] [--no-checksum] [--no-bodylength] [FILE|-]\n"
-    "  Prints every FIX message of a log (messages may be separated by newlines)\n"
-    "  with tag names and value meanings.  -p: '|' stands for SOH.  Bytes that\n"
-    "  are not a message are reported on stderr and skipped; exit 1 if any.\n";
+
+/* A JSON string of v[0..n): quotes, backslashes and control bytes
+ * escaped, bytes above 0x7F as the Latin-1 code points they would be (a
+ * FIX value is bytes, not UTF-8). */
+static void json_str(FILE *out, const char *v, size_t n)
+{
+    fputc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7F)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+/* One message as one line of JSON. */
+static void json_message(FILE *out, long idx, size_t len, const tw_fix_msg *m)
+{
+    const char *tn = tw_fix_msg_type_name(m->msg_type, m->msg_type_len);
+    fprintf(out, "{\"index\":%ld,\"msg_type\":", idx);
+    json_str(out, m->msg_type, m->msg_type_len);
+    fputs(",\"name\":", out);
+    if (tn)
+        json_str(out, tn, strlen(tn));
+    else
+        fputs("null", out);
+    fprintf(out, ",\"bytes\":%zu,\"fields\":[", len);
+    for (uint32_t i = 0; i < m->count; i++) {
+        const tw_fix_field *f = &m->fields[i];
+        const char *name = tw_fix_tag_name(f->tag);
+        fprintf(out, "%s{\"tag\":%u,\"name\":", i ? "," : "", f->tag);
+        if (name)
+            json_str(out, name, strlen(name));
+        else
+            fputs("null", out);
+        fputs(",\"value\":", out);
+        double x;
+        char t[TW_DECIMAL_MAX];
+        /* A price as the float64 the trader trades on (live.md, "Prices
+         * are exact"); one that is not a finite decimal stays a string. */
+        if (tw_fix_tag_is_price(f->tag) && tw_decimal_to_double(f->val, f->len, &x) == 0 &&
+            x - x == 0) {
+            tw_double_to_decimal(x, t);
+            fputs(t, out);
+        } else {
+            json_str(out, f->val, f->len);
+        }
+        fputc('}', out);
+    }
+    fputs("]}\n", out);
+}
 
 static void decode_msg(void *ctx, size_t off, const char *p, size_t n)
 {
@@ -230,7 +296,10 @@ static void decode_msg(void *ctx, size_t off, const char *p, size_t n)
         d->bad++;
         return;
     }
-    print_message(stdout, ++d->n, p, n, &m);
+    if (d->json)
+        json_message(stdout, ++d->n, n, &m);
+    else
+        print_message(stdout, ++d->n, p, n, &m);
 }
 
 static void decode_garbled(void *ctx, size_t off, size_t n, const tw_error *err)
@@ -256,7 +325,7 @@ int tw__cli_fix_decode(int argc, char **argv)
     char *buf = open_input(argc, argv, decode_usage, &o, &len, &code);
     if (!buf)
         return code;
-    log_state d = { buf, len, o.flags, 0, 0 };
+    log_state d = { buf, len, o.flags, o.json, 0, 0 };
     walker w = { decode_msg, decode_garbled, decode_truncated, &d };
     walk(buf, len, o.flags, &w);
     free(buf);
@@ -397,7 +466,7 @@ int tw__cli_fix_check(int argc, char **argv)
     char *buf = open_input(argc, argv, check_usage, &o, &len, &code);
     if (!buf)
         return code;
-    log_state c = { buf, len, o.flags, 0, 0 };
+    log_state c = { buf, len, o.flags, 0, 0, 0 };
     walker w = { check_msg, check_garbled, check_truncated, &c };
     walk(buf, len, o.flags, &w);
     free(buf);
