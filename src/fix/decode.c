@@ -319,15 +319,17 @@ static const uint64_t key_mask[8] = {
         }                                                                                    \
     } while (0)
 
-/* Notes a field in its slot unless the slot was noted before (the first
- * occurrence of a tag wins, as in the accessors); branch-free, a repeat
- * goes to the scratch slot. */
-static inline __attribute__((always_inline)) void take(pos *notes, uint64_t *seen, unsigned slot,
-                                                       size_t eq, size_t end)
+/* Notes a field in its slot.  A tag seen twice (bit in *dup) is rare and
+ * left to the four-call path, where the first occurrence wins as in the
+ * accessors; here the last does, and the caller hands such a message over
+ * (slot 0, every tag the type does not read, repeats freely). */
+static inline __attribute__((always_inline)) void take(pos *notes, uint64_t *seen, uint64_t *dup,
+                                                       unsigned slot, size_t eq, size_t end)
 {
-    unsigned again = (unsigned)(*seen >> slot) & 1u;
-    *seen |= 1ull << slot;
-    notes[slot & (again - 1u)] = (uint64_t)eq | (uint64_t)end << 32;
+    uint64_t bit = 1ull << slot;
+    *dup |= *seen & bit;
+    *seen |= bit;
+    notes[slot] = (uint64_t)eq | (uint64_t)end << 32;
 }
 
 /* The value view of a note. */
@@ -398,9 +400,9 @@ static inline int dec_bool(note f, int *out)
     return f.n != 1 || (f.v[0] != 'Y' && f.v[0] != 'N');
 }
 
-static inline int dec_time(note f, int64_t *out)
+static inline int dec_time(note f, int64_t *out, tw__fix_day_cache *dc)
 {
-    return tw_fix_to_epoch_ns(f.v, f.n, out);
+    return tw__fix_epoch_ns(f.v, f.n, out, dc);
 }
 
 static inline void set_str(tw_fix_str *s, note f)
@@ -484,7 +486,8 @@ static inline __attribute__((always_inline)) void zero(void *p, size_t n)
 #define H_REQUIRED (B(S_8) | B(S_35) | B(S_49) | B(S_56) | B(S_34) | B(S_52))
 
 /* tw_fix_read_header's result from the notes. */
-static int header(const char *msg, const pos *nt, uint64_t seen, tw_fix_header *h)
+static int header(const char *msg, const pos *nt, uint64_t seen, tw_fix_header *h,
+                  tw__fix_day_cache *dc)
 {
     zero(h, sizeof(*h));
     int bad = (seen & H_REQUIRED) != H_REQUIRED;
@@ -497,9 +500,9 @@ static int header(const char *msg, const pos *nt, uint64_t seen, tw_fix_header *
     if (seen & B(S_34))
         bad |= dec_i64(view(msg, nt[S_34]), &h->msg_seq_num) != 0;
     if (seen & B(S_52))
-        bad |= dec_time(view(msg, nt[S_52]), &h->sending_time_ns) != 0;
+        bad |= dec_time(view(msg, nt[S_52]), &h->sending_time_ns, dc) != 0;
     if (TW_UNLIKELY(seen & B(S_122)))
-        bad |= dec_time(view(msg, nt[S_122]), &h->orig_sending_time_ns) != 0;
+        bad |= dec_time(view(msg, nt[S_122]), &h->orig_sending_time_ns, dc) != 0;
     if (TW_UNLIKELY(seen & B(S_43)))
         bad |= dec_bool(view(msg, nt[S_43]), &h->poss_dup);
     if (TW_UNLIKELY(seen & B(S_97)))
@@ -515,12 +518,12 @@ static inline __attribute__((always_inline)) int walk_all(walker *w, const ptab 
                                                           uint64_t *seen, uint32_t *nfields)
 {
     int handover;
-    uint64_t sn = 0;
+    uint64_t sn = 0, dup = 0;
     uint32_t count = 0;
-    WALK(w, pt, { take(nt, &sn, slot, eq, end); });
+    WALK(w, pt, { take(nt, &sn, &dup, slot, eq, end); });
     *seen = sn;
     *nfields = count;
-    return handover;
+    return handover | ((dup & ~1ull) != 0);
 }
 
 /* ---- ExecutionReport (8) ------------------------------------------------------ */
@@ -536,7 +539,7 @@ static const tagslot er_tags[] = {
 };
 
 static int exec_report(const char *msg, const pos *nt, uint64_t seen, unsigned dec, int loose,
-                       tw_fix_exec_report *o)
+                       tw_fix_exec_report *o, tw__fix_day_cache *dc)
 {
     const uint64_t required = B(E37) | B(E17) | B(E55) | B(E150) | B(E39) | B(E54) | B(E151) |
                               B(E14) | B(E6);
@@ -566,7 +569,8 @@ static int exec_report(const char *msg, const pos *nt, uint64_t seen, unsigned d
     VAL(E151, dec_qty, leaves_qty);
     VAL(E14, dec_qty, cum_qty);
     PX(E6, avg_px, avg_px_f64);
-    VAL(E60, dec_time, transact_time_ns);
+    if (seen & B(E60))
+        bad |= dec_time(view(msg, nt[E60]), &o->transact_time_ns, dc) != 0;
     return bad ? -EBADMSG : 0;
 }
 
@@ -579,7 +583,7 @@ static const tagslot no_tags[] = {
 };
 
 static int new_order(const char *msg, const pos *nt, uint64_t seen, unsigned dec, int loose,
-                     tw_fix_new_order *o)
+                     tw_fix_new_order *o, tw__fix_day_cache *dc)
 {
     const uint64_t required = B(N11) | B(N55) | B(N54) | B(N40) | B(N38);
     zero(o, sizeof(*o));
@@ -594,7 +598,8 @@ static int new_order(const char *msg, const pos *nt, uint64_t seen, unsigned dec
     VAL(N21, dec_char, handl_inst);
     VAL(N38, dec_qty, order_qty);
     PX(N44, price, price_f64);
-    VAL(N60, dec_time, transact_time_ns);
+    if (seen & B(N60))
+        bad |= dec_time(view(msg, nt[N60]), &o->transact_time_ns, dc) != 0;
     if (bad)
         return -EBADMSG;
     /* access.c's checks after its fill: a limit order needs a price, and
@@ -674,7 +679,7 @@ static int md_incremental(walker *w, const ptab *pt, pos *nt, uint64_t *seen_out
     uint32_t k = 0;        /* entries started */
     uint32_t count = 0;    /* fields walked */
     uint32_t count_at = 0; /* field index of the 268 */
-    uint64_t seen = 0;
+    uint64_t seen = 0, dup = 0;
     pos en[MAX_SLOTS];     /* the current entry's notes */
     uint64_t eseen = 0;
 #define END_ENTRY()                                                                    \
@@ -685,6 +690,11 @@ static int md_incremental(walker *w, const ptab *pt, pos *nt, uint64_t *seen_out
         }                                                                              \
     } while (0)
     WALK(w, pt, {
+        /* The common case first: a member of the current entry. */
+        if (TW_LIKELY(state == ENTRIES && slot > X279 && slot <= X_MEMBER && !first)) {
+            take(en, &eseen, &dup, slot, eq, end);
+            continue;
+        }
         if (TW_UNLIKELY(first)) {
             /* tw_fix_group_begin: the first field after the count is the
              * delimiter. */
@@ -697,7 +707,7 @@ static int md_incremental(walker *w, const ptab *pt, pos *nt, uint64_t *seen_out
         if (slot < S_BODY) {
             /* The header (or a tag X does not read), in every state: not a
              * member, so it ends a group. */
-            take(nt, &seen, slot, eq, end);
+            take(nt, &seen, &dup, slot, eq, end);
             if (state == ENTRIES) {
                 END_ENTRY();
                 bad |= k < n;
@@ -724,7 +734,7 @@ static int md_incremental(walker *w, const ptab *pt, pos *nt, uint64_t *seen_out
                 first = n > 0;
                 state = n == 0 ? AFTER : n > cap ? OVER_CAP : ENTRIES;
             } else if (slot == X262 || slot == X55) {
-                take(nt, &seen, slot, eq, end);
+                take(nt, &seen, &dup, slot, eq, end);
             }
             break;
         case ENTRIES:
@@ -735,9 +745,9 @@ static int md_incremental(walker *w, const ptab *pt, pos *nt, uint64_t *seen_out
                     break;
                 }
                 k++;
-                take(en, &eseen, slot, eq, end);
+                take(en, &eseen, &dup, slot, eq, end);
             } else if (slot >= X55 && slot <= X_MEMBER) {
-                take(en, &eseen, slot, eq, end);
+                take(en, &eseen, &dup, slot, eq, end);
             } else {
                 /* 262 or 268 again: not members, so the group ends here. */
                 END_ENTRY();
@@ -752,7 +762,7 @@ static int md_incremental(walker *w, const ptab *pt, pos *nt, uint64_t *seen_out
     });
     *seen_out = seen;
     *nfields = count;
-    if (handover)
+    if (handover || (dup & ~1ull))
         return 1;
     if (state == ENTRIES)
         END_ENTRY();
@@ -968,12 +978,14 @@ static int decode(tw__fix_classify_fn classify, const char *buf, size_t len, tw_
         d->msg.msg_type_len = view(buf, nt[S_35]).n;
     }
     d->parse_rc = 0;
+    tw__fix_day_cache dc = { 0, 0 };
+    int hdr_rc = header(buf, nt, seen, &d->hdr, &dc);
     switch (d->kind) {
     case TW_FIX_K_EXEC_REPORT:
-        body_rc = exec_report(buf, nt, seen, dec, loose, &d->u.exec_report);
+        body_rc = exec_report(buf, nt, seen, dec, loose, &d->u.exec_report, &dc);
         break;
     case TW_FIX_K_NEW_ORDER:
-        body_rc = new_order(buf, nt, seen, dec, loose, &d->u.new_order);
+        body_rc = new_order(buf, nt, seen, dec, loose, &d->u.new_order, &dc);
         break;
     case TW_FIX_K_HEARTBEAT:
     case TW_FIX_K_TEST_REQUEST:
@@ -986,7 +998,6 @@ static int decode(tw__fix_classify_fn classify, const char *buf, size_t len, tw_
     default:
         break;
     }
-    int hdr_rc = header(buf, nt, seen, &d->hdr);
     d->rc = hdr_rc ? hdr_rc : body_rc;
     return (int)n;
 }

@@ -235,6 +235,11 @@ static inline uint64_t non_digits(uint64_t w, uint64_t mask)
 
 int tw_fix_to_epoch_ns(const char *v, uint32_t len, int64_t *out)
 {
+    return tw__fix_epoch_ns(v, len, out, NULL);
+}
+
+int tw__fix_epoch_ns(const char *v, uint32_t len, int64_t *out, tw__fix_day_cache *c)
+{
     /* YYYYMMDD-HH:MM:SS is 17 bytes; then ".sss", ".ssssss" or
      * ".sssssssss". */
     if (len != 17 && len != 21 && len != 24 && len != 27)
@@ -273,9 +278,21 @@ int tw_fix_to_epoch_ns(const char *v, uint32_t len, int64_t *out)
         }
     }
     /* Second 60 is a leap second, which FIX allows. */
-    if (bad || mo - 1 > 11u || dd - 1 >= days_in_month(y, mo) || h > 23 || mi > 59 || s > 60)
+    if (bad || h > 23 || mi > 59 || s > 60)
         return -EINVAL;
-    int64_t secs = days_from_civil((int64_t)y, mo, dd) * 86400 + (int64_t)(h * 3600 + mi * 60 + s);
+    int64_t days;
+    if (c && c->date == wd) {
+        days = c->days; /* a date already checked and counted */
+    } else {
+        if (mo - 1 > 11u || dd - 1 >= days_in_month(y, mo))
+            return -EINVAL;
+        days = days_from_civil((int64_t)y, mo, dd);
+        if (c) {
+            c->date = wd;
+            c->days = days;
+        }
+    }
+    int64_t secs = days * 86400 + (int64_t)(h * 3600 + mi * 60 + s);
     /* int64 ns spans 1677-09-21 to 2262-04-11; outside is not a time we
      * can represent, so it is an error rather than an overflow. */
     if (secs > INT64_MAX / 1000000000ll - 1 || secs < INT64_MIN / 1000000000ll + 1)

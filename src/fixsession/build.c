@@ -3,38 +3,13 @@
 #include <errno.h>
 #include <string.h>
 
+#include "tickwire/decimal.h"
 #include "tickwire/fix.h"
 #include "tickwire/fix_build.h"
 
-/* Copies n bytes for the short values a message is made of without a
- * call into libc: two overlapping loads and stores cover 4..32 bytes and
- * never read outside src[0..n). */
-static inline void copy_small(char *dst, const char *src, size_t n)
+void tw__fix_copy_long(char *dst, const char *src, size_t n)
 {
-    if (n > 16 && n <= 32) {
-        char a[16], b[16];
-        memcpy(a, src, 16);
-        memcpy(b, src + n - 16, 16);
-        memcpy(dst, a, 16);
-        memcpy(dst + n - 16, b, 16);
-    } else if (n >= 8 && n <= 16) {
-        uint64_t a, b;
-        memcpy(&a, src, 8);
-        memcpy(&b, src + n - 8, 8);
-        memcpy(dst, &a, 8);
-        memcpy(dst + n - 8, &b, 8);
-    } else if (n >= 4 && n < 8) {
-        uint32_t a, b;
-        memcpy(&a, src, 4);
-        memcpy(&b, src + n - 4, 4);
-        memcpy(dst, &a, 4);
-        memcpy(dst + n - 4, &b, 4);
-    } else if (n < 4) {
-        for (size_t i = 0; i < n; i++)
-            dst[i] = src[i];
-    } else {
-        memcpy(dst, src, n);
-    }
+    memcpy(dst, src, n);
 }
 
 static const char digit_pairs[201] =
@@ -252,10 +227,9 @@ static inline int room(tw_fix_wbuf *w, size_t n)
     return 1;
 }
 
-/* Writes "tag=" + v[0..len) + SOH if it fits exactly (room checks are
- * exact so that a buffer sized to the message is enough). */
-/* "tag=" for the tags messages are made of (< 1000) without a general
- * integer conversion; returns its length. */
+/* "tag=" for a tag only known at run time (the inline path folds constant
+ * tags with tw__fix_tag_text); returns its length.  Pairs of digits from
+ * the table rather than divisions by 10. */
 static inline size_t fmt_tag(char *t, uint32_t tag)
 {
     if (tag < 10) {
@@ -264,15 +238,13 @@ static inline size_t fmt_tag(char *t, uint32_t tag)
         return 2;
     }
     if (tag < 100) {
-        t[0] = digit_pairs[2 * tag];
-        t[1] = digit_pairs[2 * tag + 1];
+        memcpy(t, digit_pairs + 2 * tag, 2);
         t[2] = '=';
         return 3;
     }
     if (tag < 1000) {
         t[0] = (char)('0' + tag / 100);
-        t[1] = digit_pairs[2 * (tag % 100)];
-        t[2] = digit_pairs[2 * (tag % 100) + 1];
+        memcpy(t + 1, digit_pairs + 2 * (tag % 100), 2);
         t[3] = '=';
         return 4;
     }
@@ -284,12 +256,12 @@ static inline size_t fmt_tag(char *t, uint32_t tag)
 /* Writes "tag=" + v[0..len) + SOH if it fits exactly (room checks are
  * exact so that a buffer sized to the message is enough).  The common case,
  * with room to spare for the longest tag, writes the tag in place. */
-static inline void put_field(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len)
+void tw__fix_put_field(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len)
 {
     if (TW_LIKELY(!w->overflow && w->cap - w->pos >= len + 12)) {
         char *p = w->buf + w->pos;
         size_t tl = fmt_tag(p, tag);
-        copy_small(p + tl, v, len);
+        tw__fix_copy(p + tl, v, len);
         p[tl + len] = '\x01';
         w->pos += tl + len + 1;
         return;
@@ -321,7 +293,7 @@ void tw_fix_build_begin_raw(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_
     }
     tw_fix_put_cstr(w, 35, msg_type);
     if (room(w, t->comp_len)) {
-        copy_small(w->buf + w->pos, t->comp, t->comp_len);
+        tw__fix_copy(w->buf + w->pos, t->comp, t->comp_len);
         w->pos += t->comp_len;
     }
 }
@@ -334,25 +306,10 @@ void tw_fix_build_begin(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_t ca
     tw_fix_put_ts(w, 52, sending_time_ns, t->ts_digits);
 }
 
-void tw_fix_put_str(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len)
-{
-    put_field(w, tag, v, len);
-}
-
-void tw_fix_put_cstr(tw_fix_wbuf *w, uint32_t tag, const char *v)
-{
-    put_field(w, tag, v, strlen(v));
-}
-
-void tw_fix_put_char(tw_fix_wbuf *w, uint32_t tag, char c)
-{
-    put_field(w, tag, &c, 1);
-}
-
 void tw_fix_put_u64(tw_fix_wbuf *w, uint32_t tag, uint64_t v)
 {
     char d[20];
-    put_field(w, tag, d, tw_fix_fmt_u64(d, v));
+    tw__fix_put_field(w, tag, d, tw_fix_fmt_u64(d, v));
 }
 
 void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v)
@@ -365,7 +322,7 @@ void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v)
         u = 0 - u; /* well defined for INT64_MIN too */
     }
     n += tw_fix_fmt_u64(d + n, u);
-    put_field(w, tag, d, n);
+    tw__fix_put_field(w, tag, d, n);
 }
 
 void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned decimals)
@@ -398,7 +355,17 @@ void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned d
             d[n] = (char)('0' + frac % 10);
         n += decimals;
     }
-    put_field(w, tag, d, n);
+    tw__fix_put_field(w, tag, d, n);
+}
+
+void tw_fix_put_f64(tw_fix_wbuf *w, uint32_t tag, double x)
+{
+    if (TW_UNLIKELY(x - x != 0)) { /* NaN or an infinity */
+        w->overflow = 1;
+        return;
+    }
+    char d[TW_DECIMAL_MAX];
+    tw__fix_put_field(w, tag, d, tw_double_to_decimal(x, d));
 }
 
 void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits)
@@ -414,7 +381,7 @@ void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digi
     char d[28];
     memcpy(d, t->cached_ts, 17);
     size_t n = 17 + fmt_frac(d + 17, epoch_ns, digits);
-    put_field(w, tag, d, n);
+    tw__fix_put_field(w, tag, d, n);
 }
 
 void tw_fix_put_raw(tw_fix_wbuf *w, const char *fields, size_t len)
@@ -437,7 +404,7 @@ int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len)
     size_t nd = tw_fix_fmt_u64(num, body_len);
     size_t start = w->body_off - (w->t->begin_len + 2 + nd + 1);
     char *p = w->buf + start;
-    copy_small(p, w->t->begin, w->t->begin_len);
+    tw__fix_copy(p, w->t->begin, w->t->begin_len);
     p += w->t->begin_len;
     *p++ = '9';
     *p++ = '=';
