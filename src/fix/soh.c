@@ -409,12 +409,14 @@ __attribute__((constructor)) static void choose_isa_at_start(void)
 static uint64_t mask_first(const char *p, size_t n)
 {
     tw__fix_isa_init();
+    /* acquire: pairs with the release store in choose_isa() */
     return __atomic_load_n(&tw__fix_soh_mask, __ATOMIC_ACQUIRE)(p, n);
 }
 
 static uint32_t classify_first(const char *p, size_t n, tw__fix_blk *blk)
 {
     tw__fix_isa_init();
+    /* acquire: pairs with the release store in choose_isa() */
     return __atomic_load_n(&tw__fix_classify, __ATOMIC_ACQUIRE)(p, n, blk);
 }
 
@@ -474,6 +476,8 @@ unsigned tw_fix_checksum(const char *buf, size_t n)
     uint64_t sum = 0;
     size_t i = 0;
 #ifdef TW_FIX_X86
+    /* relaxed: a flag set once in choose_isa() before the release stores;
+     * a caller that still reads 0 just sums with SSE2, which is correct. */
     if (__atomic_load_n(&use_avx512_sum, __ATOMIC_RELAXED))
         return checksum_avx512(buf, n);
     /* psadbw against zero adds 8 bytes into each 64-bit lane; SSE2 is part
