@@ -261,6 +261,8 @@ typedef struct tw_fix_exec_report {    /* 8 */
     double price_f64;                  /* 44 as float64, NaN if absent */
     double last_px_f64;                /* 31 as float64, NaN if absent */
     double avg_px_f64;                 /* 6 as float64 */
+    int32_t ord_rej_reason;            /* 103 (a reject: 150=8), -1 if absent */
+    int32_t pad2_;
 } tw_fix_exec_report;
 int tw_fix_read_exec_report(const tw_fix_msg *m, unsigned px_decimals,
                             tw_fix_exec_report *o, tw_error *err);

@@ -294,13 +294,13 @@ static const fdesc er_d[] = {
     FPX(44, 0, ER, price, price_f64),   F(32, K_QTY, 0, ER, last_qty),
     FPX(31, 0, ER, last_px, last_px_f64), F(151, K_QTY, 1, ER, leaves_qty),
     F(14, K_QTY, 1, ER, cum_qty),       FPX(6, 1, ER, avg_px, avg_px_f64),
-    F(60, K_TIME, 0, ER, transact_time_ns),
+    F(60, K_TIME, 0, ER, transact_time_ns), F(103, K_I32, 0, ER, ord_rej_reason),
 };
 #undef ER
 static const uint8_t er_s[SLOT_TAGS] = {
     [37] = 1,  [11] = 2,  [41] = 3,  [17] = 4,  [55] = 5,  [1] = 6,   [58] = 7,
     [150] = 8, [39] = 9,  [54] = 10, [40] = 11, [59] = 12, [20] = 13, [38] = 14,
-    [44] = 15, [32] = 16, [31] = 17, [151] = 18, [14] = 19, [6] = 20, [60] = 21,
+    [44] = 15, [32] = 16, [31] = 17, [151] = 18, [14] = 19, [6] = 20, [60] = 21, [103] = 22,
 };
 
 int tw_fix_read_exec_report(const tw_fix_msg *m, unsigned px_decimals, tw_fix_exec_report *o,
@@ -308,6 +308,7 @@ int tw_fix_read_exec_report(const tw_fix_msg *m, unsigned px_decimals, tw_fix_ex
 {
     memset(o, 0, sizeof(*o));
     o->price_f64 = o->last_px_f64 = o->avg_px_f64 = NAN;
+    o->ord_rej_reason = -1;
     int rc = want_type(m, "8", err);
     if (rc != 0)
         return rc;

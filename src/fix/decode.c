@@ -530,12 +530,12 @@ static inline __attribute__((always_inline)) int walk_all(walker *w, const ptab 
 
 /* The same members, required fields and decoders as access.c's er_d. */
 enum { E37 = S_BODY, E11, E41, E17, E55, E1, E58, E150, E39, E54, E40, E59, E20, E38, E44,
-       E32, E31, E151, E14, E6, E60 };
+       E32, E31, E151, E14, E6, E60, E103 };
 static const tagslot er_tags[] = {
     { 37, E37 },   { 11, E11 }, { 41, E41 }, { 17, E17 },   { 55, E55 }, { 1, E1 },
     { 58, E58 },   { 150, E150 }, { 39, E39 }, { 54, E54 }, { 40, E40 }, { 59, E59 },
     { 20, E20 },   { 38, E38 }, { 44, E44 }, { 32, E32 },   { 31, E31 }, { 151, E151 },
-    { 14, E14 },   { 6, E6 },   { 60, E60 },
+    { 14, E14 },   { 6, E6 },   { 60, E60 },     { 103, E103 },
 };
 
 static int exec_report(const char *msg, const pos *nt, uint64_t seen, unsigned dec, int loose,
@@ -545,6 +545,7 @@ static int exec_report(const char *msg, const pos *nt, uint64_t seen, unsigned d
                               B(E14) | B(E6);
     zero(o, sizeof(*o));
     o->price_f64 = o->last_px_f64 = o->avg_px_f64 = NAN;
+    o->ord_rej_reason = -1;
     int bad = (seen & required) != required;
 #define STR(s, m) if (seen & B(s)) set_str(&o->m, view(msg, nt[s]))
 #define VAL(s, fn, m) if (seen & B(s)) bad |= fn(view(msg, nt[s]), &o->m) != 0
@@ -571,6 +572,8 @@ static int exec_report(const char *msg, const pos *nt, uint64_t seen, unsigned d
     PX(E6, avg_px, avg_px_f64);
     if (seen & B(E60))
         bad |= dec_time(view(msg, nt[E60]), &o->transact_time_ns, dc) != 0;
+    if (TW_UNLIKELY(seen & B(E103)))
+        bad |= dec_i32(view(msg, nt[E103]), &o->ord_rej_reason) != 0;
     return bad ? -EBADMSG : 0;
 }
 

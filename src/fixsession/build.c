@@ -364,8 +364,21 @@ void tw_fix_put_f64(tw_fix_wbuf *w, uint32_t tag, double x)
         w->overflow = 1;
         return;
     }
-    char d[TW_DECIMAL_MAX];
-    tw__fix_put_field(w, tag, d, tw_double_to_decimal(x, d));
+    /* The digits go straight into the message (tw_decimal_put is the
+     * bounded writer for builders); "tag=" first, SOH after. */
+    char t[16];
+    size_t tl = fmt_tag(t, tag);
+    if (!room(w, tl + 2))
+        return;
+    size_t left = w->cap - w->pos - tl - 1;
+    int n = tw_decimal_put(x, w->buf + w->pos + tl, left);
+    if (n < 0) {
+        w->overflow = 1;
+        return;
+    }
+    memcpy(w->buf + w->pos, t, tl);
+    w->buf[w->pos + tl + (size_t)n] = '\x01';
+    w->pos += tl + (size_t)n + 1;
 }
 
 void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits)

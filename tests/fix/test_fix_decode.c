@@ -235,7 +235,7 @@ static size_t add_field(char *b, size_t n, unsigned tag)
     case 14: case 32: case 38: case 151: case 271: v = PICK(qtys, 7); break;
     case 20: case 39: case 40: case 54: case 59: case 150: case 21: case 269: case 279: v = PICK(chars, 6); break;
     case 52: case 60: case 122: v = PICK(times, 3); break;
-    case 34: case 290: case 346: v = PICK(ints, 4); break;
+    case 34: case 290: case 346: case 103: v = PICK(ints, 4); break;
     case 43: case 97: v = fix_rnd() % 4 || clean ? "Y" : fix_rnd() % 2 ? "N" : "y"; break;
     case 268: v = fix_rnd() % 8 || clean ? (const char *[]){ "0", "1", "2", "3", "5" }[fix_rnd() % 5] : "x"; break;
     default: v = PICK(strs, 6); break;
@@ -244,7 +244,7 @@ static size_t add_field(char *b, size_t n, unsigned tag)
 }
 
 static const unsigned er_tags[] = { 37, 11, 41, 17, 55, 1, 58, 150, 39, 54, 40, 59, 20, 38, 44,
-                                    32, 31, 151, 14, 6, 60, 30, 9999, 1137 };
+                                    32, 31, 151, 14, 6, 60, 103, 30, 9999, 1137 };
 static const unsigned no_tags[] = { 11, 55, 1, 54, 40, 59, 21, 38, 44, 60, 100, 18 };
 static const unsigned x_entry_tags[] = { 269, 278, 55, 270, 271, 290, 346, 58, 272, 9999, 52 };
 

@@ -4,6 +4,7 @@
  * TestRequest whose id starts with "bar-" is held by on_test_request and
  * answered later with tw_fix_session_heartbeat, any other is answered at
  * once; SendingTime is the monotonic now_ns plus the epoch offset. */
+#include <math.h>
 #include <string.h>
 
 #include "tickwire/decimal.h"
@@ -29,6 +30,7 @@ static int nkinds;
 static double px[4];
 static uint32_t n_entries;
 static double last_px;
+static int32_t rej_reason = -7;
 static int32_t ses_status;
 static char held[32];
 
@@ -46,6 +48,7 @@ static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int po
             px[i] = d->entries[i].px_f64;
     } else if (d->kind == TW_FIX_K_EXEC_REPORT) {
         last_px = d->u.exec_report.last_px_f64;
+        rej_reason = d->u.exec_report.ord_rej_reason;
     } else if (d->kind == TW_FIX_K_TRADING_SESSION_STATUS) {
         ses_status = d->u.trading_session_status.trad_ses_status;
     }
@@ -163,14 +166,22 @@ static void run(void)
          "6=101.25|60=20240315-09:00:00.000000|",
          now);
     CHECK(last_px == 101.25);
-    CHECK_EQ(nkinds, 3);
+    CHECK_EQ(rej_reason, -1);
+    /* A reject: OrdRejReason 2 (an order before any priced bar). */
+    feed(&s, "8",
+         "37=O2|11=C2|1=inst-0|17=E2|150=8|39=8|55=CCC|54=1|38=1|151=0|14=0|6=0|103=2|"
+         "58=no price yet|",
+         now);
+    CHECK_EQ(rej_reason, 2);
+    CHECK(isnan(last_px));
+    CHECK_EQ(nkinds, 4);
     CHECK(kinds[0] == TW_FIX_K_TRADING_SESSION_STATUS && kinds[1] == TW_FIX_K_MD_INCREMENTAL &&
           kinds[2] == TW_FIX_K_EXEC_REPORT);
 
     /* The offset can follow a clock step. */
     tw_fix_session_set_epoch_offset(&s, offset + 3000000000ll);
     CHECK_EQ(tw_fix_session_epoch_ns(&s, now), offset + 3000000000ll + now);
-    CHECK_EQ(s.st.app_in, 3);
+    CHECK_EQ(s.st.app_in, 4);
 }
 
 int main(void)
