@@ -254,7 +254,13 @@ static int hexval(int c)
     return -1;
 }
 
-int cap_follow(const char *file, unsigned stream, cap_flow out[2])
+/* Runs tshark's follow,tcp,raw on a stream and hands each segment's bytes
+ * to fn(node, bytes, n, arg).  The raw form: a header between lines of
+ * '=', "Node 0: ..." and "Node 1: ..." lines, then one line of hex per
+ * segment, node 1's indented by a tab, and a closing line of '='.
+ * Returns 0 or -1. */
+static int follow(const char *file, unsigned stream,
+                  void (*fn)(int node, const uint8_t *b, size_t n, void *arg), void *arg)
 {
     int st;
     char *o = cap_sh(&st, "tshark -n %s -r '%s' -q -z follow,tcp,raw,%u 2>/dev/null",
@@ -263,13 +269,6 @@ int cap_follow(const char *file, unsigned stream, cap_flow out[2])
         free(o);
         return -1;
     }
-    /* The raw form: a header between lines of '=', "Node 0: ..." and
-     * "Node 1: ..." lines, then one line of hex per segment, node 1's
-     * indented by a tab, and a closing line of '='. */
-    tw__sha256 h[2];
-    tw__sha256_init(&h[0]);
-    tw__sha256_init(&h[1]);
-    memset(out, 0, 2 * sizeof(*out));
     int bars = 0, bad = 0;
     char *save = NULL;
     for (char *line = strtok_r(o, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
@@ -285,31 +284,93 @@ int cap_follow(const char *file, unsigned stream, cap_flow out[2])
         uint8_t buf[4096];
         size_t n = 0;
         while (p[0] && p[1]) {
-            int a = hexval(p[0]), b = hexval(p[1]);
-            if (a < 0 || b < 0) {
+            int hi = hexval(p[0]), lo = hexval(p[1]);
+            if (hi < 0 || lo < 0) {
                 bad = 1;
                 break;
             }
-            buf[n++] = (uint8_t)(a << 4 | b);
+            buf[n++] = (uint8_t)(hi << 4 | lo);
             p += 2;
             if (n == sizeof(buf)) {
-                tw__sha256_update(&h[node], buf, n);
-                out[node].bytes += n;
+                fn(node, buf, n, arg);
                 n = 0;
             }
         }
         if (*p)
             bad = 1;
-        tw__sha256_update(&h[node], buf, n);
-        out[node].bytes += n;
+        fn(node, buf, n, arg);
     }
     free(o);
+    return bad || bars < 2 ? -1 : 0;
+}
+
+typedef struct flow_hash {
+    tw__sha256 h[2];
+    cap_flow *out;
+} flow_hash;
+
+static void hash_seg(int node, const uint8_t *b, size_t n, void *arg)
+{
+    flow_hash *fh = arg;
+    tw__sha256_update(&fh->h[node], b, n);
+    fh->out[node].bytes += n;
+}
+
+int cap_follow(const char *file, unsigned stream, cap_flow out[2])
+{
+    flow_hash fh;
+    fh.out = out;
+    memset(out, 0, 2 * sizeof(*out));
+    tw__sha256_init(&fh.h[0]);
+    tw__sha256_init(&fh.h[1]);
+    int rc = follow(file, stream, hash_seg, &fh);
     for (int i = 0; i < 2; i++) {
         uint8_t d[32];
-        tw__sha256_final(&h[i], d);
+        tw__sha256_final(&fh.h[i], d);
         tw__sha256_hex(d, out[i].sha);
     }
-    return bad || bars < 2 ? -1 : 0;
+    return rc;
+}
+
+typedef struct flow_bytes {
+    int node;
+    uint8_t *buf;
+    size_t len, cap;
+    int oom;
+} flow_bytes;
+
+static void keep_seg(int node, const uint8_t *b, size_t n, void *arg)
+{
+    flow_bytes *fb = arg;
+    if (node != fb->node || fb->oom)
+        return;
+    if (fb->len + n > fb->cap) {
+        size_t c = fb->cap ? fb->cap * 2 : 65536;
+        while (c < fb->len + n)
+            c *= 2;
+        uint8_t *nb = realloc(fb->buf, c);
+        if (!nb) {
+            fb->oom = 1;
+            return;
+        }
+        fb->buf = nb;
+        fb->cap = c;
+    }
+    memcpy(fb->buf + fb->len, b, n);
+    fb->len += n;
+}
+
+int cap_follow_bytes(const char *file, unsigned stream, int node, uint8_t **out, size_t *len)
+{
+    flow_bytes fb = {.node = node};
+    int rc = follow(file, stream, keep_seg, &fb);
+    if (rc || fb.oom) {
+        free(fb.buf);
+        return -1;
+    }
+    *out = fb.buf;
+    *len = fb.len;
+    return 0;
 }
 
 void cap_stream_sha(uint64_t seed, uint64_t n, char out[65])

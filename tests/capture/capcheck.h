@@ -79,6 +79,11 @@ typedef struct cap_flow {
  * that does not parse). */
 int cap_follow(const char *file, unsigned stream, cap_flow out[2]);
 
+/* The bytes node (0 or 1) sent on a followed TCP stream, malloc'd into
+ * *out (*len of them).  Returns 0 or -1 (tshark failed or its output does
+ * not parse). */
+int cap_follow_bytes(const char *file, unsigned stream, int node, uint8_t **out, size_t *len);
+
 /* SHA-256 hex of bytes [0, n) of the deterministic stream seed
  * (tools/common/sha256.h). */
 void cap_stream_sha(uint64_t seed, uint64_t n, char out[65]);
