@@ -389,6 +389,17 @@ void cap_stream_sha(uint64_t seed, uint64_t n, char out[65])
     tw__sha256_hex(d, out);
 }
 
+tw_tcp_conn *cap_accept_one(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *user)
+{
+    (void)l, (void)ip, (void)port;
+    cap_accept *a = user;
+    if (a->have)
+        return NULL;
+    a->have = 1;
+    memset(&a->conn, 0, sizeof(a->conn));
+    return &a->conn;
+}
+
 void cap_xfer_init(cap_xfer *x, tw_tcp_conn *c, uint64_t tx_seed, uint64_t total)
 {
     memset(x, 0, sizeof(*x));

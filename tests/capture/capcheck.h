@@ -109,6 +109,14 @@ typedef struct cap_port {
 } cap_port;
 void cap_port_init(cap_port *p);
 
+/* A listener's accept callback taking one connection into a cap_accept
+ * (user = the cap_accept; have says whether it came). */
+typedef struct cap_accept {
+    tw_tcp_conn conn;
+    int have;
+} cap_accept;
+tw_tcp_conn *cap_accept_one(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *user);
+
 /* One end of a bulk transfer over the stack: sends `total` bytes of the
  * deterministic stream tx_seed, hashes what it receives, closes its side
  * once everything is sent. */

@@ -28,16 +28,7 @@
 
 static char dir_path[256];
 
-static tw_tcp_conn conn_b;
-static int have_b;
-static tw_tcp_conn *accept_cb(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *u)
-{
-    (void)l, (void)ip, (void)port, (void)u;
-    if (have_b)
-        return NULL;
-    have_b = 1;
-    return &conn_b;
-}
+static cap_accept acc_b; /* B's accepted connection */
 
 /* The child: never returns. */
 static void child(const char *spec)
@@ -69,7 +60,7 @@ static void child(const char *spec)
     memset(&l, 0, sizeof(l));
     static tw_tcp_conn conn_a;
     uint64_t now = 1000000;
-    if (tw_tcp_listen(b, &l, 5000, accept_cb, NULL) ||
+    if (tw_tcp_listen(b, &l, 5000, cap_accept_one, &acc_b) ||
         tw_tcp_connect(a, &conn_a, 0x0a000002, 5000, 0, now))
         _exit(14);
     cap_xfer xa, xb;
@@ -79,8 +70,8 @@ static void child(const char *spec)
         tw_sim_net_advance(net, now);
         tw_net_poll(a, now);
         tw_net_poll(b, now);
-        if (have_b && !xb_on) {
-            cap_xfer_init(&xb, &conn_b, 2, UINT64_MAX / 2);
+        if (acc_b.have && !xb_on) {
+            cap_xfer_init(&xb, &acc_b.conn, 2, UINT64_MAX / 2);
             xb_on = 1;
         }
         cap_xfer_pump(&xa, now);

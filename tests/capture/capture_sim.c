@@ -55,17 +55,7 @@ typedef struct run_res {
     uint64_t frames_a; /* frames A's port received + sent */
 } run_res;
 
-static tw_tcp_conn conn_b;
-static int have_b;
-static tw_tcp_conn *accept_cb(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *u)
-{
-    (void)l, (void)ip, (void)port, (void)u;
-    if (have_b)
-        return NULL;
-    have_b = 1;
-    memset(&conn_b, 0, sizeof(conn_b));
-    return &conn_b;
-}
+static cap_accept acc_b; /* B's accepted connection */
 
 static void path_of(char *buf, size_t cap, const char *name, const char *side)
 {
@@ -105,8 +95,8 @@ static void run(const run_opts *o, run_res *r)
     }
     tw_tcp_listener l;
     memset(&l, 0, sizeof(l));
-    have_b = 0;
-    REQUIRE(tw_tcp_listen(b, &l, PORT_B, accept_cb, NULL) == 0);
+    acc_b.have = 0;
+    REQUIRE(tw_tcp_listen(b, &l, PORT_B, cap_accept_one, &acc_b) == 0);
     static tw_tcp_conn conn_a;
     memset(&conn_a, 0, sizeof(conn_a));
     REQUIRE(tw_tcp_connect(a, &conn_a, IP_B, PORT_B, 0, now) == 0);
@@ -120,8 +110,8 @@ static void run(const run_opts *o, run_res *r)
         tw_sim_net_advance(net, now);
         for (int k = 0; k < 64 && (tw_net_poll(a, now) | tw_net_poll(b, now)); k++)
             ;
-        if (have_b && !xb_on) {
-            cap_xfer_init(&xb, &conn_b, SEED_B, o->bytes);
+        if (acc_b.have && !xb_on) {
+            cap_xfer_init(&xb, &acc_b.conn, SEED_B, o->bytes);
             xb_on = 1;
         }
         cap_xfer_pump(&xa, now);
@@ -134,7 +124,7 @@ static void run(const run_opts *o, run_res *r)
                 tw_capture_drain(cap_b, dmax);
         }
         done = xb_on && tw_tcp_get_state(&conn_a) == TW_TCP_CLOSED &&
-               tw_tcp_get_state(&conn_b) == TW_TCP_CLOSED;
+               tw_tcp_get_state(&acc_b.conn) == TW_TCP_CLOSED;
         uint64_t next = tw_sim_net_next_event_ns(net);
         uint64_t t = tw_net_next_timer_ns(a);
         if (t < next)
@@ -170,7 +160,7 @@ static void run(const run_opts *o, run_res *r)
         CHECK(tw_capture_close(cap_b, &r->st_b) == 0);
     tw_tcp_conn_release(&conn_a);
     if (xb_on)
-        tw_tcp_conn_release(&conn_b);
+        tw_tcp_conn_release(&acc_b.conn);
     tw_net_close(a);
     tw_net_close(b);
     tw_sim_net_close(net);
