@@ -113,8 +113,8 @@ typedef struct tw_capture_config {
     tw_capture_filter filter;
     tw_capture_writer writer;
     int writer_cpu;          /* writer thread pinned to this CPU; -1 = not */
-    int64_t writer_idle_ns;  /* writer thread's sleep when the ring is empty */
-    uint32_t buf_bytes;      /* the writer's buffer of whole blocks (>= 64 KiB) */
+    int64_t writer_idle_ns;  /* writer thread's sleep when the ring is empty (0: 1 ms) */
+    uint32_t buf_bytes;      /* the writer's buffer of whole blocks (at least 128 KiB) */
     const tw_tsc_clock *clock; /* TSC stamps -> ns; NULL = tw_tsc_default() */
     /* Virtual time (a simulation): stamps are *now_ns instead of the TSC,
      * read by the producer, and written as epoch_base_ns + *now_ns. */
