@@ -14,8 +14,9 @@
  *
  * Death and reattach: the gateway watches the strategy through a pidfd
  * (readable once every thread of it is gone, so it no longer writes to
- * the segment), the socket's hangup, and its heartbeat word (a strategy
- * whose word stays still for beat_timeout_ns is killed).  Then each net
+ * the segment), the socket's hangup (then it has exit_grace_ns to be gone
+ * before it is killed), and its heartbeat word (a strategy whose word
+ * stays still for beat_timeout_ns is killed).  Then each net
  * core drains what the strategy committed to its outbound ring (those
  * intents are sent and journaled like any others) and re-initialises both
  * of its rings from the gateway's own copy of the geometry: what the dead
@@ -167,6 +168,8 @@ typedef struct tw_attach_gw_cfg {
                                   appends to it, each strategy gets a read-only fd of it */
     int64_t beat_timeout_ns;   /* a strategy whose beat stays still this long is killed (0: off) */
     int64_t hello_timeout_ns;  /* a connection with no HELLO/READY this long is dropped (0: 1 s) */
+    int64_t exit_grace_ns;     /* a strategy that hung up has this long to be gone before it
+                                  is killed (0: 1 s) */
 } tw_attach_gw_cfg;
 
 /* States of the gateway's control (tw_attach_gw.state). */
@@ -174,7 +177,8 @@ enum {
     TW_ATTACH_GW_WAITING = 1,   /* no strategy; rings reset; accepting */
     TW_ATTACH_GW_HANDSHAKE = 2, /* WELCOME sent, waiting for READY */
     TW_ATTACH_GW_LIVE = 3,      /* a strategy is attached */
-    TW_ATTACH_GW_KILLING = 4,   /* the strategy was told to die: waiting for its pidfd */
+    TW_ATTACH_GW_KILLING = 4,   /* the strategy hung up or was killed: waiting for its pidfd
+                                   (killed after exit_grace_ns if it hung up by itself) */
     TW_ATTACH_GW_RESETTING = 5, /* it is gone: the net cores drain and reset their rings */
 };
 
@@ -227,14 +231,16 @@ typedef struct tw_attach_gw {
     int64_t conn_since_ns;   /* when the connection was accepted / WELCOME sent */
     int64_t beat_change_ns;  /* our time when the strategy's beat last changed */
     uint64_t beat_seen;
-    int64_t beat_timeout_ns, hello_timeout_ns;
+    int64_t beat_timeout_ns, hello_timeout_ns, exit_grace_ns;
+    int64_t hangup_ns;   /* when the strategy hung up (KILLING) */
+    int killed;          /* KILLING: SIGKILL sent */
     tw_journal *journal;
     pthread_mutex_t jlock; /* serialises journal appends across cores */
     char sock_path[108];
     /* Counters (control thread). */
     uint64_t attaches, detaches;
     uint64_t hangups;       /* detaches first seen as the socket's hangup */
-    uint64_t exits;         /* ... as the pidfd (the process was gone) */
+    uint64_t exits;         /* strategies gone by themselves (not killed by the gateway) */
     uint64_t beat_timeouts; /* strategies killed for a still heartbeat */
     uint64_t refused;       /* connections refused: another strategy attached */
     uint64_t bad_hello;     /* connections dropped: bad, missing or late HELLO/READY */

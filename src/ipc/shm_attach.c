@@ -109,6 +109,18 @@ int tw_attach_check_segment(void *seg, size_t seg_bytes, tw_ring **rings, uint32
         if (rc != 0)
             return tw__err(err, -EBADMSG, "attach segment: ring %u (core %u %s): %s", i, core,
                            what, re.msg);
+        /* The strategy's own side (consumer of an inbound ring, producer
+         * of an outbound one) must be as a reset leaves it: nothing
+         * reserved or peeked, not stopped.  A side left mid-reserve (a dead
+         * strategy's, the gateway not having reset the ring) is refused. */
+        const tw_ring_side *mine = dir == TW_ATTACH_IN ? &r->cons : &r->prod;
+        uint32_t pend = __atomic_load_n(&mine->pending, __ATOMIC_RELAXED);
+        uint32_t bad = __atomic_load_n(&mine->bad, __ATOMIC_RELAXED);
+        if (pend != 0 || bad != 0)
+            return tw__err(err, -EBADMSG,
+                           "attach segment: ring %u (core %u %s): the strategy's side has %u "
+                           "slots pending and error state %u (not reset for this attach)",
+                           i, core, what, pend, bad);
         /* attach checked the ring against its memory size; the count and
          * slot size must also be the descriptor's (their product alone
          * could match). */
@@ -319,6 +331,7 @@ int tw_attach_gw_open(tw_attach_gw *g, const tw_attach_gw_cfg *cfg, tw_error *er
     g->journal = cfg->journal;
     g->beat_timeout_ns = cfg->beat_timeout_ns;
     g->hello_timeout_ns = cfg->hello_timeout_ns > 0 ? cfg->hello_timeout_ns : 1000000000;
+    g->exit_grace_ns = cfg->exit_grace_ns > 0 ? cfg->exit_grace_ns : 1000000000;
     uint64_t off = HDRB;
     for (uint32_t i = 0; i < 2 * g->n_cores; i++) {
         int in = i < g->n_cores;
@@ -445,6 +458,22 @@ static void condemn(tw_attach_gw *g)
         g->conn_fd = -1;
     }
     kill_strategy(g);
+    g->killed = 1;
+    g->state = TW_ATTACH_GW_KILLING;
+}
+
+/* The strategy hung up: most likely it is exiting.  Give it exit_grace_ns
+ * to be gone by itself (a clean exit stays one), then kill it; either way
+ * nothing is touched until it is gone. */
+static void hangup_seen(tw_attach_gw *g, int64_t now_ns)
+{
+    g->hangups++;
+    if (g->conn_fd >= 0) {
+        close(g->conn_fd);
+        g->conn_fd = -1;
+    }
+    g->killed = 0;
+    g->hangup_ns = now_ns;
     g->state = TW_ATTACH_GW_KILLING;
 }
 
@@ -465,6 +494,12 @@ static void refuse_extra(tw_attach_gw *g)
         tw_attach_msg m;
         msg_init(&m, TW_ATTACH_MSG_REFUSE);
         (void)send_msg(fd, &m, NULL, 0);
+        /* Read what it sent first: closing with unread data would reset
+         * the connection, and the peer would see that, not the REFUSE. */
+        int fds[2], nfds, trunc;
+        while (recv_msg(fd, &m, fds, &nfds, &trunc) > 0)
+            for (int k = 0; k < nfds; k++)
+                close(fds[k]);
         close(fd);
         g->refused++;
     }
@@ -574,9 +609,11 @@ int tw_attach_gw_poll(tw_attach_gw *g, int64_t now_ns, tw_error *err)
         ssize_t k = recv_msg(g->conn_fd, &m, fds, &nfds, &trunc);
         for (int i = 0; i < nfds; i++)
             close(fds[i]);
-        if (k == 0 || (k < 0 && k != -EAGAIN && k != -EWOULDBLOCK) || hung_up(g)) {
-            g->hangups++;
-            condemn(g);
+        /* A message queued before a hangup is taken first (a READY and
+         * then a close is an attach and then a detach). */
+        int nothing = k == -EAGAIN || k == -EWOULDBLOCK;
+        if (k == 0 || (k < 0 && !nothing) || (nothing && hung_up(g))) {
+            hangup_seen(g, now_ns);
             return TW_ATTACH_EV_NONE;
         }
         if (g->state == TW_ATTACH_GW_HANDSHAKE) {
@@ -626,9 +663,15 @@ int tw_attach_gw_poll(tw_attach_gw *g, int64_t now_ns, tw_error *err)
         return TW_ATTACH_EV_NONE;
     }
     case TW_ATTACH_GW_KILLING:
-        if (!strategy_gone(g))
-            return TW_ATTACH_EV_NONE;
-        return detached(g);
+        if (strategy_gone(g)) {
+            g->exits += !g->killed;
+            return detached(g);
+        }
+        if (!g->killed && now_ns - g->hangup_ns > g->exit_grace_ns) {
+            kill_strategy(g);
+            g->killed = 1;
+        }
+        return TW_ATTACH_EV_NONE;
     case TW_ATTACH_GW_RESETTING:
         for (uint32_t c = 0; c < g->n_cores; c++)
             /* Acquire pairs with the core's release-store of done_gen: its
@@ -738,10 +781,7 @@ int tw_attach_st_connect(tw_attach_st *s, const char *sock_path, int timeout_ms,
     tw_attach_msg m;
     msg_init(&m, TW_ATTACH_MSG_HELLO);
     m.pid = (uint32_t)getpid();
-    if ((rc = send_msg(s->sock, &m, NULL, 0)) != 0) {
-        tw__err(err, rc, "attach: sending HELLO to %s: %s", sock_path, strerror(-rc));
-        goto fail;
-    }
+    int hello_rc = send_msg(s->sock, &m, NULL, 0);
     struct pollfd p = {.fd = s->sock, .events = POLLIN};
     int pr;
     while ((pr = poll(&p, 1, timeout_ms)) < 0 && errno == EINTR)
@@ -752,6 +792,15 @@ int tw_attach_st_connect(tw_attach_st *s, const char *sock_path, int timeout_ms,
     }
     int trunc;
     ssize_t k = recv_msg(s->sock, &m, fds, &nfds, &trunc);
+    if (k == -ECONNRESET) /* the error is reported first; a REFUSE may be queued behind it */
+        k = recv_msg(s->sock, &m, fds, &nfds, &trunc);
+    if (hello_rc != 0 && !(k == (ssize_t)sizeof(m) && m.type == TW_ATTACH_MSG_REFUSE)) {
+        /* A gateway that refused us may have closed before our HELLO went
+         * out; its REFUSE is then still in our queue. */
+        rc = tw__err(err, hello_rc, "attach: sending HELLO to %s: %s", sock_path,
+                     strerror(-hello_rc));
+        goto fail;
+    }
     if (k < 0 || k == 0) {
         rc = tw__err(err, k < 0 ? (int)k : -ECONNRESET, "attach: %s: %s", sock_path,
                      k < 0 ? strerror((int)-k) : "the gateway closed the connection");

@@ -50,6 +50,9 @@ static void bump(uint64_t *p, uint64_t v)
     __atomic_fetch_add(p, v, __ATOMIC_RELAXED);
 }
 
+static int strategy_run(tw_attach_st *s, shared *sh, uint8_t *sent, uint64_t n, uint64_t die_seq,
+                        int die_mode);
+
 static int child_strategy(char **argv)
 {
     const char *sock = argv[0];
@@ -72,18 +75,28 @@ static int child_strategy(char **argv)
         sched_yield();
     }
     bump(&sh->starts, 1);
-    /* What the journal says was sent before we attached. */
     uint8_t *sent = calloc(n + 2, 1);
+    int rc = sent ? strategy_run(&s, sh, sent, n, die_seq, die_mode) : 2;
+    free(sent);
+    tw_attach_st_close(&s);
+    return rc;
+}
+
+static int strategy_run(tw_attach_st *s, shared *sh, uint8_t *sent, uint64_t n, uint64_t die_seq,
+                        int die_mode)
+{
+    tw_error err = {0};
+    /* What the journal says was sent before we attached. */
     tw_journal_reader pr;
-    tw_journal_reader_cfg pc = {.fd = s.jr.fd, .follow = 1, .buf_records = 512};
-    if (!sent || tw_journal_reader_open(&pr, &pc, &err) != 0) {
+    tw_journal_reader_cfg pc = {.fd = s->jr.fd, .follow = 1, .buf_records = 512};
+    if (tw_journal_reader_open(&pr, &pc, &err) != 0) {
         fprintf(stderr, "strategy: pre-scan: %s\n", err.msg);
         return 2;
     }
-    tw_journal_reader_expect(&pr, s.resume_end);
+    tw_journal_reader_expect(&pr, s->resume_end);
     tw_journal_rec recs[64];
-    while (pr.seq < s.resume_end) {
-        uint64_t want = s.resume_end - pr.seq;
+    while (pr.seq < s->resume_end) {
+        uint64_t want = s->resume_end - pr.seq;
         int k = tw_journal_read_burst(&pr, recs, want < 64 ? (uint32_t)want : 64, &err);
         if (k <= 0) {
             fprintf(stderr, "strategy: pre-scan at %llu: %s\n", (unsigned long long)pr.seq,
@@ -95,7 +108,7 @@ static int child_strategy(char **argv)
                 continue;
             at_out o;
             memcpy(&o, recs[i].payload, sizeof(o));
-            if (!at_out_ok(&o, s.n_cores) || o.idx > n || sent[o.idx]) {
+            if (!at_out_ok(&o, s->n_cores) || o.idx > n || sent[o.idx]) {
                 fprintf(stderr, "strategy: OUT record %llu bad or twice\n",
                         (unsigned long long)recs[i].seq);
                 return 2;
@@ -108,7 +121,7 @@ static int child_strategy(char **argv)
     uint64_t beat = 0, suppressed = 0;
     int replay_checked = 0;
     for (;;) {
-        int k = tw_attach_st_next_burst(&s, recs, 32, &err);
+        int k = tw_attach_st_next_burst(s, recs, 32, &err);
         if (k < 0) {
             fprintf(stderr, "strategy: %s\n", err.msg);
             return 2;
@@ -118,9 +131,9 @@ static int child_strategy(char **argv)
             uint32_t kind = tw_journal_rec_kind(rec);
             if (kind == AT_KIND_STOP) {
                 bump(&sh->suppressed, suppressed);
-                bump(&sh->from_journal, s.from_journal);
-                bump(&sh->from_ring, s.from_ring);
-                bump(&sh->ring_stale, s.ring_stale);
+                bump(&sh->from_journal, s->from_journal);
+                bump(&sh->from_ring, s->from_ring);
+                bump(&sh->ring_stale, s->ring_stale);
                 return 0;
             }
             if (kind == TW_JOURNAL_OUT)
@@ -134,24 +147,24 @@ static int child_strategy(char **argv)
             }
             int dying = die_seq && rec->seq >= die_seq;
             if (dying && die_mode == 0) {
-                if (rec->seq < s.resume_end)
+                if (rec->seq < s->resume_end)
                     bump(&sh->replay_deaths, 1);
                 raise(SIGKILL);
             }
             at_out o;
-            if (!at_core_step(&core, &e, s.n_cores, &o))
+            if (!at_core_step(&core, &e, s->n_cores, &o))
                 continue;
             if (sent[o.idx]) {
                 sent[o.idx] = 0;
                 suppressed++;
                 continue;
             }
-            tw_ring *r = tw_attach_st_out_ring(&s, (uint32_t)o.core);
+            tw_ring *r = tw_attach_st_out_ring(s, (uint32_t)o.core);
             void *slot;
             while (tw_ring_reserve_sp(r, 1, &slot) == 0) {
-                if (tw_attach_st_check_gateway(&s, tw_clock_now_ns(), 0) != 0)
+                if (tw_attach_st_check_gateway(s, tw_clock_now_ns(), 0) != 0)
                     return 3;
-                tw_attach_st_beat(&s, ++beat);
+                tw_attach_st_beat(s, ++beat);
                 sched_yield();
             }
             if (dying && die_mode == 1) {
@@ -164,7 +177,7 @@ static int child_strategy(char **argv)
             if (dying && die_mode == 2)
                 raise(SIGKILL);
         }
-        if (!replay_checked && s.next_seq >= s.resume_end) {
+        if (!replay_checked && s->next_seq >= s->resume_end) {
             /* Replayed: every intent the journal says was sent came out of
              * the core again (it is deterministic), so none is left. */
             for (uint64_t i = 0; i <= n; i++)
@@ -175,9 +188,9 @@ static int child_strategy(char **argv)
                 }
             replay_checked = 1;
         }
-        tw_attach_st_beat(&s, ++beat);
+        tw_attach_st_beat(s, ++beat);
         if (k == 0) {
-            if (tw_attach_st_check_gateway(&s, tw_clock_now_ns(), 0) != 0)
+            if (tw_attach_st_check_gateway(s, tw_clock_now_ns(), 0) != 0)
                 return 3;
             sched_yield();
         }
@@ -467,7 +480,7 @@ static void verify(world *w)
     uint64_t dropped = 0;
     for (int c = 0; c < CORES; c++)
         dropped += w->gw.core[c].in_dropped;
-    printf("  gateway: %llu attaches, %llu detaches (%llu seen by pidfd), %llu records journal-only; "
+    printf("  gateway: %llu attaches, %llu detaches (%llu gone by themselves), %llu records journal-only; "
            "last strategy: %llu from the journal, %llu from rings, %llu stale ring records\n",
            (unsigned long long)w->gw.attaches, (unsigned long long)w->gw.detaches,
            (unsigned long long)w->gw.exits, (unsigned long long)dropped,
