@@ -721,19 +721,25 @@ int tw_journal_append_bulk(tw_journal *j, uint32_t kind, const void *payloads, u
                 return rc;
             }
         }
+        uint32_t tag = TW_JOURNAL_REC_MAGIC | kind;
+        uint32_t crc_tag = tw_crc32c(0, &tag, 4);
         for (uint32_t i = 0; i < n; i++) {
-            tw_journal_rec r;
-            rec_build(&r, kind, seq0 + i, src + (size_t)i * TW_JOURNAL_PAYLOAD);
+            /* Built in place (seq, payload, then the CRC over them). */
             char *dst = j->map + size0 + (uint64_t)i * REC;
-            memcpy(dst + 4, (const char *)&r + 4, REC - 4);
+            uint64_t seq = seq0 + i;
+            memcpy(dst + 8, &seq, 8);
+            memcpy(dst + 16, src + (size_t)i * TW_JOURNAL_PAYLOAD, TW_JOURNAL_PAYLOAD);
+            uint32_t crc = tw_crc32c(crc_tag, dst + 8, REC - 8);
+            memcpy(dst + 4, &crc, 4);
             /* The first word last: a reader (pread of the same page cache
              * pages) that sees the tag sees the record whole, and a kill
              * leaves a record with its tag or zeros where it goes.  x86
              * keeps stores in order; the release keeps the compiler from
              * moving the body's stores after it. */
-            __atomic_store_n((uint32_t *)(void *)dst, r.tag, __ATOMIC_RELEASE);
+            __atomic_store_n((uint32_t *)(void *)dst, tag, __ATOMIC_RELEASE);
+            TW_ASSERT(tw_journal_rec_crc((const tw_journal_rec *)(const void *)dst) == crc);
             if (recs)
-                recs[i] = r;
+                memcpy(&recs[i], dst, REC);
         }
         j->size += (uint64_t)n * REC;
         j->next_seq += n;
