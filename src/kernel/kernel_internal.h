@@ -134,6 +134,14 @@ int tw__check_windows(const int64_t *combos, size_t n_combos, tw_error *err);
 int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars,
                           const tw_sweep_opts *opts, size_t cache_bytes);
 
+/* Bytes of the exact kernel's memory a sweeper holds now (plan and
+ * state; not a bound dataset's cache), for tests. */
+size_t tw__sweeper_mem_bytes(const tw_sweeper *s);
+
+/* tw_stream_init() on a given ISA (tests run every one). */
+int tw__stream_init_isa(tw_stream *st, size_t mem_bytes, const int64_t *combos, size_t n_combos,
+                        double fee, tw_isa isa, tw_error *err);
+
 /* ---- the tiled kernel (tile.c) ------------------------------------------
  *
  * kernel.md "Blocks over time": the sweep walks the bars in blocks,

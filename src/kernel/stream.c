@@ -58,6 +58,27 @@ static size_t head_bytes(size_t n_combos)
            round_up(n_combos * TW_COMBO_WINDOWS * sizeof(int64_t));
 }
 
+/* The state of the largest layout of any ISA's lanes, so that the size
+ * does not depend on which one init picks. */
+static size_t state_bytes_max(const struct tw__tile *t)
+{
+    static const struct tw__exact_ops *const all[] = {
+        &tw__exact_ops_generic, &tw__exact_ops_avx2, &tw__exact_ops_avx512};
+    size_t state = 0;
+    for (size_t i = 0; i < TW_ARRAY_SIZE(all); i++) {
+        size_t b = tw__tile_state_bytes(t, all[i], 1);
+        if (b > state)
+            state = b;
+    }
+    return state;
+}
+
+static size_t total_bytes(const struct tw__tile *t, size_t plan)
+{
+    return head_bytes(t->n_combos) + round_up(plan) + round_up(state_bytes_max(t)) +
+           tail_bytes(t);
+}
+
 size_t tw_stream_memsize(const int64_t *combos, size_t n_combos)
 {
     if (!combos || tw__check_windows(combos, n_combos, NULL))
@@ -70,23 +91,10 @@ size_t tw_stream_memsize(const int64_t *combos, size_t n_combos)
         return 0;
     struct tw__tile t;
     tw__tile_plan(&t, mem, combos, n_combos, CHUNK);
-    /* The largest layout of any ISA's lanes, so that the size does not
-     * depend on which one init picks. */
-    static const struct tw__exact_ops *const all[] = {
-        &tw__exact_ops_generic, &tw__exact_ops_avx2, &tw__exact_ops_avx512};
-    size_t state = 0;
-    for (size_t i = 0; i < TW_ARRAY_SIZE(all); i++) {
-        size_t b = tw__tile_state_bytes(&t, all[i], 1);
-        if (b > state)
-            state = b;
-    }
-    size_t total = head_bytes(n_combos) + round_up(plan) + round_up(state) + tail_bytes(&t);
+    size_t total = total_bytes(&t, plan);
     free(mem);
     return total;
 }
-
-int tw__stream_init_isa(tw_stream *st, size_t mem_bytes, const int64_t *combos, size_t n_combos,
-                        double fee, tw_isa isa, tw_error *err);
 
 int tw__stream_init_isa(tw_stream *st, size_t mem_bytes, const int64_t *combos, size_t n_combos,
                         double fee, tw_isa isa, tw_error *err)
@@ -119,13 +127,12 @@ int tw__stream_init_isa(tw_stream *st, size_t mem_bytes, const int64_t *combos, 
     struct tw__tile *t = &h->tile;
     tw__tile_plan(t, p, own, n_combos, CHUNK);
     p += round_up(plan);
-    size_t state = tw__tile_state_bytes(t, ops, 1);
-    size_t need = head + round_up(plan) + round_up(state) + tail_bytes(t);
+    size_t need = total_bytes(t, plan);
     if (mem_bytes < need)
         return tw__err(err, -EINVAL, "stream memory of %zu bytes is too small for these "
                        "combos: %zu needed (tw_stream_memsize)", mem_bytes, need);
     tw__tile_state_init(t, p, ops, 1, fee);
-    p += round_up(state);
+    p += round_up(state_bytes_max(t));
     h->cpad = (size_t)t->wmax_c - 1;
     h->cring = (double *)(void *)p;
     p += round_up((h->cpad + CHUNK) * sizeof(double));

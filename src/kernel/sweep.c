@@ -818,6 +818,7 @@ int tw_sweeper_create(tw_sweeper **out, size_t max_bars, const tw_sweep_opts *op
 }
 
 tw_isa tw_sweeper_isa(const tw_sweeper *s) { return s->isa; }
+size_t tw__sweeper_mem_bytes(const tw_sweeper *s) { return s->plan_cap + s->state_cap; }
 unsigned tw_sweeper_threads(const tw_sweeper *s) { return s->nthreads; }
 
 void tw_sweeper_set_progress(tw_sweeper *s, tw_progress_fn fn, void *ctx)

@@ -38,17 +38,25 @@ static void *take(struct bump *b, size_t bytes)
 
 static const int close_idx[5] = {TW_H_HALF, TW_H_FULL, TW_T_THIRD, TW_T_HALF, TW_T_FULL};
 
+/* The plan's arrays (b->p NULL: sizes only); returns the sort keys. */
+static uint64_t *plan_layout(struct bump *b, size_t n_combos, struct tw__tile *t)
+{
+    size_t k5 = 5 * n_combos;
+    t->win = take(b, k5 * sizeof(int64_t));
+    t->cslot = take(b, k5 * sizeof(uint32_t));
+    t->dorder = take(b, n_combos * sizeof(uint32_t));
+    t->eorder = take(b, n_combos * sizeof(uint32_t));
+    t->tasks = take(b, k5 * sizeof(struct tw__atask));
+    return take(b, k5 * sizeof(uint64_t));
+}
+
 size_t tw__tile_plan_bytes(size_t n_combos)
 {
     if (n_combos > UINT32_MAX / 8)
         return 0;
-    size_t k5 = 5 * n_combos;
     struct bump b = {NULL, 0};
-    take(&b, k5 * sizeof(int64_t));                /* win */
-    take(&b, k5 * sizeof(uint32_t));               /* cslot */
-    take(&b, 2 * n_combos * sizeof(uint32_t));     /* dorder, eorder */
-    take(&b, k5 * sizeof(struct tw__atask));       /* tasks */
-    take(&b, k5 * sizeof(uint64_t));               /* sort keys */
+    struct tw__tile t;
+    plan_layout(&b, n_combos, &t);
     return b.off;
 }
 
@@ -90,12 +98,7 @@ void tw__tile_plan(struct tw__tile *t, void *mem, const int64_t *combos, size_t 
     memset(t, 0, sizeof(*t));
     size_t k5 = 5 * n_combos;
     struct bump b = {mem, 0};
-    t->win = take(&b, k5 * sizeof(int64_t));
-    t->cslot = take(&b, k5 * sizeof(uint32_t));
-    t->dorder = take(&b, n_combos * sizeof(uint32_t));
-    t->eorder = take(&b, n_combos * sizeof(uint32_t));
-    t->tasks = take(&b, k5 * sizeof(struct tw__atask));
-    uint64_t *keys = take(&b, k5 * sizeof(uint64_t));
+    uint64_t *keys = plan_layout(&b, n_combos, t);
     t->combos = combos;
     t->n_combos = n_combos;
 
