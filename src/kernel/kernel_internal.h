@@ -178,6 +178,14 @@ struct tw__atask {
     uint64_t cost;
 };
 
+/* A combo as the one-bar kernel sees it, in one place: where its inputs
+ * are and where its outputs go. */
+struct tw__nlane {
+    const double *cw[5];  /* its close-window outputs (h_half, h_full, t_third, t_half, t_full) */
+    double *dnext, *enext; /* where its d and e go at h = 0 (struct tw__nset) */
+    const double *hma, *hma3; /* its d and e outputs */
+};
+
 struct tw__tile {
     const struct tw__exact_ops *ops;
     const double *wt;
@@ -196,7 +204,7 @@ struct tw__tile {
     /* State. */
     struct tw__sar_state *sar; /* [n_combos] */
     uint32_t *dlane, *elane;   /* [n_combos]: lane of the combo in the d / e sets */
-    double **dnext, **enext;   /* [n_combos]: where the lane's input goes at h = 0 */
+    struct tw__nlane *nl;      /* [n_combos] (one-bar kernel) */
     size_t n_dset, n_eset, n_cset;
     struct tw__nset *dset, *eset, *cset; /* cset: one-bar close sets (NULL: wide only) */
     double *dout, *eout, *cout;          /* the sets' outputs, contiguous */
@@ -265,7 +273,8 @@ size_t tw__tile_bar(struct tw__tile *t, const double *x_now, int64_t bar, uint32
 void tw__tile_after_wide(struct tw__tile *t);
 
 /* The default block: one block's close windows (n_win x B doubles) in
- * about half of this core's L2, a multiple of 64 bars in [64, 4096]. */
+ * about three quarters of this core's L2 (the rest for the block's other
+ * data), a multiple of 64 bars in [64, 4096]. */
 size_t tw__default_block(size_t n_win);
 
 #endif

@@ -232,8 +232,7 @@ static void layout(struct tw__tile *t, struct bump *b, const struct tw__exact_op
     struct tw__sar_state *sar = take(b, t->n_combos * sizeof(struct tw__sar_state));
     uint32_t *dlane = take(b, t->n_combos * sizeof(uint32_t));
     uint32_t *elane = take(b, t->n_combos * sizeof(uint32_t));
-    double **dnext = take(b, t->n_combos * sizeof(double *));
-    double **enext = take(b, t->n_combos * sizeof(double *));
+    struct tw__nlane *nl = narrow ? take(b, t->n_combos * sizeof(struct tw__nlane)) : NULL;
     struct sets_plan d, e, c = {0, NULL, NULL};
     const size_t st = (size_t)TW_NSET * ops->vl;
     layout_sets(t, b, ops->vl, 1, narrow, slack, &d);
@@ -250,13 +249,16 @@ static void layout(struct tw__tile *t, struct bump *b, const struct tw__exact_op
         elane[t->eorder[i]] = (uint32_t)i;
     }
     /* A lane's input of bar t goes to entry h(t) + w (struct tw__nset). */
-    for (size_t k = 0; k < t->n_combos; k++) {
+    for (size_t k = 0; nl && k < t->n_combos; k++) {
         const int64_t *cw = t->combos + k * TW_COMBO_WINDOWS;
-        dnext[k] = d.sets[dlane[k] / st].ring + (size_t)cw[TW_H_SQRT] * st + dlane[k] % st;
-        enext[k] = e.sets[elane[k] / st].ring + (size_t)cw[TW_T_FULL] * st + elane[k] % st;
+        for (int j = 0; j < 5; j++)
+            nl[k].cw[j] = c.out + t->cslot[k * 5 + (size_t)j];
+        nl[k].dnext = d.sets[dlane[k] / st].ring + (size_t)cw[TW_H_SQRT] * st + dlane[k] % st;
+        nl[k].enext = e.sets[elane[k] / st].ring + (size_t)cw[TW_T_FULL] * st + elane[k] % st;
+        nl[k].hma = d.out + dlane[k];
+        nl[k].hma3 = e.out + elane[k];
     }
-    t->dnext = dnext;
-    t->enext = enext;
+    t->nl = nl;
     t->n_dset = d.n_sets;
     t->dset = d.sets;
     t->dout = d.out;
@@ -324,7 +326,7 @@ size_t tw__default_block(size_t n_win)
             c = 512 * 1024;
         __atomic_store_n(&l2, c, __ATOMIC_RELAXED);
     }
-    size_t b = (size_t)c / 2 / (n_win * sizeof(double));
+    size_t b = (size_t)c / 4 * 3 / (n_win * sizeof(double));
     b = b / 64 * 64;
     if (b < 64)
         b = 64;
@@ -450,11 +452,11 @@ size_t tw__tile_bar(struct tw__tile *t, const double *x_now, int64_t bar, uint32
     }
     const size_t h = ++t->f, fo = h * st;
     ops->narrow_bcast(t->cset, t->n_cset, x_now, t->wt);
-    const double *cw = t->cout;
+    const struct tw__nlane *nl = t->nl;
     for (size_t k = 0; k < t->n_combos; k++) {
-        const uint32_t *sl = t->cslot + k * 5;
-        t->dnext[k][fo] = 2.0 * cw[sl[0]] - cw[sl[1]];
-        t->enext[k][fo] = (3.0 * cw[sl[2]] - cw[sl[3]]) - cw[sl[4]];
+        const double *const *cw = nl[k].cw;
+        nl[k].dnext[fo] = 2.0 * *cw[0] - *cw[1];
+        nl[k].enext[fo] = (3.0 * *cw[2] - *cw[3]) - *cw[4];
     }
     ops->narrow_ring(t->dset, t->n_dset, h, t->wt);
     ops->narrow_ring(t->eset, t->n_eset, h, t->wt);
@@ -462,7 +464,7 @@ size_t tw__tile_bar(struct tw__tile *t, const double *x_now, int64_t bar, uint32
     size_t n_changed = 0;
     const double close = x_now[0];
     for (size_t k = 0; k < t->n_combos; k++) {
-        double v = t->eout[t->elane[k]] - t->dout[t->dlane[k]];
+        double v = *nl[k].hma3 - *nl[k].hma;
         /* The sign of v; 0 for NaN and 0.0, which hold the position. */
         int s = (v > 0.0) - (v < 0.0);
         struct tw__sar_state *sr = &t->sar[k];
