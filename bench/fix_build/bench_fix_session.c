@@ -5,9 +5,9 @@
  * memory sink, so the figures are the session's own cost.  Asserts the
  * message counts before printing; medians of 5 runs. */
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "tickwire/clock.h"
 #include "tickwire/fix_session.h"
 
 #define N 100000
@@ -22,17 +22,15 @@ static int sink_write(void *ctx, const char *buf, size_t len)
     return 0;
 }
 
-static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup)
+static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup)
 {
     (void)ctx, (void)s, (void)possdup;
-    app_msgs += m->count > 0;
+    app_msgs += d->msg.count > 0;
 }
 
 static double now_s(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+    return (double)tw_clock_now_ns() * 1e-9;
 }
 
 static int cmp_d(const void *a, const void *b)
@@ -61,7 +59,7 @@ static void setup(int with_store, int64_t now)
                                .target_comp_id = "VENUE", .initiator = 1, .heart_bt_int_s = 30,
                                .ts_digits = 3, .store = st,
                                .stream = { sink_write, NULL, NULL },
-                               .app = { on_msg, NULL, NULL } };
+                               .app = { .on_msg = on_msg } };
     TW_VERIFY(tw_fix_session_init(&sess, &cfg, NULL) == 0);
     tw_fix_session_connected(&sess, now);
     /* The venue's Logon answer. */
