@@ -226,8 +226,8 @@ typedef struct tw_risk_cfg {
 } tw_risk_cfg;
 
 /* Fills r with limits that never bind (what an empty [risk] section means):
- * positions and rates 2^31 - 1 (qty fits int32), losses 1e300, on_loss
- * REDUCING, max_open_orders 4. */
+ * positions 2^31 - 1 (qty fits int32), rates 1e9 per second, losses
+ * 1e300, on_loss REDUCING, max_open_orders 4. */
 void tw_risk_cfg_init(tw_risk_cfg *r);
 
 /* ---- hooks ---------------------------------------------------------------- */

@@ -14,8 +14,8 @@ void tw_risk_cfg_init(tw_risk_cfg *r)
     memset(r, 0, sizeof(*r));
     r->max_position = INT32_MAX;
     r->max_total_position = INT32_MAX;
-    r->max_orders_per_s = INT32_MAX;
-    r->max_session_orders_per_s = INT32_MAX;
+    r->max_orders_per_s = 1000000000;
+    r->max_session_orders_per_s = 1000000000;
     r->max_instance_loss = 1e300;
     r->max_total_loss = 1e300;
     r->on_loss = TW_TRADING_REDUCING;
