@@ -259,7 +259,7 @@ typedef struct tw_strategy_log {
  * the kernel's arithmetic.  Bars are the decision bars of the opening and
  * the closing order (in lockstep the bars whose close filled them); side
  * is the closed position's (+1 long, -1 short). */
-typedef struct tw_trade {
+typedef struct tw_strategy_trade {
     uint32_t instance;
     int32_t side;
     uint64_t entry_bar;
@@ -267,11 +267,11 @@ typedef struct tw_trade {
     uint64_t exit_bar;
     double exit_px;
     double r; /* percentage points, before the fee */
-} tw_trade;
+} tw_strategy_trade;
 
 typedef struct tw_strategy_hooks {
     void (*log)(void *ctx, const tw_strategy_log *rec);   /* may be NULL */
-    void (*trade)(void *ctx, const tw_trade *trade);      /* may be NULL */
+    void (*trade)(void *ctx, const tw_strategy_trade *trade);      /* may be NULL */
     void *ctx;
 } tw_strategy_hooks;
 

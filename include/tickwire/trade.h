@@ -165,7 +165,7 @@ int tw_trade_report_write(const char *path, const tw_strategy *s,
  * (symbol), side (1 long, -1 short), entry_bar, entry_price, exit_bar,
  * exit_price, r; prices and r as shortest round-trip decimals.  0 or -EIO. */
 int tw_trade_csv_header(FILE *f);
-int tw_trade_csv_row(FILE *f, const tw_strategy *s, const tw_trade *t);
+int tw_trade_csv_row(FILE *f, const tw_strategy *s, const tw_strategy_trade *t);
 
 #ifdef __cplusplus
 }

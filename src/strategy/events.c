@@ -170,13 +170,13 @@ static void on_bar(tw_strategy *s, emitter *em, const tw_ev *ev)
     s->c.bars++;
     if (!in->n_inst)
         return;
-    tw__sig_update(in->sig, close);
-    for (uint32_t j = 0; j < in->n_inst; j++) {
+    const size_t n_changed = tw__sig_update(in->sig, close, s->changed);
+    for (size_t c = 0; c < n_changed; c++) {
+        const uint32_t j = s->changed[c];
         const uint32_t i = s->by_instr[in->first + j];
         inst_state *it = &s->inst[i];
         const int p = tw__sig_pos(in->sig, j);
-        if (p == it->signal)
-            continue;
+        TW_ASSERT(p != it->signal);
         it->signal = p;
         /* From what the fills say (plus orders still open): a rejected
          * order leaves the instance where its fills put it. */
@@ -212,7 +212,7 @@ static void book(tw_strategy *s, uint32_t i, int64_t before, double px, uint64_t
     it->trades += 1;
     s->c.pnl = s->c.pnl + (r - s->fee);
     if (s->hooks.trade) {
-        tw_trade t = { .instance = i, .side = sgn(before), .entry_bar = it->entry_bar,
+        tw_strategy_trade t = { .instance = i, .side = sgn(before), .entry_bar = it->entry_bar,
                        .entry_px = it->entry_px, .exit_bar = bar, .exit_px = px, .r = r };
         s->hooks.trade(s->hooks.ctx, &t);
     }

@@ -99,9 +99,10 @@ static double wma_ring(const double *ring, int64_t len, uint64_t i, int64_t w, d
     return num / den;
 }
 
-void tw__sig_update(tw__sig *g, double close)
+size_t tw__sig_update(tw__sig *g, double close, uint32_t *changed)
 {
     const uint64_t i = g->bars++;
+    size_t n_changed = 0;
     g->close[i % (uint64_t)g->cap] = close;
     for (uint32_t k = 0; k < g->n; k++) {
         combo_state *cs = &g->c[k];
@@ -123,6 +124,7 @@ void tw__sig_update(tw__sig *g, double close)
         if (cs->pos == 0) {
             cs->pos = s;
             cs->entry = close;
+            changed[n_changed++] = k;
             continue;
         }
         if (s != cs->pos) {
@@ -132,8 +134,10 @@ void tw__sig_update(tw__sig *g, double close)
             cs->trades += 1;
             cs->pos = s;
             cs->entry = close;
+            changed[n_changed++] = k;
         }
     }
+    return n_changed;
 }
 
 int tw__sig_pos(const tw__sig *g, uint32_t k) { return g->c[k].pos; }

@@ -74,7 +74,7 @@ static int validate(const tw_strategy_cfg *cfg, tw_error *err)
 
 /* Offsets of every array in the strategy's memory; the kernels follow. */
 typedef struct layout {
-    size_t instr, inst, by_instr, combos, open, sess, sig;
+    size_t instr, inst, by_instr, changed, combos, open, sess, sig;
 } layout;
 
 /* The combos of instrument k's instances, in instance order, into out. */
@@ -103,6 +103,8 @@ static void plan(const tw_strategy_cfg *cfg, layout *l)
     l->inst = p;
     p += align64(cfg->n_instances * sizeof(inst_state));
     l->by_instr = p;
+    p += align64(cfg->n_instances * sizeof(uint32_t));
+    l->changed = p;
     p += align64(cfg->n_instances * sizeof(uint32_t));
     l->combos = p;
     p += align64((size_t)cfg->n_instances * TW_COMBO_WINDOWS * sizeof(int64_t));
@@ -165,6 +167,7 @@ tw_strategy *tw_strategy_init(void *mem, size_t bytes, const tw_strategy_cfg *cf
     s->instr = (instr_state *)(base + l.instr);
     s->inst = (inst_state *)(base + l.inst);
     s->by_instr = (uint32_t *)(base + l.by_instr);
+    s->changed = (uint32_t *)(base + l.changed);
     int64_t *combos = (int64_t *)(base + l.combos);
     s->open = (open_order *)(base + l.open);
     s->sess = (sess_state *)(base + l.sess);

@@ -15,8 +15,10 @@ size_t tw__sig_memsize(const int64_t *combos, uint32_t n_combos);
  * combos are valid (checked by the caller). */
 tw__sig *tw__sig_init(void *mem, size_t bytes, const int64_t *combos, uint32_t n_combos,
                       double fee);
-/* Feeds one bar (close NaN for a gap) to every combo. */
-void tw__sig_update(tw__sig *g, double close);
+/* Feeds one bar (close NaN for a gap, never <= 0 or infinite) to every
+ * combo; returns how many changed position, their indices ascending in
+ * changed[] (capacity: the combo count). */
+size_t tw__sig_update(tw__sig *g, double close, uint32_t *changed);
 /* Combo k's stop-and-reverse state after the last update. */
 int tw__sig_pos(const tw__sig *g, uint32_t k);
 double tw__sig_entry(const tw__sig *g, uint32_t k);
@@ -93,6 +95,7 @@ struct tw_strategy {
     instr_state *instr;
     inst_state *inst;
     uint32_t *by_instr;     /* instance indices grouped by instrument */
+    uint32_t *changed;      /* a bar's changed combos (n_instances: any instrument's) */
     open_order *open;       /* n_instances x open_slots */
     sess_state *sess;
 

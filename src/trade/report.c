@@ -200,7 +200,7 @@ int tw_trade_csv_header(FILE *f)
     return ferror(f) ? -EIO : 0;
 }
 
-int tw_trade_csv_row(FILE *f, const tw_strategy *s, const tw_trade *t)
+int tw_trade_csv_row(FILE *f, const tw_strategy *s, const tw_strategy_trade *t)
 {
     tw_instance_stats st;
     tw_strategy_instance(s, t->instance, &st);

@@ -23,7 +23,7 @@ typedef struct st_ref {
     double pnl;
     int pos;      /* open at the end */
     size_t n, cap;
-    tw_trade *list; /* instance unset */
+    tw_strategy_trade *list; /* instance unset */
 } st_ref;
 
 /* kernel.md's loop over tw_wma() series, with the trade log of kernel.md
@@ -66,9 +66,9 @@ static inline void st_reference(const double *close, size_t n, const int64_t *c,
             out->trades += 1;
             if (out->n == out->cap) {
                 out->cap = out->cap ? out->cap * 2 : 256;
-                out->list = realloc(out->list, out->cap * sizeof(tw_trade));
+                out->list = realloc(out->list, out->cap * sizeof(tw_strategy_trade));
             }
-            tw_trade tr = { .side = out->pos, .entry_bar = entry_bar, .entry_px = entry,
+            tw_strategy_trade tr = { .side = out->pos, .entry_bar = entry_bar, .entry_px = entry,
                             .exit_bar = i, .exit_px = close[i], .r = r };
             out->list[out->n++] = tr;
             out->pos = s;
@@ -94,7 +94,7 @@ typedef struct st_harness {
     uint64_t log_by_kind[8];
     uint64_t log_by_rule[TW_RULE_COUNT];
     tw_strategy_log last_log;
-    tw_trade *trades;
+    tw_strategy_trade *trades;
     size_t n_trades, cap_trades;
     int64_t now_ns;
 } st_harness;
@@ -108,7 +108,7 @@ static inline void st_log_hook(void *ctx, const tw_strategy_log *rec)
     h->last_log = *rec;
 }
 
-static inline void st_trade_hook(void *ctx, const tw_trade *t)
+static inline void st_trade_hook(void *ctx, const tw_strategy_trade *t)
 {
     st_harness *h = ctx;
     if (h->n_trades == h->cap_trades) {

@@ -146,7 +146,7 @@ int main(int argc, char **argv)
     size_t per[2 * N_COMBOS] = { 0 };
     uint64_t total_trades = 0, mismatched = 0;
     for (size_t t = 0; t < h.n_trades; t++) {
-        const tw_trade *tr = &h.trades[t];
+        const tw_strategy_trade *tr = &h.trades[t];
         uint32_t k = tr->instance / N_COMBOS, j = tr->instance % N_COMBOS;
         size_t q = per[tr->instance]++;
         const st_ref *rf = &ref[k][j];
@@ -154,7 +154,7 @@ int main(int argc, char **argv)
             mismatched++;
             continue;
         }
-        const tw_trade *w = &rf->list[q];
+        const tw_strategy_trade *w = &rf->list[q];
         if (tr->side != w->side || tr->entry_bar != w->entry_bar ||
             !st_same(tr->entry_px, w->entry_px) || tr->exit_bar != w->exit_bar ||
             !st_same(tr->exit_px, w->exit_px) || !st_same(tr->r, w->r)) {
@@ -286,7 +286,7 @@ int main(int argc, char **argv)
         } else if (line[0] == 'C' &&
                    sscanf(line, "C %63s %lld %lld %63s %lld %63s %63s", name, &t, &o1, a, &q1, b,
                           c6) == 7) {
-            const tw_trade *tr = rows < h.n_trades ? &h.trades[rows] : NULL;
+            const tw_strategy_trade *tr = rows < h.n_trades ? &h.trades[rows] : NULL;
             rows++;
             tw_instance_stats st;
             if (!tr) {
