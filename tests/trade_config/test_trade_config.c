@@ -474,5 +474,5 @@ int main(void)
     test_bad();
     test_truncations();
     test_files();
-    return tw_check_done("trade_config");
+    return tw_check_done("trade_config_parse");
 }
