@@ -44,6 +44,30 @@ static void bad(tw_strategy *s, const tw_ev *ev, uint32_t instance, uint64_t id,
     log_bad(s, ev, instance, id, what);
 }
 
+/* Our own bookkeeping, checked in debug builds after every change: the
+ * open orders sum to open_qty, their slots are live, at most one flatten
+ * order is open. */
+static void check_inst(const tw_strategy *s, uint32_t i)
+{
+#ifdef TW_DEBUG
+    const inst_state *it = &s->inst[i];
+    const open_order *o = &s->open[(size_t)i * s->open_slots];
+    int64_t sum = 0;
+    int flatten = 0;
+    TW_VERIFY(it->n_open <= s->open_slots);
+    for (uint32_t j = 0; j < it->n_open; j++) {
+        TW_VERIFY(o[j].remaining != 0 && tw_order_id_instance(o[j].id) == i);
+        sum += o[j].remaining;
+        flatten += o[j].kind == TW_ORDER_FLATTEN;
+    }
+    TW_VERIFY(sum == it->open_qty && flatten <= 1);
+    TW_VERIFY(iabs(it->position) <= INT32_MAX);
+#else
+    (void)s;
+    (void)i;
+#endif
+}
+
 /* Instance i's position + open orders moved by d: keep the instrument's
  * and the total exposure in step. */
 static void expose(tw_strategy *s, uint32_t i, int64_t d)
@@ -89,6 +113,7 @@ static int64_t close_open(tw_strategy *s, uint32_t i, int j)
     drop_open(s, i, j);
     s->inst[i].open_qty -= rem;
     expose(s, i, -rem);
+    check_inst(s, i);
     return rem;
 }
 
@@ -100,6 +125,16 @@ static void send_order(tw_strategy *s, emitter *em, uint32_t i, int64_t q, unsig
 {
     inst_state *it = &s->inst[i];
     const uint64_t id = tw_order_id(kind, i, seq);
+    if (iabs(q) > INT32_MAX) {
+        /* Only fills far beyond any order (overfills) get a position this
+         * large: a flatten order sends what one order can carry (the next
+         * fill sends the rest), a signal order is refused. */
+        if (kind != TW_ORDER_FLATTEN) {
+            bad(s, em->ev, i, id, "order quantity beyond 2^31 - 1 (after overfills)");
+            return;
+        }
+        q = q > 0 ? INT32_MAX : -INT32_MAX;
+    }
     if (kind == TW_ORDER_SIGNAL && tw__risk_check(s, i, &q, id, em->ev->now_ns) != 0)
         return;
     TW_VERIFY(it->n_open < s->open_slots && q != 0 && iabs(q) <= INT32_MAX);
@@ -112,6 +147,7 @@ static void send_order(tw_strategy *s, emitter *em, uint32_t i, int64_t q, unsig
     it->open_qty += q;
     expose(s, i, q);
     it->orders++;
+    check_inst(s, i);
     const instr_state *in = &s->instr[it->instrument];
     tw_out *out = emit(em, TW_OUT_ORDER, (uint16_t)in->session);
     out->side = q > 0 ? TW_SIDE_BUY : TW_SIDE_SELL;
@@ -143,14 +179,20 @@ static void reflatten(tw_strategy *s, emitter *em, uint32_t i)
 
 static void on_bar(tw_strategy *s, emitter *em, const tw_ev *ev)
 {
-    if (ev->instrument >= s->n_instruments)
-        return bad(s, ev, UINT32_MAX, 0, "bar of an unknown instrument");
+    if (ev->instrument >= s->n_instruments) {
+        bad(s, ev, UINT32_MAX, 0, "bar of an unknown instrument");
+        return;
+    }
     instr_state *in = &s->instr[ev->instrument];
-    if (ev->session != in->session)
-        return bad(s, ev, UINT32_MAX, 0, "bar from a session that does not trade the instrument");
+    if (ev->session != in->session) {
+        bad(s, ev, UINT32_MAX, 0, "bar from a session that does not trade the instrument");
+        return;
+    }
     const uint64_t idx = ev->u.bar.index;
-    if (idx > TW_ORDER_SEQ_MASK)
-        return bad(s, ev, UINT32_MAX, 0, "bar index beyond 2^40");
+    if (idx > TW_ORDER_SEQ_MASK) {
+        bad(s, ev, UINT32_MAX, 0, "bar index beyond 2^40");
+        return;
+    }
     if (in->last_bar >= 0 && idx <= (uint64_t)in->last_bar) {
         s->c.dup_bars++;
         return;
@@ -244,21 +286,35 @@ static void on_fill(tw_strategy *s, emitter *em, const tw_ev *ev)
     const uint64_t id = ev->u.fill.order_id;
     uint32_t i;
     int j = lookup(s, id, &i);
-    if (j < 0)
-        return bad(s, ev, i, id, "fill of an order that is not open");
+    if (j < 0) {
+        bad(s, ev, i, id, "fill of an order that is not open");
+        return;
+    }
     const int64_t qty = ev->u.fill.qty;
     const double px = ev->u.fill.px;
-    if (qty < 1 || qty > INT32_MAX)
-        return bad(s, ev, i, id, "fill quantity outside [1, 2^31 - 1]");
-    if (!(px > 0.0) || isinf(px))
-        return bad(s, ev, i, id, "fill price <= 0, NaN or infinite");
-    if (ev->side != TW_SIDE_BUY && ev->side != TW_SIDE_SELL)
-        return bad(s, ev, i, id, "fill side neither buy nor sell");
+    if (qty < 1 || qty > INT32_MAX) {
+        bad(s, ev, i, id, "fill quantity outside [1, 2^31 - 1]");
+        return;
+    }
+    if (!(px > 0.0) || isinf(px)) {
+        bad(s, ev, i, id, "fill price <= 0, NaN or infinite");
+        return;
+    }
+    if (ev->side != TW_SIDE_BUY && ev->side != TW_SIDE_SELL) {
+        bad(s, ev, i, id, "fill side neither buy nor sell");
+        return;
+    }
     inst_state *it = &s->inst[i];
     open_order *o = &slots(s, i)[j];
     const int64_t q = ev->side == TW_SIDE_BUY ? qty : -qty;
-    if (sgn(q) != sgn(o->remaining))
-        return bad(s, ev, i, id, "fill on the other side of the order");
+    if (sgn(q) != sgn(o->remaining)) {
+        bad(s, ev, i, id, "fill on the other side of the order");
+        return;
+    }
+    if (iabs(it->position + q) > INT32_MAX) {
+        bad(s, ev, i, id, "fill would take the position beyond 2^31 - 1 units");
+        return;
+    }
     int64_t removed = o->remaining;
     if (iabs(q) < iabs(removed))
         removed = q;
@@ -274,6 +330,7 @@ static void on_fill(tw_strategy *s, emitter *em, const tw_ev *ev)
     expose(s, i, q - removed);
     it->fills++;
     s->c.fills++;
+    check_inst(s, i);
     book(s, i, before, px, bar, ev->now_ns);
     reflatten(s, em, i);
 }
@@ -283,8 +340,10 @@ static void on_reject(tw_strategy *s, const tw_ev *ev)
     const uint64_t id = ev->u.reject.order_id;
     uint32_t i;
     int j = lookup(s, id, &i);
-    if (j < 0)
-        return bad(s, ev, i, id, "reject of an order that is not open");
+    if (j < 0) {
+        bad(s, ev, i, id, "reject of an order that is not open");
+        return;
+    }
     const int64_t rem = close_open(s, i, j);
     s->inst[i].rejects++;
     s->c.rejects++;
@@ -301,8 +360,10 @@ static void on_canceled(tw_strategy *s, const tw_ev *ev)
     const uint64_t id = ev->u.order.order_id;
     uint32_t i;
     int j = lookup(s, id, &i);
-    if (j < 0)
-        return bad(s, ev, i, id, "cancel of an order that is not open");
+    if (j < 0) {
+        bad(s, ev, i, id, "cancel of an order that is not open");
+        return;
+    }
     close_open(s, i, j);
     s->c.canceled++;
 }
@@ -348,8 +409,10 @@ static void on_kill(tw_strategy *s, emitter *em, const tw_ev *ev)
 static void on_operator(tw_strategy *s, const tw_ev *ev)
 {
     const uint32_t st = ev->u.oper.state;
-    if (st > TW_TRADING_HALTED)
-        return bad(s, ev, UINT32_MAX, 0, "operator state unknown");
+    if (st > TW_TRADING_HALTED) {
+        bad(s, ev, UINT32_MAX, 0, "operator state unknown");
+        return;
+    }
     if (st == TW_TRADING_ACTIVE) {
         /* The operator takes over: the kill switch and every instance's
          * own loss state are cleared (the limits trip again if crossed). */
@@ -362,12 +425,16 @@ static void on_operator(tw_strategy *s, const tw_ev *ev)
 
 static void on_session(tw_strategy *s, emitter *em, const tw_ev *ev)
 {
-    if (ev->session >= s->n_sessions)
-        return bad(s, ev, UINT32_MAX, 0, "session event of an unknown session");
+    if (ev->session >= s->n_sessions) {
+        bad(s, ev, UINT32_MAX, 0, "session event of an unknown session");
+        return;
+    }
     sess_state *se = &s->sess[ev->session];
     const uint32_t st = ev->u.session.state;
-    if (st > TW_SESSION_CLOSED)
-        return bad(s, ev, UINT32_MAX, 0, "session state unknown");
+    if (st > TW_SESSION_CLOSED) {
+        bad(s, ev, UINT32_MAX, 0, "session state unknown");
+        return;
+    }
     if (st == se->state)
         return;
     if (se->state == TW_SESSION_CLOSED) {
@@ -389,8 +456,10 @@ static void on_session(tw_strategy *s, emitter *em, const tw_ev *ev)
 
 static void on_barrier(tw_strategy *s, emitter *em, const tw_ev *ev)
 {
-    if (ev->session >= s->n_sessions)
-        return bad(s, ev, UINT32_MAX, 0, "barrier of an unknown session");
+    if (ev->session >= s->n_sessions) {
+        bad(s, ev, UINT32_MAX, 0, "barrier of an unknown session");
+        return;
+    }
     s->c.barriers++;
     /* Every event before this one has been processed and its intents are
      * in out[] ahead of this one: the ack rides behind them. */
