@@ -914,6 +914,19 @@ static void resolve(pstate *ps)
         fail(ps, last, "no [instrument SYMBOL] section");
     if (!c->n_strategies)
         fail(ps, last, "no [strategy NAME] section");
+    /* Two sessions that would log on as one (the venue refuses the
+     * second), or share a store (each would corrupt the other's). */
+    for (uint32_t b = 0; b < c->n_sessions; b++)
+        for (uint32_t a = 0; a < b; a++) {
+            const tw_trade_session_cfg *x = &c->sessions[a], *y = &c->sessions[b];
+            if (!strcmp(x->host, y->host) && x->port == y->port && !strcmp(x->sender, y->sender) &&
+                !strcmp(x->target, y->target) && x->host[0])
+                fail(ps, y->line, "[session %s]: the same host, port, sender and target as "
+                     "[session %s] (line %d)", y->name, x->name, x->line);
+            if (x->store[0] && !strcmp(x->store, y->store))
+                fail(ps, y->line, "[session %s]: store '%s' is [session %s]'s too (line %d)",
+                     y->name, y->store, x->name, x->line);
+        }
     for (uint32_t k = 0; k < c->n_instruments; k++) {
         const ref *r = &ps->instr_session[k];
         if (!r->line)

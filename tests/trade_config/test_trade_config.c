@@ -294,6 +294,10 @@ static const bad_case bad[] = {
     { ENGINE SESSION INSTR STRAT "combo = 1, 2, 1, 1, 1, 2\n" RISK, 14, "given twice" },
     { ENGINE SESSION INSTR STRAT "grid = default\ngrid = default\n" RISK, 15,
       "duplicate key 'grid'" },
+    { ALL "[session w]\nhost = h\nport = 1\nsender = S\ntarget = T\nstore = st2\n", 19,
+      "[session w]: the same host, port, sender and target as [session v] (line 3)" },
+    { ALL "[session w]\nhost = h\nport = 2\nsender = S\ntarget = T\nstore = st\n", 19,
+      "[session w]: store 'st' is [session v]'s too (line 3)" },
     /* combos outside [1, 100000] and malformed */
     { ENGINE SESSION INSTR STRAT "combo = 0,2,1,1,1,2\n" RISK, 14, "window 1 (h_half) = 0" },
     { ENGINE SESSION INSTR STRAT "combo = 1,2,1,1,1,100001\n" RISK, 14,
