@@ -129,8 +129,12 @@ size_t tw_strategy_memsize(const tw_strategy_cfg *cfg)
     size_t total = l.sig;
     for (uint32_t k = 0; k < cfg->n_instruments; k++) {
         uint32_t n = gather(cfg, k, tmp, NULL);
-        if (n)
-            total += align64(tw__sig_memsize(tmp, n));
+        size_t b = n ? tw__sig_memsize(tmp, n) : 0;
+        if (n && !b) {
+            free(tmp);
+            return 0;
+        }
+        total += align64(b);
     }
     free(tmp);
     return align64(total);
@@ -189,6 +193,11 @@ tw_strategy *tw_strategy_init(void *mem, size_t bytes, const tw_strategy_cfg *cf
                                                in->n_inst));
             in->sig = tw__sig_init(base + p, b, combos + (size_t)first * TW_COMBO_WINDOWS,
                                    in->n_inst, s->fee);
+            if (!in->sig) {
+                tw__err(err, -ENOMEM, "strategy: the kernel of instrument %u cannot be set up",
+                        k);
+                return NULL;
+            }
             p += b;
             for (uint32_t j = 0; j < in->n_inst; j++)
                 s->inst[s->by_instr[first + j]].k = j;

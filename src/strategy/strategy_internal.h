@@ -10,9 +10,11 @@
  * signal.c is the only file that talks to the kernel. */
 typedef struct tw__sig tw__sig;
 
+/* Bytes for these combos (valid: checked by the caller), 0 if they cannot
+ * be sized (no memory to plan). */
 size_t tw__sig_memsize(const int64_t *combos, uint32_t n_combos);
 /* Builds the kernel state in mem (tw__sig_memsize bytes, 64-aligned);
- * combos are valid (checked by the caller). */
+ * NULL if it cannot (no memory to plan: init time only). */
 tw__sig *tw__sig_init(void *mem, size_t bytes, const int64_t *combos, uint32_t n_combos,
                       double fee);
 /* Feeds one bar (close NaN for a gap, never <= 0 or infinite) to every
