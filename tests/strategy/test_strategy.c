@@ -10,8 +10,10 @@
  * every bar (long on 100, short on 101): each bar from 2 is a decision,
  * which makes every count below exact. */
 #include <errno.h>
+#include <unistd.h>
 
 #include "st.h"
+#include "tickwire/trade.h"
 
 static const int64_t flipper[6] = { 1, 2, 1, 1, 1, 2 };
 
@@ -803,6 +805,74 @@ static void test_determinism(void)
     st_cfg_free(&c);
 }
 
+/* The report without python: the text of each float reads back to the
+ * same bits, integral floats carry ".0", every rule is listed. */
+static void test_report(void)
+{
+    st_cfg c;
+    st_cfg_make(&c, 1, 1, flipper, 1);
+    st_harness h;
+    REQUIRE(st_open(&h, &c.cfg) == 0);
+    for (uint64_t i = 0; i < 9; i++)
+        lockstep_bar(&h, 1, 1, i, alt, 1, NULL);
+    tw_instance_stats st;
+    stats(&h, 0, &st);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    REQUIRE(f);
+    tw_trade_session_stats ss = { "v", 1, 2, 3, 4, 5 };
+    CHECK(tw_trade_report_fprint(f, h.s, &ss, 1) == 0);
+    fclose(f);
+    const char *p = strstr(text, "\"pnl\": ");
+    CHECK(p && st_same(strtod(p + 7, NULL), st.pnl) && st.trades == 6);
+    p = strstr(text, "\"signal_pnl\": ");
+    CHECK(p && st_same(strtod(p + 14, NULL), st.signal_pnl));
+    CHECK(strstr(text, "\"combo\": [1, 2, 1, 1, 1, 2]") && strstr(text, "\"name\": \"s0.0\""));
+    CHECK(strstr(text, "\"sessions\": [\n  {\"name\": \"v\", \"sent\": 1, \"received\": 2, "
+                       "\"resends\": 3, \"reconnects\": 4, \"rejects\": 5}"));
+    CHECK(strstr(text, "\"rejected_by_rule\": {\"halted\": 0, \"reducing\": 0, \"open_orders\": 0, "
+                       "\"max_position\": 0, \"max_total_position\": 0, \"order_rate_session\": 0, "
+                       "\"order_rate_total\": 0}"));
+    CHECK(strstr(text, "\"state\": \"ACTIVE\""));
+    free(text);
+    /* A strategy that never traded: PnL 0 is written "0.0". */
+    st_harness h2;
+    REQUIRE(st_open(&h2, &c.cfg) == 0);
+    f = open_memstream(&text, &len);
+    REQUIRE(f);
+    CHECK(tw_trade_report_fprint(f, h2.s, NULL, 0) == 0);
+    fclose(f);
+    CHECK(strstr(text, "\"pnl\": 0.0, \"signal_pnl\": 0.0") && strstr(text, "\"sessions\": [\n]"));
+    free(text);
+    /* A trades CSV row: shortest round-trip prices and r. */
+    f = open_memstream(&text, &len);
+    REQUIRE(f);
+    CHECK(tw_trade_csv_header(f) == 0 && tw_trade_csv_row(f, h.s, &h.trades[0]) == 0);
+    fclose(f);
+    CHECK(!strcmp(text, "instance,instrument,side,entry_bar,entry_price,exit_bar,exit_price,r\n"
+                        "s0.0,SYM0,1,2,100,3,101,1.0000000000000009\n"));
+    free(text);
+    /* Written atomically to a path; a directory that is not there fails
+     * naming the path. */
+    char path[] = "/tmp/tw_strategy_report_XXXXXX";
+    int fd = mkstemp(path);
+    CHECK(fd >= 0);
+    close(fd);
+    tw_error err = { 0 };
+    CHECK(tw_trade_report_write(path, h.s, &ss, 1, &err) == 0);
+    f = fopen(path, "r");
+    CHECK(f && fgetc(f) == '{');
+    if (f)
+        fclose(f);
+    unlink(path);
+    CHECK(tw_trade_report_write("/nonexistent/dir/r.json", h.s, &ss, 1, &err) == -ENOENT &&
+          strstr(err.msg, "/nonexistent/dir/r.json.tmp"));
+    st_close(&h);
+    st_close(&h2);
+    st_cfg_free(&c);
+}
+
 int main(void)
 {
     test_orders();
@@ -818,5 +888,6 @@ int main(void)
     test_sessions();
     test_init();
     test_determinism();
+    test_report();
     return tw_check_done("strategy");
 }
