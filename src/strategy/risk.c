@@ -58,8 +58,11 @@ void tw__slog(tw_strategy *s, const tw_strategy_log *rec)
  * first order.  Refill: (now_ns - last_ns) x rate nano-tokens, exact in
  * int64 (elapsed is clamped to one second first: a second refills an empty
  * bucket, so nothing is lost, and rate <= 1e9 keeps the product < 2^63).
- * A now_ns earlier than the last (two net cores stamp their own events)
- * refills nothing and does not move last_ns back. */
+ * A now_ns a little earlier than the last (two net cores stamp their own
+ * events) refills nothing and does not move last_ns back; one more than a
+ * second earlier is a clock that started again (a journal replayed after a
+ * reboot): last_ns moves to it, so the bucket refills from there on
+ * instead of waiting for the new clock to pass the old one. */
 static void refill(bucket *b, int64_t now_ns)
 {
     const int64_t cap = b->rate * NS_PER_S;
@@ -69,8 +72,11 @@ static void refill(bucket *b, int64_t now_ns)
         b->last_ns = now_ns;
         return;
     }
-    if (now_ns <= b->last_ns)
+    if (now_ns <= b->last_ns) {
+        if (now_ns < b->last_ns - NS_PER_S)
+            b->last_ns = now_ns;
         return;
+    }
     int64_t dt = now_ns - b->last_ns;
     if (dt > NS_PER_S)
         dt = NS_PER_S;

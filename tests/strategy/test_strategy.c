@@ -255,6 +255,13 @@ static void rate_case(int per_session)
     CHECK(st_bar(&h, 0, 0, 1301, alt(1301)) == 1 && h.out[0].instance == 0);
     h.now_ns += 1000000;
     CHECK(st_bar(&h, 0, 0, 1302, alt(1302)) == 0);
+    /* The clock starts again near 0 (a replay after a reboot): the bucket
+     * refills from the new clock, not once it passes the old one. */
+    h.now_ns = 5;
+    CHECK(st_bar(&h, 0, 0, 1303, alt(1303)) == 0);
+    h.now_ns = 5 + 500000000;
+    size_t m1 = st_bar(&h, 0, 0, 1304, alt(1304));
+    CHECK(m1 == 1);
     st_close(&h);
     st_cfg_free(&c);
 }
