@@ -10,7 +10,8 @@
  *   execution trades and PnL == tw_sweep() (scalar and exact kernels);
  *   signal trades and PnL   == the same;
  *   the trade list (side, entry bar and price, exit bar and price, r) ==
- *     a reference built from tw_wma() and kernel.md's loop;
+ *     a reference built from tw_wma() and kernel.md's loop, which equals
+ *     the kernel's own trade log (tw_trades());
  *   the open position == the reference's.
  * Then the JSON report and the trades CSV are read back by python's json
  * and csv modules and every number compared bit for bit.  Skips (77)
@@ -141,6 +142,31 @@ int main(int argc, char **argv)
     for (int k = 0; k < 2; k++)
         for (int j = 0; j < N_COMBOS; j++)
             st_reference(close[k], nb, combos + j * 6, TW_FEE_DEFAULT, &ref[k][j]);
+    /* The kernel's own trade log (tw_trades) must be that reference too. */
+    for (int k = 0; k < 2; k++)
+        for (int j = 0; j < N_COMBOS; j++) {
+            const st_ref *rf = &ref[k][j];
+            tw_trade *kt = malloc((rf->n + 1) * sizeof(*kt));
+            size_t nt = 0;
+            tw_position open;
+            double kp = 0.0;
+            int64_t ktr = 0;
+            CHECKF(tw_trades(close[k], nb, combos + j * 6, TW_FEE_DEFAULT, kt, rf->n + 1, &nt,
+                             &open, &kp, &ktr, &err) == 0, "%s", err.msg);
+            size_t bad_rows = 0;
+            for (size_t t = 0; t < nt && t < rf->n; t++) {
+                const tw_strategy_trade *w = &rf->list[t];
+                bad_rows += kt[t].side != w->side || kt[t].entry_bar != (int64_t)w->entry_bar ||
+                            kt[t].exit_bar != (int64_t)w->exit_bar ||
+                            !st_same(kt[t].entry_price, w->entry_px) ||
+                            !st_same(kt[t].exit_price, w->exit_px) || !st_same(kt[t].r, w->r);
+            }
+            CHECKF(nt == rf->n && bad_rows == 0 && ktr == rf->trades && st_same(kp, rf->pnl) &&
+                       open.side == rf->pos,
+                   "instrument %d combo %d: tw_trades differs from the reference (%zu rows)", k,
+                   j, bad_rows);
+            free(kt);
+        }
 
     /* The trade hook's list, split per instance (in booking order). */
     size_t per[2 * N_COMBOS] = { 0 };

@@ -762,11 +762,14 @@ static void test_determinism(void)
         size_t n2 = tw_strategy_on_event(h2.s, &ev, h2.out, h2.cap);
         if (n1 != n2 || memcmp(h1.out, h2.out, n1 * sizeof(tw_out)) != 0)
             diverged = (uint64_t)e + 1;
-        uint64_t d = tw_strategy_digest(h1.s);
-        if (d != tw_strategy_digest(h2.s))
-            diverged = (uint64_t)e + 1;
-        digests_moved += d != d_prev;
-        d_prev = d;
+        /* The digests every 8 events (they read every combo's state). */
+        if ((e & 7) == 0) {
+            uint64_t d = tw_strategy_digest(h1.s);
+            if (d != tw_strategy_digest(h2.s))
+                diverged = (uint64_t)e + 1;
+            digests_moved += d != d_prev;
+            d_prev = d;
+        }
         for (size_t k = 0; k < n1; k++)
             if (h1.out[k].type == TW_OUT_ORDER) {
                 orders++;
@@ -779,7 +782,8 @@ static void test_determinism(void)
     }
     CHECKF(!diverged, "seed %llu: the two strategies diverged at event %llu",
            (unsigned long long)seed, (unsigned long long)diverged - 1);
-    CHECK(orders > 1000 && digests_moved > 100000);
+    CHECK(orders > 1000 && digests_moved > 200000 / 8 - 10);
+    CHECK(tw_strategy_digest(h1.s) == tw_strategy_digest(h2.s));
     tw_strategy_counters ct;
     tw_strategy_counters_get(h1.s, &ct);
     CHECK(ct.kills > 0 && ct.fills > 0 && ct.rejects > 0 && rule_sum(h1.s) > 0);
