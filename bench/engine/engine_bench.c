@@ -20,13 +20,13 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 #include <pthread.h>
 
-#include "engine/wire_internal.h"
 #include "tickwire/client.h"
+#include "tickwire/clock.h"
 #include "tickwire/engine.h"
+#include "tickwire/wire_io.h"
 
 int tw__bench_engine(int argc, char **argv);
 
@@ -44,28 +44,6 @@ static double median_ns(uint64_t *v, size_t n)
 {
     qsort(v, n, sizeof(*v), cmp_u64);
     return n % 2 ? (double)v[n / 2] : 0.5 * (double)(v[n / 2 - 1] + v[n / 2]);
-}
-
-static int wr_all(int fd, const void *p, size_t n)
-{
-    for (size_t o = 0; o < n;) {
-        ssize_t k = write(fd, (const char *)p + o, n - o);
-        if (k <= 0)
-            return -1;
-        o += (size_t)k;
-    }
-    return 0;
-}
-
-static int rd_all(int fd, void *p, size_t n)
-{
-    for (size_t o = 0; o < n;) {
-        ssize_t k = read(fd, (char *)p + o, n - o);
-        if (k <= 0)
-            return -1;
-        o += (size_t)k;
-    }
-    return 0;
 }
 
 #define DIE(...)                                                                    \
@@ -86,8 +64,8 @@ static double bare_pingpong(size_t bytes, int iters)
     if (pid == 0) {
         close(sv[0]);
         char *b = malloc(bytes);
-        while (rd_all(sv[1], b, bytes) == 0)
-            if (wr_all(sv[1], b, bytes))
+        while (tw__read_full(sv[1], b, bytes) == (ssize_t)bytes)
+            if (tw__write_full(sv[1], b, bytes))
                 break;
         _exit(0);
     }
@@ -97,13 +75,15 @@ static double bare_pingpong(size_t bytes, int iters)
         out[i] = (char)i;
     uint64_t *t = malloc(sizeof(uint64_t) * (size_t)iters);
     for (int w = 0; w < iters / 10 + 1; w++)
-        if (wr_all(sv[0], out, bytes) || rd_all(sv[0], in, bytes))
+        if (tw__write_full(sv[0], out, bytes) ||
+            tw__read_full(sv[0], in, bytes) != (ssize_t)bytes)
             DIE("bare ping-pong failed");
     for (int i = 0; i < iters; i++) {
-        uint64_t t0 = tw__now_ns();
-        if (wr_all(sv[0], out, bytes) || rd_all(sv[0], in, bytes))
+        int64_t t0 = tw_clock_now_ns();
+        if (tw__write_full(sv[0], out, bytes) ||
+            tw__read_full(sv[0], in, bytes) != (ssize_t)bytes)
             DIE("bare ping-pong failed");
-        t[i] = tw__now_ns() - t0;
+        t[i] = (uint64_t)(tw_clock_now_ns() - t0);
     }
     if (memcmp(in, out, bytes))
         DIE("bare ping-pong corrupted the bytes");
@@ -127,9 +107,9 @@ static double echo_bench(tw_client *c, size_t n, int iters)
         if (tw_client_echo(c, in, n, out, &err))
             DIE("echo over %s: %s", tw_client_transport(c), err.msg);
     for (int i = 0; i < iters; i++) {
-        uint64_t t0 = tw__now_ns();
+        int64_t t0 = tw_clock_now_ns();
         int rc = tw_client_echo(c, in, n, out, &err);
-        t[i] = tw__now_ns() - t0;
+        t[i] = (uint64_t)(tw_clock_now_ns() - t0);
         if (rc)
             DIE("echo over %s: %s", tw_client_transport(c), err.msg);
     }
@@ -168,13 +148,13 @@ static double load_fd_bench(tw_client *c, const double *prices, size_t n, int it
     uint64_t *t = malloc(sizeof(uint64_t) * (size_t)iters);
     uint64_t *tl = malloc(sizeof(uint64_t) * (size_t)iters);
     for (int i = 0; i < iters; i++) {
-        uint64_t t0 = tw__now_ns();
+        int64_t t0 = tw_clock_now_ns();
         int rc = tw_client_load_fd(c, fd, &id, &err);
-        uint64_t t_mid = tw__now_ns();
+        int64_t t_mid = tw_clock_now_ns();
         if (rc || tw_client_drop(c, id, &err))
             DIE("load_fd: %s", err.msg);
-        t[i] = tw__now_ns() - t0;
-        tl[i] = t_mid - t0;
+        t[i] = (uint64_t)(tw_clock_now_ns() - t0);
+        tl[i] = (uint64_t)(t_mid - t0);
     }
     close(fd);
     double m = median_ns(t, (size_t)iters);
@@ -200,17 +180,16 @@ static double shm_after_slow_phase(tw_client *c, int iters, uint64_t gap_ns)
     for (int i = 0; i < 64; i++) {
         if (tw_client_echo(c, &one, 1, &back, &err))
             DIE("echo over shm: %s", err.msg);
-        struct timespec ts = {0, 1000 * 1000};
-        nanosleep(&ts, NULL);
+        tw_clock_sleep_ns(1000 * 1000);
     }
     uint64_t *t = malloc(sizeof(uint64_t) * (size_t)iters);
     for (int i = 0; i < iters; i++) {
-        uint64_t g0 = tw__now_ns();
-        while (tw__now_ns() - g0 < gap_ns)
+        int64_t g0 = tw_clock_now_ns();
+        while ((uint64_t)(tw_clock_now_ns() - g0) < gap_ns)
             ;
-        uint64_t t0 = tw__now_ns();
+        int64_t t0 = tw_clock_now_ns();
         int rc = tw_client_echo(c, &one, 1, &back, &err);
-        t[i] = tw__now_ns() - t0;
+        t[i] = (uint64_t)(tw_clock_now_ns() - t0);
         if (rc || back != 42.0)
             DIE("echo over shm: %s", rc ? err.msg : "wrong value");
     }
@@ -346,23 +325,23 @@ int tw__bench_engine(int argc, char **argv)
     int reps = quick ? 1 : 3;
     uint64_t tb[3], tc[3], tw[3];
     for (int r = 0; r < reps; r++) {
-        uint64_t t0 = tw__now_ns();
+        int64_t t0 = tw_clock_now_ns();
         if (tw_client_sweep(cu, close, n, grid, nc, pnl_b, tr_b, &err))
             DIE("sweep: %s", err.msg);
-        tb[r] = tw__now_ns() - t0;
-        t0 = tw__now_ns();
+        tb[r] = (uint64_t)(tw_clock_now_ns() - t0);
+        t0 = tw_clock_now_ns();
         for (size_t k = 0; k < nc; k++)
             if (tw_client_sweep_loaded(cu, id, grid + 6 * k, 1, pnl_c + k, tr_c + k, &err))
                 DIE("sweep_loaded: %s", err.msg);
-        tc[r] = tw__now_ns() - t0;
+        tc[r] = (uint64_t)(tw_clock_now_ns() - t0);
         /* A second pass over the same loaded dataset: the server's sweeper
          * keeps the bound dataset's WMA windows (tw_sweeper_run_bound), as
          * a research loop that sweeps the same data again would see. */
-        t0 = tw__now_ns();
+        t0 = tw_clock_now_ns();
         for (size_t k = 0; k < nc; k++)
             if (tw_client_sweep_loaded(cu, id, grid + 6 * k, 1, pnl_w + k, tr_w + k, &err))
                 DIE("sweep_loaded: %s", err.msg);
-        tw[r] = tw__now_ns() - t0;
+        tw[r] = (uint64_t)(tw_clock_now_ns() - t0);
     }
     if (memcmp(pnl_b, pnl_c, 8 * nc) || memcmp(tr_b, tr_c, 8 * nc) ||
         memcmp(pnl_b, pnl_w, 8 * nc) || memcmp(tr_b, tr_w, 8 * nc))

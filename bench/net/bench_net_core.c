@@ -10,20 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
+#include "common/cli_opt.h"
+#include "tickwire/clock.h"
 #include "tickwire/net.h"
 #include "tickwire/net_sim.h"
 #include "tickwire/net_wire.h"
 
 int tw__bench_net_run(int argc, char **argv);
-
-static uint64_t ns_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_d(const void *a, const void *b)
 {
@@ -94,18 +88,18 @@ static int bench_parse(int reps, uint64_t iters)
     static uint8_t sink[1600];
     uint32_t acc = 0;
     for (int r = -1; r < reps; r++) { /* r = -1: untimed warm-up */
-        uint64_t t0 = ns_now();
+        uint64_t t0 = (uint64_t)tw_clock_now_ns();
         for (uint64_t i = 0; i < iters; i++) {
             tw_net_parsed pp;
             unsigned k = (unsigned)(i & (NFRAMES - 1));
             int n = tw_net_parse(frames[k], lens[k], &pp);
             acc += (uint32_t)n + pp.payload_len;
         }
-        uint64_t t1 = ns_now();
+        uint64_t t1 = (uint64_t)tw_clock_now_ns();
         if (r >= 0)
             parse_ns[r] = (double)(t1 - t0) / (double)iters;
         uint64_t it2 = iters / 16 + 1;
-        t0 = ns_now();
+        t0 = (uint64_t)tw_clock_now_ns();
         for (uint64_t i = 0; i < it2; i++) {
             tw_net_parsed pp;
             unsigned k = (unsigned)(i & (NFRAMES - 1));
@@ -117,15 +111,15 @@ static int bench_parse(int reps, uint64_t iters)
                 tw_net_csum_add(tw_net_csum_add(0, &ph, 12), pp.tcp, pp.l4_len));
             acc += c1 | c2;
         }
-        t1 = ns_now();
+        t1 = (uint64_t)tw_clock_now_ns();
         if (r >= 0)
             full_ns[r] = (double)(t1 - t0) / (double)it2;
-        t0 = ns_now();
+        t0 = (uint64_t)tw_clock_now_ns();
         for (uint64_t i = 0; i < it2; i++) {
             memcpy(sink, frames[i & (NFRAMES - 1)], 1448);
             __asm__ volatile("" ::"r"(sink) : "memory");
         }
-        t1 = ns_now();
+        t1 = (uint64_t)tw_clock_now_ns();
         if (r >= 0)
             copy_ns[r] = (double)(t1 - t0) / (double)it2;
     }
@@ -171,8 +165,8 @@ static int bench_segments(uint64_t segs, int in_place, double *tx_ns, double *rx
     tw_error err;
     bstack A, B;
     if (tw_sim_net_open(&net, 1, 4096, &err) ||
-        tw_sim_port_open(net, &A.port, ma, 1024, NULL, &err) ||
-        tw_sim_port_open(net, &B.port, mb, 1024, NULL, &err)) {
+        tw_port_sim_open(&A.port, net, ma, NULL, 1024, &err) ||
+        tw_port_sim_open(&B.port, net, mb, NULL, 1024, &err)) {
         fprintf(stderr, "bench net: %s\n", err.msg);
         return 1;
     }
@@ -213,7 +207,7 @@ static int bench_segments(uint64_t segs, int in_place, double *tx_ns, double *rx
     uint8_t expect = 0;
     while (got < want && guard++ < segs * 100) {
         now += 1000;
-        uint64_t t0 = ns_now();
+        uint64_t t0 = (uint64_t)tw_clock_now_ns();
         for (int k = 0; k < 16 && sent < want; k++) {
             if (in_place) {
                 /* Write the message straight into the retransmit ring. */
@@ -239,9 +233,9 @@ static int bench_segments(uint64_t segs, int in_place, double *tx_ns, double *rx
             sent += (uint64_t)r;
         }
         tw_net_poll(A.st, now);
-        uint64_t t1 = ns_now();
+        uint64_t t1 = (uint64_t)tw_clock_now_ns();
         tw_sim_net_advance(net, now);
-        uint64_t t2 = ns_now();
+        uint64_t t2 = (uint64_t)tw_clock_now_ns();
         tw_net_poll(B.st, now);
         const uint8_t *p;
         size_t n;
@@ -252,7 +246,7 @@ static int bench_segments(uint64_t segs, int in_place, double *tx_ns, double *rx
             got += n;
         }
         tw_net_poll(B.st, now);
-        uint64_t t3 = ns_now();
+        uint64_t t3 = (uint64_t)tw_clock_now_ns();
         t_tx += t1 - t0;
         t_rx += t3 - t2;
         tw_sim_net_advance(net, now);
@@ -276,23 +270,34 @@ static int bench_segments(uint64_t segs, int in_place, double *tx_ns, double *rx
 
 int tw__bench_net_run(int argc, char **argv)
 {
+    static const char cmd[] = "bench net";
     int reps = 7;
-    uint64_t iters = 20000000, segs = 200000;
+    uint64_t iters = 20000000, segs = 200000, v = 0;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--reps") && i + 1 < argc)
-            reps = atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--iters") && i + 1 < argc)
-            iters = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--segs") && i + 1 < argc)
-            segs = strtoull(argv[++i], NULL, 10);
-        else if (!strcmp(argv[i], "--quick")) {
+        if (!strcmp(argv[i], "--quick")) {
             reps = 3;
             iters = 1000000;
             segs = 5000;
-        } else {
-            fprintf(stderr, "usage: %s [--reps N] [--iters N] [--segs N] [--quick]\n", argv[0]);
-            return 2;
+            continue;
         }
+        const char *opt, *val;
+        int r = tw__cli_opt_value(cmd, "usage: tickwire bench net [--reps N] [--iters N] "
+                                       "[--segs N] [--quick]\n", argc, argv, &i, &opt, &val);
+        if (r)
+            return r > 0 ? 0 : 2;
+        if (!strcmp(opt, "--reps")) {
+            r = tw__cli_u64_range(cmd, opt, val, 1, 1000, &v);
+            reps = (int)v;
+        } else if (!strcmp(opt, "--iters"))
+            r = tw__cli_u64_range(cmd, opt, val, 1, UINT64_MAX / 2, &iters);
+        else if (!strcmp(opt, "--segs"))
+            r = tw__cli_u64_range(cmd, opt, val, 1, UINT64_MAX / 2, &segs);
+        else {
+            fprintf(stderr, "tickwire %s: unknown option '%s' (see --help)\n", cmd, opt);
+            r = -1;
+        }
+        if (r)
+            return 2;
     }
     if (reps < 1)
         reps = 1;

@@ -1,7 +1,8 @@
-/* Standalone entry of the veth round-trip benchmark (tools/netrtt). */
-int tw__cli_bench_netrtt(int argc, char **argv);
+/* Standalone entry of the veth round-trip benchmark (bench_netrtt_core.c;
+ * also `tickwire bench netrtt`). */
+int tw__bench_netrtt_run(int argc, char **argv);
 
 int main(int argc, char **argv)
 {
-    return tw__cli_bench_netrtt(argc, argv);
+    return tw__bench_netrtt_run(argc, argv);
 }

@@ -23,10 +23,11 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "tickwire/client.h"
+#include "tickwire/clock.h"
+#include "tickwire/wire_io.h"
 
 #define MAX_SIZES 64
 
@@ -36,13 +37,6 @@ static void die(const char *what, const char *detail)
 {
     fprintf(stderr, "%s: %s%s%s\n", g_prog, what, detail ? ": " : "", detail ? detail : "");
     exit(1);
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
 }
 
 static int cmp_u64(const void *a, const void *b)
@@ -73,40 +67,14 @@ static size_t iters_for(size_t n, size_t base)
     return it < 15 ? 15 : it;
 }
 
-static int wr_all(int fd, const void *p, size_t n)
-{
-    for (size_t o = 0; o < n;) {
-        ssize_t k = write(fd, (const char *)p + o, n - o);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        o += (size_t)k;
-    }
-    return 0;
-}
-
-static int rd_all(int fd, void *p, size_t n)
-{
-    for (size_t o = 0; o < n;) {
-        ssize_t k = read(fd, (char *)p + o, n - o);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k <= 0)
-            return -1;
-        o += (size_t)k;
-    }
-    return 0;
-}
-
 /* The bare peer: echoes `bytes`-sized messages until end of input. */
 static void bare_echoer(int fd, size_t bytes)
 {
     char *b = malloc(bytes);
     if (!b)
         _exit(1);
-    while (rd_all(fd, b, bytes) == 0)
-        if (wr_all(fd, b, bytes))
+    while (tw__read_full(fd, b, bytes) == (ssize_t)bytes)
+        if (tw__write_full(fd, b, bytes))
             break;
     _exit(0);
 }
@@ -159,14 +127,16 @@ static void bare_point(int tcp, size_t n_floats, size_t base_iters)
     for (size_t i = 0; i < n_floats; i++)
         out[i] = 100.0 + (double)i * 0.25;
     for (size_t w = 0; w < iters / 10 + 2; w++)
-        if (wr_all(fds[0], out, bytes) || rd_all(fds[0], in, bytes))
+        if (tw__write_full(fds[0], out, bytes) ||
+            tw__read_full(fds[0], in, bytes) != (ssize_t)bytes)
             die("bare ping-pong failed", strerror(errno));
     for (size_t i = 0; i < iters; i++) {
         memset(in, 0, 8);
-        uint64_t t0 = now_ns();
-        if (wr_all(fds[0], out, bytes) || rd_all(fds[0], in, bytes))
+        int64_t t0 = tw_clock_now_ns();
+        if (tw__write_full(fds[0], out, bytes) ||
+            tw__read_full(fds[0], in, bytes) != (ssize_t)bytes)
             die("bare ping-pong failed", strerror(errno));
-        t[i] = now_ns() - t0;
+        t[i] = (uint64_t)(tw_clock_now_ns() - t0);
     }
     if (memcmp(in, out, bytes))
         die("bare ping-pong returned different bytes", NULL);
@@ -193,9 +163,9 @@ static void echo_point(tw_client *c, size_t n_floats, size_t base_iters)
             die(tw_client_transport(c), err.msg);
     for (size_t i = 0; i < iters; i++) {
         memset(in, 0, 8 * cap);
-        uint64_t t0 = now_ns();
+        int64_t t0 = tw_clock_now_ns();
         int rc = tw_client_echo(c, out, n_floats, in, &err);
-        t[i] = now_ns() - t0;
+        t[i] = (uint64_t)(tw_clock_now_ns() - t0);
         if (rc)
             die(tw_client_transport(c), err.msg);
         /* Checked every time, outside the timed region: an echo that
@@ -220,9 +190,10 @@ static void load_fd_point(tw_client *c, size_t n_floats, size_t base_iters)
         close_[i] = 100.0 + (double)i * 0.25;
     tw_error err = {0};
     for (size_t i = 0; i < iters; i++) {
-        uint64_t id, t0 = now_ns();
+        uint64_t id;
+        int64_t t0 = tw_clock_now_ns();
         int rc = tw_client_load_memfd(c, close_, n_floats, &id, &err);
-        t[i] = now_ns() - t0;
+        t[i] = (uint64_t)(tw_clock_now_ns() - t0);
         if (rc || tw_client_drop(c, id, &err))
             die("load_fd", err.msg);
     }

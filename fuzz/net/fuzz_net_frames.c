@@ -78,9 +78,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     tw_port *pu, *pp, *px;
     tw_error err;
     TW_VERIFY(tw_sim_net_open(&net, 7, 512, &err) == 0);
-    TW_VERIFY(tw_sim_port_open(net, &pu, mu, 128, NULL, &err) == 0);
-    TW_VERIFY(tw_sim_port_open(net, &pp, mp, 128, NULL, &err) == 0);
-    TW_VERIFY(tw_sim_port_open(net, &px, mx, 128, NULL, &err) == 0);
+    TW_VERIFY(tw_port_sim_open(&pu, net, mu, NULL, 128, &err) == 0);
+    TW_VERIFY(tw_port_sim_open(&pp, net, mp, NULL, 128, &err) == 0);
+    TW_VERIFY(tw_port_sim_open(&px, net, mx, NULL, 128, &err) == 0);
     tw_net_config cu, cp;
     tw_net_config_init(&cu, FZ_US);
     tw_net_config_init(&cp, FZ_PEER);

@@ -70,7 +70,22 @@ enum {
 int tw__err(tw_error *err, int code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* A static string for a code returned by any tickwire function. */
+/* A static string for a code returned by any tickwire function: common's
+ * own codes above, the codes a part has registered (below), else errno's
+ * strerror(). */
 const char *tw_strerror(int code);
+
+/* A part's strings for its own error codes: called with a code in its
+ * range, returns a static string. */
+typedef const char *(*tw__strerror_fn)(int code);
+
+/* Makes tw_strerror() answer the codes -first ... -(first + count - 1)
+ * with fn.  Common depends on no part, so each part that returns codes of
+ * its own registers them, from a constructor in the file that makes those
+ * codes (so that any program able to see one, statically linked or not,
+ * has the strings too).  Returns 0, -EINVAL for an empty range or one that
+ * overlaps common's codes or an earlier registration, -ENOSPC when the
+ * table (16 ranges) is full.  Thread-safe; registrations are permanent. */
+int tw__strerror_register(int first, int count, tw__strerror_fn fn);
 
 #endif

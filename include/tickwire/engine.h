@@ -46,8 +46,9 @@ int tw_engine_create(tw_engine **out, const tw_engine_opts *opts, tw_error *err)
 /* Runs the I/O loop in the calling thread until tw_engine_stop(); then
  * stops accepting, lets in-flight requests finish and their replies go out
  * (bounded by a few seconds), closes every connection and removes the
- * socket file.  Returns 0. */
-int tw_engine_run(tw_engine *e);
+ * socket file.  Cannot fail: a connection's errors end that connection,
+ * never the loop. */
+void tw_engine_run(tw_engine *e);
 
 /* Asks a running engine to stop.  Async-signal-safe (one write to an
  * eventfd), so a SIGTERM handler may call it. */
@@ -56,8 +57,8 @@ void tw_engine_stop(tw_engine *e);
 /* The TCP port actually bound (useful with tcp_port = 0), or -1. */
 int tw_engine_tcp_port(const tw_engine *e);
 
-/* Writes the INFO JSON into buf (NUL-terminated); returns its length or
- * -ENOSPC. */
+/* Writes the INFO JSON into buf (NUL-terminated); returns its length,
+ * -ENOSPC when it does not fit in cap, or -EINVAL if formatting fails. */
 int tw_engine_info_json(tw_engine *e, char *buf, size_t cap);
 
 /* Frees everything.  Call after tw_engine_run() returned, or instead of it. */

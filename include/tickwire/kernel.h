@@ -72,6 +72,12 @@ void tw_sweep_opts_init(tw_sweep_opts *o);
 int tw_sweep_check(const double *close, size_t n_bars, const int64_t *combos,
                    size_t n_combos, tw_error *err);
 
+/* The price half of tw_sweep_check(): the index of the first price that
+ * is neither NaN nor finite and > 0, or n_bars when every one is good.
+ * Vectorised (AVX2 where the CPU has it); cannot fail.  The engine checks
+ * LOAD and LOAD_FD datasets with it. */
+size_t tw_first_bad_price(const double *close, size_t n_bars);
+
 /* Runs every combo over close.  combos holds n_combos x 6 windows.  On
  * success writes pnl[n_combos] and trades[n_combos] and returns 0.  On bad
  * input returns the tw_sweep_check() code and writes nothing; -EINVAL for

@@ -16,12 +16,12 @@
  *
  * Typical loop:
  *     tw_net_open(&st, port, &cfg, &err);
- *     tw_tcp_connect(st, &conn, dst_ip, 443, 0, now);
+ *     tw_tcp_connect(st, &conn, dst_ip, 443, 0, now_ns);
  *     for (;;) {
- *         tw_net_poll(st, now = clock_ns());     // rx, timers, tx
+ *         tw_net_poll(st, now_ns = tw_clock_now_ns()); // rx, timers, tx (clock.h)
  *         unsigned ev = tw_tcp_events(&conn);     // or a callback
  *         while (tw_tcp_recv_peek(&conn, &p, &n) > 0) { use(p, n); tw_tcp_recv_consume(&conn, n); }
- *         tw_tcp_send(&conn, msg, len, now);
+ *         tw_tcp_send(&conn, msg, len, now_ns);
  *     }
  */
 #ifndef TICKWIRE_NET_H
@@ -113,7 +113,8 @@ unsigned tw_net_poll(tw_net *st, uint64_t now_ns);
  * advances virtual time to it. */
 uint64_t tw_net_next_timer_ns(const tw_net *st);
 
-/* Adds a static ARP entry (never expires, never overwritten by replies). */
+/* Adds a static ARP entry (never expires, never overwritten by replies).
+ * Returns 0, or -ENOSPC when the table has no entry left to give. */
 int tw_net_arp_add(tw_net *st, uint32_t ip, const uint8_t mac[6]);
 
 /* Counters (monotonic since open). */
@@ -264,7 +265,9 @@ struct tw_tcp_listener {
 int tw_tcp_connect(tw_net *st, tw_tcp_conn *c, uint32_t ip, uint16_t port,
                    uint16_t local_port, uint64_t now_ns);
 
-/* Passive open on port.  Accepted connections come through accept_cb. */
+/* Passive open on port; l is caller memory, valid until tw_tcp_unlisten.
+ * Accepted connections come through accept_cb.  Returns 0, -EINVAL (port
+ * 0 or no callback), -EADDRINUSE, or -EBUSY (no listener slot left). */
 int tw_tcp_listen(tw_net *st, tw_tcp_listener *l, uint16_t port,
                   tw_tcp_accept_cb accept_cb, void *user);
 void tw_tcp_unlisten(tw_tcp_listener *l);
@@ -294,10 +297,12 @@ void tw_tcp_recv_consume(tw_tcp_conn *c, size_t n);
 /* Bytes readable now. */
 size_t tw_tcp_readable(const tw_tcp_conn *c);
 
-/* Send by copy: copies up to len bytes into the retransmit ring and
- * transmits at once as far as window and rate allow (no Nagle; each call
- * ends with PSH).  Returns the number of bytes taken (0 when the ring is
- * full), or -ENOTCONN / -EPIPE (after tw_tcp_close). */
+/* Send by copy: copies up to len bytes of buf (the caller's; not kept)
+ * into the retransmit ring and transmits at once as far as window and rate
+ * allow (no Nagle; each call ends with PSH).  Returns a count or an error:
+ * the number of bytes taken, 0 <= n <= len (0 when the ring is full; the
+ * rest is the caller's to send again after TW_TCP_EV_WRITABLE), or
+ * -ENOTCONN (CLOSED or LISTEN) / -EPIPE (closing, or after tw_tcp_close). */
 long tw_tcp_send(tw_tcp_conn *c, const void *buf, size_t len, uint64_t now_ns);
 
 /* Send in place: *p is set to free space in the retransmit ring (contiguous
@@ -306,13 +311,16 @@ long tw_tcp_send(tw_tcp_conn *c, const void *buf, size_t len, uint64_t now_ns);
  * from the connection's template; only seq/ack/len/checksum are written
  * per packet. */
 size_t tw_tcp_send_reserve(tw_tcp_conn *c, uint8_t **p);
+/* Returns 0, the errors of tw_tcp_send, or -EINVAL when n is more than the
+ * ring has room for. */
 int tw_tcp_send_commit(tw_tcp_conn *c, size_t n, uint64_t now_ns);
 
 /* Free space in the retransmit ring, and bytes sent but not yet ACKed. */
 size_t tw_tcp_writable(const tw_tcp_conn *c);
 size_t tw_tcp_unacked(const tw_tcp_conn *c);
 
-/* Graceful close: a FIN follows the queued data. */
+/* Graceful close: a FIN follows the queued data.  Returns 0 (also when
+ * already closing), or -ENOTCONN on a CLOSED or LISTEN connection. */
 int tw_tcp_close(tw_tcp_conn *c, uint64_t now_ns);
 
 /* Abort: sends RST (when synchronised) and goes to CLOSED at once. */

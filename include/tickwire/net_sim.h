@@ -52,12 +52,14 @@ int tw_sim_net_open(tw_sim_net **out, uint64_t seed, unsigned max_in_flight,
                     tw_error *err);
 void tw_sim_net_close(tw_sim_net *net);
 
-/* Adds a port with MAC mac and a pool of pool_bufs buffers; egress is its
- * link (NULL = perfect, zero delay).  The port is owned by the network
- * (tw_port_close on it is a no-op; tw_sim_net_close frees it). */
-int tw_sim_port_open(tw_sim_net *net, tw_port **out, const uint8_t mac[6],
-                     unsigned pool_bufs, const tw_sim_link_config *egress,
-                     tw_error *err);
+/* Opens a port on net, the way the other backends open theirs (port.h):
+ * MAC mac, egress its link (NULL = perfect, zero delay), a pool of frames
+ * buffers.  Returns 0 and sets *out, or a negative errno-style code with
+ * err naming what failed (-ENOSPC: the network has 16 ports already;
+ * -EINVAL: frames outside [2, 2^20]; -ENOMEM).  The port is owned by the
+ * network: tw_port_close on it is a no-op, tw_sim_net_close frees it. */
+int tw_port_sim_open(tw_port **out, tw_sim_net *net, const uint8_t mac[6],
+                     const tw_sim_link_config *egress, unsigned frames, tw_error *err);
 
 /* Checksum offload: set TW_PORT_CAP_TX_CKSUM / TW_PORT_CAP_RX_CKSUM in
  * the port's caps (p->caps) and the sim acts like such a NIC: on transmit

@@ -107,6 +107,13 @@ static inline void tw_port_close(tw_port *p)
         p->ops->close(p);
 }
 
+/* Buffers that closed ports found still owned by their callers, over every
+ * backend since the process started (0 = none).  A port closed while its
+ * caller holds packets is a caller bug (every packet goes back through
+ * tx_burst or free_burst): its close says so on stderr and counts them
+ * here, so that a test can assert the count stays 0.  Thread-safe. */
+uint64_t tw_port_leaked_total(void);
+
 /* ---- backends ----------------------------------------------------------
  * Each open function returns 0 and sets *out, or a negative errno-style
  * code with err naming what failed (the interface, the EAL argument, ...). */

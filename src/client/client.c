@@ -1,5 +1,6 @@
-/* The C client (client.h).  Depends on the wire format only: wire.h and
- * the ring operations of engine/wire_internal.h, never the server. */
+/* The C client (client.h).  Depends on the wire part only: the format and
+ * codec of wire.h and the ring and descriptor I/O of wire_io.h, never on
+ * the server. */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -17,8 +18,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/wire_internal.h"
 #include "tickwire/client.h"
+#include "tickwire/wire_io.h"
 
 extern char **environ;
 

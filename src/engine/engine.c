@@ -247,9 +247,10 @@ void tw_engine_destroy(tw_engine *e)
 
 /* ---- stdin/stdout ------------------------------------------------------- */
 
-/* 0, or 1 when stdin ends cleanly before a frame, -EPIPE when it ends
+/* Reads n bytes of a frame (tw__read_full) and says how the input ended:
+ * 0, or 1 when it ended cleanly before a frame, -EPIPE when it ended
  * inside one, -errno. */
-static int read_full(int fd, void *p, size_t n)
+static int read_frame_bytes(int fd, void *p, size_t n)
 {
     ssize_t got = tw__read_full(fd, p, n);
     if (got < 0)
@@ -257,6 +258,7 @@ static int read_full(int fd, void *p, size_t n)
     return (size_t)got == n ? 0 : got ? -EPIPE : 1;
 }
 
+/* Writes the reply r to fd, gathered.  Returns 0 or -errno. */
 static int write_reply(int fd, tw__reply *r)
 {
     struct iovec v[4];
@@ -295,7 +297,7 @@ int tw_engine_serve_fds(const tw_engine_opts *opts, int in_fd, int out_fd, tw_er
         uint8_t hdr[32];
         tw_wire_req rq;
         tw_error perr = {0};
-        int k = read_full(in_fd, hdr, 5);
+        int k = read_frame_bytes(in_fd, hdr, 5);
         if (k == 1)
             break; /* clean end of input */
         if (k) {
@@ -306,7 +308,7 @@ int tw_engine_serve_fds(const tw_engine_opts *opts, int in_fd, int out_fd, tw_er
         int64_t n = tw_wire_parse(hdr, 5, &e->lim, &rq, &perr);
         if (n == -2 && rq.body_len == 0 && tw_wire_hdr_len(hdr[4]) > 1) {
             uint32_t hl = tw_wire_hdr_len(hdr[4]);
-            if ((k = read_full(in_fd, hdr + 5, hl - 1))) {
+            if ((k = read_frame_bytes(in_fd, hdr + 5, hl - 1))) {
                 rc = tw__err(err, k < 0 ? k : -EPIPE, "truncated frame header");
                 break;
             }
@@ -330,7 +332,7 @@ int tw_engine_serve_fds(const tw_engine_opts *opts, int in_fd, int out_fd, tw_er
             uint8_t sink[4096];
             while (left && rc == 0) {
                 size_t m = left < sizeof(sink) ? (size_t)left : sizeof(sink);
-                if (read_full(in_fd, sink, m))
+                if (read_frame_bytes(in_fd, sink, m))
                     rc = -EPIPE;
                 left -= m;
             }
@@ -346,7 +348,7 @@ int tw_engine_serve_fds(const tw_engine_opts *opts, int in_fd, int out_fd, tw_er
                 break;
             }
         }
-        if (arrays && (k = read_full(in_fd, body, arrays))) {
+        if (arrays && (k = read_frame_bytes(in_fd, body, arrays))) {
             rc = tw__err(err, -EPIPE, "frame truncated: end of input inside a %u-byte body",
                          rq.body_len);
             break;

@@ -6,7 +6,7 @@
 #include <stdatomic.h>
 #include <sys/uio.h>
 
-#include "engine/wire_internal.h"
+#include "tickwire/wire_io.h"
 #include "tickwire/engine.h"
 
 /* Counters reported by INFO.  Relaxed atomics: they are statistics, read
@@ -94,7 +94,8 @@ struct tw_engine {
 };
 
 /* Handles one complete parsed request (not SHM_ATTACH) and fills r.  fd is
- * a descriptor passed with it (or -1; ownership stays with the caller).
+ * a descriptor passed with it (negative: none; ownership stays with the
+ * caller).
  * For SWEEP/SWEEP_LOADED it sets r->compute and fills job's inputs (and a
  * dataset reference in job->ds); the caller points job->pnl/trades at the
  * reply memory, runs it and calls tw__finish_compute().  close/combos must

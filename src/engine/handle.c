@@ -2,7 +2,6 @@
  * pool, error frames.  Transports parse frames, call tw__handle() and send
  * what it put in the tw__reply. */
 #include <errno.h>
-#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -106,14 +105,15 @@ static tw__dataset *dataset_get(tw_engine *e, uint64_t id)
     return found;
 }
 
-/* Reserves a slot and the bytes; fills r with BUSY/TOO_LARGE and returns
- * -1 if the budget says no. */
+/* Reserves a slot and the bytes.  Returns 0, or -E2BIG (TOO_LARGE) or
+ * -EBUSY (BUSY) with r filled with the error frame when the budget says
+ * no. */
 static int dataset_reserve(tw_engine *e, size_t bytes, tw__reply *r)
 {
     if (bytes > e->lim.max_dataset_bytes) {
         tw__reply_error(e, r, TW_WERR_TOO_LARGE, "dataset of %zu bytes exceeds the limit of %llu",
                         bytes, (unsigned long long)e->lim.max_dataset_bytes);
-        return -1;
+        return -E2BIG;
     }
     pthread_mutex_lock(&e->dslock);
     int ok = e->ds_count < e->lim.max_datasets && e->ds_bytes + bytes <= e->lim.max_dataset_bytes;
@@ -129,7 +129,7 @@ static int dataset_reserve(tw_engine *e, size_t bytes, tw__reply *r)
                         "dataset budget full: %u of %u datasets, %llu of %llu bytes held (DROP some)",
                         cnt, e->lim.max_datasets, (unsigned long long)held,
                         (unsigned long long)e->lim.max_dataset_bytes);
-    return ok ? 0 : -1;
+    return ok ? 0 : -EBUSY;
 }
 
 static void dataset_unreserve(tw_engine *e, size_t bytes)
@@ -155,6 +155,8 @@ static uint64_t dataset_insert(tw_engine *e, tw__dataset *ds)
     return ds->id;
 }
 
+/* Forgets dataset id (its memory goes with the last reference).  Returns 0
+ * or -ENOENT. */
 static int dataset_drop(tw_engine *e, uint64_t id)
 {
     tw__dataset *found = NULL;
@@ -169,62 +171,9 @@ static int dataset_drop(tw_engine *e, uint64_t id)
         }
     pthread_mutex_unlock(&e->dslock);
     if (!found)
-        return -1;
+        return -ENOENT;
     tw__dataset_put(e, found);
     return 0;
-}
-
-/* Prices as kernel.md wants them: NaN, or finite and > 0.  Returns the
- * index of the first bad one or n.
- *
- * A price is bad iff v <= 0 or v == +inf (NaN compares false to both).
- * Blocks of 1024 are tested branch-free with vector compares, and only a
- * block holding a bad price is scanned again for its index.  Written with
- * vector types rather than left to the auto-vectoriser: at -O2 gcc 12 does
- * not vectorise the plain loop, which then takes ~200 us for a 1.2 MB
- * LOAD_FD, against ~17 us for the AVX2 form below (memory-bound). */
-#define TW__SCAN_BODY(VD, VL, LANES)                                                   \
-    const VD zero = {0}, inf = zero + INFINITY;                                        \
-    size_t i = 0, whole = n - n % (2 * LANES);                                         \
-    while (i < whole) {                                                                \
-        size_t end = whole - i > 1024 ? i + 1024 : whole;                              \
-        VL acc = {0};                                                                  \
-        for (size_t j = i; j < end; j += 2 * LANES) {                                  \
-            VD a, b;                                                                   \
-            memcpy(&a, c + j, sizeof(a));                                              \
-            memcpy(&b, c + j + LANES, sizeof(b));                                      \
-            acc |= (a <= zero) | (a == inf) | (b <= zero) | (b == inf);                \
-        }                                                                              \
-        long long any = 0;                                                             \
-        for (int k = 0; k < LANES; k++)                                                \
-            any |= acc[k];                                                             \
-        if (any)                                                                       \
-            break; /* the scalar loop finds the index from this block on */            \
-        i = end;                                                                       \
-    }                                                                                  \
-    for (; i < n; i++)                                                                 \
-        if (c[i] <= 0 || c[i] == INFINITY)                                             \
-            return i;                                                                  \
-    return n;
-
-typedef double tw__v2d __attribute__((vector_size(16)));
-typedef long long tw__v2l __attribute__((vector_size(16)));
-typedef double tw__v4d __attribute__((vector_size(32)));
-typedef long long tw__v4l __attribute__((vector_size(32)));
-
-static size_t first_bad_price_sse2(const double *c, size_t n) { TW__SCAN_BODY(tw__v2d, tw__v2l, 2) }
-
-__attribute__((target("avx2"))) static size_t first_bad_price_avx2(const double *c, size_t n)
-{
-    TW__SCAN_BODY(tw__v4d, tw__v4l, 4)
-}
-
-static size_t first_bad_price(const double *c, size_t n)
-{
-    static int avx2 = -1; /* a benign race: every thread computes the same value */
-    if (avx2 < 0)
-        avx2 = __builtin_cpu_supports("avx2") ? 1 : 0;
-    return avx2 ? first_bad_price_avx2(c, n) : first_bad_price_sse2(c, n);
 }
 
 static void reply_dataset_id(tw__reply *r, uint64_t id)
@@ -237,7 +186,7 @@ static void do_load(tw_engine *e, const tw_wire_req *rq, tw__reply *r)
 {
     const double *c = (const double *)(const void *)rq->close;
     size_t n = rq->n_bars;
-    size_t bad = first_bad_price(c, n);
+    size_t bad = tw_first_bad_price(c, n);
     if (n == 0)
         return tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "LOAD of an empty dataset");
     if (bad < n)
@@ -326,7 +275,7 @@ static void do_load_fd(tw_engine *e, int fd, tw__reply *r)
     ds->data = d;
     ds->n_bars = n;
     ds->bytes = bytes;
-    size_t bad = first_bad_price(d, n);
+    size_t bad = tw_first_bad_price(d, n);
     if (bad < n) {
         double v = d[bad];
         dataset_free(ds);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "engine/engine_internal.h"
+#include "tickwire/clock.h"
 
 void *tw__worker_main(void *arg);
 
@@ -53,7 +54,8 @@ static void conn_close(tw_engine *e, conn *c);
 /* ---- buffers ------------------------------------------------------------ */
 
 /* Grows *buf to at least need bytes (need already checked against the
- * limits), charging the engine-wide buffer budget.  Returns 0 or -1. */
+ * limits), charging the engine-wide buffer budget.  Returns 0, -ENOBUFS
+ * (over the budget) or -ENOMEM. */
 static int grow(tw_engine *e, uint8_t **buf, size_t *cap, size_t need)
 {
     if (need <= *cap)
@@ -62,12 +64,12 @@ static int grow(tw_engine *e, uint8_t **buf, size_t *cap, size_t need)
     uint64_t old = atomic_fetch_add(&e->buf_bytes, want);
     if (old + want - *cap > e->lim.max_buffer_bytes) {
         atomic_fetch_sub(&e->buf_bytes, want);
-        return -1;
+        return -ENOBUFS;
     }
     uint8_t *p = tw__aligned_alloc(want);
     if (!p) {
         atomic_fetch_sub(&e->buf_bytes, want);
-        return -1;
+        return -ENOMEM;
     }
     free(*buf);
     atomic_fetch_sub(&e->buf_bytes, *cap);
@@ -85,7 +87,7 @@ static void set_events(tw_engine *e, conn *c, uint32_t ev)
 /* ---- writing ------------------------------------------------------------ */
 
 /* Sends what is left of the reply.  Returns 1 when done, 0 when the socket
- * is full (EPOLLOUT armed), -1 when the peer is gone. */
+ * is full (EPOLLOUT armed), -errno when the peer is gone. */
 static int flush(tw_engine *e, conn *c)
 {
     while (c->wiov_i < c->wiov_n) {
@@ -99,21 +101,10 @@ static int flush(tw_engine *e, conn *c)
                 set_events(e, c, EPOLLOUT);
                 return 0;
             }
-            return -1;
+            return -errno;
         }
         atomic_fetch_add_explicit(&e->st.bytes_out, (uint64_t)k, memory_order_relaxed);
-        while (k > 0 && c->wiov_i < c->wiov_n) {
-            struct iovec *v = &c->wiov[c->wiov_i];
-            if ((size_t)k >= v->iov_len) {
-                k -= (ssize_t)v->iov_len;
-                v->iov_len = 0;
-                c->wiov_i++;
-            } else {
-                v->iov_base = (char *)v->iov_base + k;
-                v->iov_len -= (size_t)k;
-                k = 0;
-            }
-        }
+        tw__iov_consume(c->wiov, c->wiov_n, &c->wiov_i, (size_t)k);
     }
     return 1;
 }
@@ -157,7 +148,8 @@ static void run_request(tw_engine *e, conn *c);
 /* ---- reading ------------------------------------------------------------ */
 
 /* Reads from the socket into dst, taking any passed descriptor.  Returns
- * bytes read, 0 at end of stream, -1 on EAGAIN, -2 on error. */
+ * bytes read, 0 at end of stream, -EAGAIN when nothing is there, or
+ * -errno. */
 static ssize_t rd(tw_engine *e, conn *c, void *dst, size_t len)
 {
     union {
@@ -175,7 +167,7 @@ static ssize_t rd(tw_engine *e, conn *c, void *dst, size_t len)
         k = recvmsg(c->fd, &m, MSG_CMSG_CLOEXEC);
     while (k < 0 && errno == EINTR);
     if (k < 0)
-        return errno == EAGAIN ? -1 : -2;
+        return -errno;
     if (c->is_unix && m.msg_controllen > 0) {
         for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h)) {
             if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
@@ -221,8 +213,11 @@ static int reject(tw_engine *e, conn *c, const tw_error *err)
     return rc;
 }
 
-/* Drives the connection's state machine after readable data.  Returns -1
- * when the connection must be closed. */
+/* Drives the connection's state machine after readable data.  Returns 0,
+ * or a negative errno when the connection must be closed: the read's error
+ * or -ECONNRESET at the peer's end of stream, -ECONNABORTED when we end it
+ * (after BAD_FRAME or a failed reply, or with its socket handed over to a
+ * shared-memory service thread). */
 static int on_readable(tw_engine *e, conn *c)
 {
     /* At most 64 reads per wakeup (fairness between connections); frames
@@ -242,10 +237,10 @@ static int on_readable(tw_engine *e, conn *c)
             size_t want = c->discard < STAGE_BYTES ? (size_t)c->discard : STAGE_BYTES;
             READ_GUARD();
             ssize_t k = rd(e, c, p, want);
-            if (k == -1)
+            if (k == -EAGAIN)
                 return 0;
             if (k <= 0)
-                return -1;
+                return k < 0 ? (int)k : -ECONNRESET;
             drained = (size_t)k < want;
             c->discard -= (uint64_t)k;
             if (c->discard == 0) {
@@ -257,17 +252,17 @@ static int on_readable(tw_engine *e, conn *c)
         if (c->state == ST_BODY) {
             READ_GUARD();
             ssize_t k = rd(e, c, c->body + c->body_got, c->body_need - c->body_got);
-            if (k == -1)
+            if (k == -EAGAIN)
                 return 0;
             if (k <= 0)
-                return -1;
+                return k < 0 ? (int)k : -ECONNRESET;
             drained = (size_t)k < c->body_need - c->body_got;
             c->body_got += (size_t)k;
             if (c->body_got < c->body_need)
                 continue;
             run_request(e, c);
             if (c->close_after && c->state != ST_WRITE)
-                return -1;
+                return -ECONNABORTED;
             if (c->state != ST_HDR)
                 return 0;
             continue;
@@ -282,8 +277,10 @@ static int on_readable(tw_engine *e, conn *c)
             int64_t n = tw_wire_parse(p, have, &e->lim, &c->rq, &err);
             if (n == -1) {
                 int rc = reject(e, c, &err);
-                if (rc < 0 || (c->close_after && rc == 1))
-                    return -1;
+                if (rc < 0)
+                    return rc;
+                if (c->close_after && rc == 1)
+                    return -ECONNABORTED;
                 if (c->state != ST_HDR)
                     return 0;
                 continue;
@@ -297,14 +294,14 @@ static int on_readable(tw_engine *e, conn *c)
                         tw__reply_error(e, &c->rep, TW_WERR_BAD_FRAME,
                                         "SHM_ATTACH is only valid on a Unix socket");
                         send_reply(e, c);
-                        return -1;
+                        return -ECONNABORTED;
                     }
                     c->s_off += (size_t)n;
                     if (c->s_off != c->s_len) {
                         tw__reply_error(e, &c->rep, TW_WERR_BAD_FRAME,
                                         "bytes after SHM_ATTACH before its reply");
                         send_reply(e, c);
-                        return -1;
+                        return -ECONNABORTED;
                     }
                     epoll_ctl(e->epfd, EPOLL_CTL_DEL, c->fd, NULL);
                     int fd = c->fd;
@@ -313,7 +310,7 @@ static int on_readable(tw_engine *e, conn *c)
                     atomic_fetch_sub(&e->n_conns, 1);
                     atomic_fetch_sub_explicit(&e->st.conns_open, 1, memory_order_relaxed);
                     tw__shm_attach(e, fd, c->rq.ring_bytes);
-                    return -1;
+                    return -ECONNABORTED;
                 }
                 if (grow(e, &c->body, &c->body_cap, arrays) != 0) {
                     c->rq.wire_err = TW_WERR_BUSY;
@@ -323,7 +320,7 @@ static int on_readable(tw_engine *e, conn *c)
                             (unsigned long long)e->lim.max_buffer_bytes);
                     int rc = reject(e, c, &err);
                     if (rc < 0)
-                        return -1;
+                        return rc;
                     if (c->state != ST_HDR)
                         return 0;
                     continue;
@@ -344,7 +341,7 @@ static int on_readable(tw_engine *e, conn *c)
                 }
                 run_request(e, c);
                 if (c->close_after && c->state != ST_WRITE)
-                    return -1;
+                    return -ECONNABORTED;
                 if (c->state != ST_HDR)
                     return 0;
                 continue;
@@ -358,10 +355,10 @@ static int on_readable(tw_engine *e, conn *c)
         }
         READ_GUARD();
         ssize_t k = rd(e, c, c->stage + c->s_len, STAGE_BYTES - c->s_len);
-        if (k == -1)
+        if (k == -EAGAIN)
             return 0;
         if (k <= 0)
-            return -1;
+            return k < 0 ? (int)k : -ECONNRESET;
         drained = (size_t)k < STAGE_BYTES - c->s_len;
         c->s_len += (size_t)k;
     }
@@ -547,10 +544,10 @@ static int pending_work(tw_engine *e)
     return 0;
 }
 
-int tw_engine_run(tw_engine *e)
+void tw_engine_run(tw_engine *e)
 {
     struct epoll_event evs[64];
-    uint64_t stop_deadline = 0;
+    int64_t stop_deadline = 0; /* monotonic ns; 0 while running */
     for (;;) {
         int n = epoll_wait(e->epfd, evs, 64, stop_deadline ? 50 : -1);
         if (n < 0 && errno != EINTR)
@@ -567,7 +564,7 @@ int tw_engine_run(tw_engine *e)
                 if (!stop_deadline) {
                     /* Stop accepting at once; finish what is in flight. */
                     atomic_store(&e->stopping, 1);
-                    stop_deadline = tw__now_ns() + 5000000000ull;
+                    stop_deadline = tw_clock_now_ns() + 5000000000ll;
                     uint64_t v;
                     ssize_t ignored = read(e->stop_fd, &v, sizeof(v));
                     (void)ignored;
@@ -603,14 +600,13 @@ int tw_engine_run(tw_engine *e)
                     conn_close(e, c);
             }
         }
-        if (stop_deadline && (!pending_work(e) || tw__now_ns() > stop_deadline))
+        if (stop_deadline && (!pending_work(e) || tw_clock_now_ns() > stop_deadline))
             break;
     }
     /* Close every connection; a job still running (deadline passed) keeps
      * its connection until the pool is joined in destroy. */
     while (e->conns)
         conn_close(e, e->conns);
-    return 0;
 }
 
 void tw_engine_stop(tw_engine *e)

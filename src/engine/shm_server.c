@@ -52,7 +52,8 @@ static void shm_job_done(tw__job *j)
 }
 
 /* A descriptor for LOAD_FD arrives on the socket just before the frame is
- * published in the ring. */
+ * published in the ring.  Returns it (ours to close), or -ENOENT when none
+ * came, or -errno. */
 static int take_fd(tw__shm_conn *s)
 {
     union {
@@ -64,9 +65,11 @@ static int take_fd(tw__shm_conn *s)
     struct msghdr m = {.msg_iov = &v, .msg_iovlen = 1, .msg_control = cm.buf,
                        .msg_controllen = sizeof(cm.buf)};
     ssize_t k = recvmsg(s->fd, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-    if (k <= 0)
-        return -1;
-    int fd = -1;
+    if (k < 0)
+        return errno == EAGAIN ? -ENOENT : -errno;
+    if (k == 0)
+        return -ENOENT;
+    int fd = -ENOENT;
     for (struct cmsghdr *h = CMSG_FIRSTHDR(&m); h; h = CMSG_NXTHDR(&m, h))
         if (h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS &&
             h->cmsg_len >= CMSG_LEN(sizeof(int))) {
@@ -144,7 +147,7 @@ static int serve_one(tw__shm_conn *s, const uint8_t *frame, size_t avail)
         memcpy(s->combos, rq.combos, bytes);
         rq.combos = (const uint8_t *)s->combos;
     }
-    int fd = rq.opcode == TW_OP_LOAD_FD ? take_fd(s) : -1;
+    int fd = rq.opcode == TW_OP_LOAD_FD ? take_fd(s) : -ENOENT;
     tw__handle(e, &rq, fd, r, &s->job);
     if (fd >= 0)
         close(fd);
@@ -211,6 +214,8 @@ static void *shm_main(void *arg)
     return NULL;
 }
 
+/* Sends buf[len] in one message, with fd attached when it is >= 0.
+ * Returns 0, -errno, or -EIO when the socket took only part of it. */
 static int send_with_fd(int sock, const void *buf, size_t len, int fd)
 {
     union {
@@ -229,7 +234,8 @@ static int send_with_fd(int sock, const void *buf, size_t len, int fd)
         h->cmsg_len = CMSG_LEN(sizeof(int));
         memcpy(CMSG_DATA(h), &fd, sizeof(int));
     }
-    return sendmsg(sock, &m, MSG_NOSIGNAL) == (ssize_t)len ? 0 : -1;
+    ssize_t k = sendmsg(sock, &m, MSG_NOSIGNAL);
+    return k == (ssize_t)len ? 0 : k < 0 ? -errno : -EIO;
 }
 
 static void refuse(tw_engine *e, int fd, uint16_t code, const char *msg)

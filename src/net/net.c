@@ -399,7 +399,7 @@ uint64_t tw_net_next_timer_ns(const tw_net *st)
     for (unsigned i = 0; i < st->cfg.max_conns; i++) {
         const tw_tcp_conn *c = st->conns[i];
         if (c) {
-            uint64_t x = tw__tcp_next_timer(c);
+            uint64_t x = tw__tcp_next_timer_ns(c);
             if (x < t)
                 t = x;
         }

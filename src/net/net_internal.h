@@ -94,7 +94,7 @@ uint64_t tw__tcp_bucket_cap(const tw_tcp_conn *c);
 
 /* tcp_timer.c */
 void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns);
-uint64_t tw__tcp_next_timer(const tw_tcp_conn *c);
+uint64_t tw__tcp_next_timer_ns(const tw_tcp_conn *c);
 void tw__tcp_rtt_sample(tw_tcp_conn *c, uint64_t rtt_ns);
 void tw__tcp_arm_rto(tw_tcp_conn *c, uint64_t now_ns);
 
@@ -105,6 +105,15 @@ uint32_t tw__tcp_isn(const tw_net *st, uint32_t lip, uint16_t lport,
 int tw__tcp_slot_alloc(tw_net *st, tw_tcp_conn *c);
 tw_tcp_conn *tw__tcp_lookup(tw_net *st, uint32_t rip, uint16_t rport,
                             uint16_t lport);
+/* What active and passive open share: resets the handle c (keeping its
+ * callback), takes a table slot and sets up the send side and the
+ * timers' start for the 4-tuple.  The caller then sets the state, the
+ * receive side and (once the MSS is final) tw__tcp_conn_init_rate.
+ * Returns 0 or -EBUSY (no free slot). */
+int tw__tcp_conn_open(tw_net *st, tw_tcp_conn *c, uint32_t rip, uint16_t rport,
+                      uint16_t lport, uint64_t now_ns);
+/* Fills the token bucket for the configured maximum rate (its size
+ * depends on the MSS, so it comes after the MSS is negotiated). */
 void tw__tcp_conn_init_rate(tw_tcp_conn *c, uint64_t now_ns);
 /* 1 when c holds a slot of st's table (memory the stack is using). */
 int tw__tcp_conn_in_use(tw_net *st, const tw_tcp_conn *c);

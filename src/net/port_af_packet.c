@@ -8,7 +8,7 @@
  * timer is not free either: at 1 ms it cost a busy-polled round trip ~25 us
  * every millisecond (p99 of a 7 us echo went to 18 us).  So it runs every
  * AFP_RETIRE_MS (32 ms), and a yielding loop bounds its own wait on rx_fd
- * (twd_turn takes a bound); a busy reader does not need it at all, since
+ * (tw__netdrv_turn takes a bound); a busy reader does not need it at all, since
  * this reader does not wait for blocks:
  * it follows the kernel inside the block it is filling.  For V3 the kernel
  * copies the frame (a function call: a compiler barrier), then ORs
@@ -44,7 +44,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "tickwire/port.h"
+#include "net/port_internal.h"
 
 #define AFP_BLOCK_SIZE (1u << 15)  /* 32 KiB: ~20 full frames, many small */
 #define AFP_FRAME_SIZE 2048u       /* tp_frame_size (a hint for V3) */
@@ -81,10 +81,6 @@ typedef struct afp_port {
     int64_t held;
     uint64_t tx_err;
 } afp_port;
-
-/* Buffers a closed AF_PACKET port found still owned by its caller (a
- * caller bug: every packet must go back through tx_burst or free_burst). */
-uint64_t tw__af_packet_leaked;
 
 static inline struct tpacket_block_desc *blk(afp_port *p, unsigned b)
 {
@@ -266,11 +262,7 @@ static int afp_rx_fd(tw_port *bp)
 static void afp_close(tw_port *bp)
 {
     afp_port *p = (afp_port *)bp;
-    if (p->held != 0) {
-        fprintf(stderr, "tickwire af_packet: closed with %lld buffers still held by the caller\n",
-                (long long)p->held);
-        tw__af_packet_leaked += (uint64_t)(p->held > 0 ? p->held : -p->held);
-    }
+    tw__port_check_held(&p->base, p->held, "buffers");
     if (p->ring)
         munmap(p->ring, p->ring_len);
     if (p->fd >= 0)

@@ -28,7 +28,7 @@
 #include <bpf/libbpf.h>
 #include <xdp/xsk.h>
 
-#include "tickwire/port.h"
+#include "net/port_internal.h"
 
 #define AXP_FRAME 2048u
 #define AXP_HEADROOM 0u
@@ -52,9 +52,6 @@ typedef struct axp_port {
     unsigned tx_inflight;
     uint64_t rx_bad, wakeups;
 } axp_port;
-
-/* Frames a closed AF_XDP port found still owned by its caller. */
-uint64_t tw__af_xdp_leaked;
 
 static inline uint64_t frame_base(uint64_t addr)
 {
@@ -223,11 +220,7 @@ static int axp_rx_fd(tw_port *bp)
 static void axp_close(tw_port *bp)
 {
     axp_port *p = (axp_port *)bp;
-    if (p->held != 0) {
-        fprintf(stderr, "tickwire af_xdp: closed with %lld frames still held by the caller\n",
-                (long long)p->held);
-        tw__af_xdp_leaked += (uint64_t)(p->held > 0 ? p->held : -p->held);
-    }
+    tw__port_check_held(&p->base, p->held, "frames");
     if (p->prog_fd >= 0)
         bpf_xdp_detach(p->ifindex, p->xdp_flags, NULL);
     if (p->xsk)

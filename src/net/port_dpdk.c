@@ -27,7 +27,7 @@
 #include <rte_mbuf.h>
 #include <rte_mempool.h>
 
-#include "tickwire/port.h"
+#include "net/port_internal.h"
 
 #define DPDK_BURST 32u
 #define TW_PORT_DPDK_LAST_VDEV 0xffffu
@@ -44,9 +44,6 @@ typedef struct dpdk_port {
     uint64_t rx_bad;
 } dpdk_port;
 
-/* Mbufs a closed DPDK port found missing from its pool. */
-uint64_t tw__dpdk_leaked;
-
 /* rte_eal_init keeps pointers into argv: the strings live here. */
 static char eal_buf[DPDK_ARGS_LEN];
 static char *eal_argv[DPDK_MAX_ARGS + 2];
@@ -62,18 +59,19 @@ static void remove_rundir(void)
         (void)rmdir(eal_rundir);
 }
 
-/* Splits s (whitespace-separated) into argv in buf; returns argc or -1. */
+/* Splits s (whitespace-separated) into argv in buf; returns argc, or
+ * -E2BIG when it does not fit (cap bytes, max arguments). */
 static int split_args(const char *s, char *buf, size_t cap, char **argv, int max)
 {
     size_t n = strlen(s);
     if (n + 1 > cap)
-        return -1;
+        return -E2BIG;
     memcpy(buf, s, n + 1);
     int argc = 0;
     char *save = NULL;
     for (char *t = strtok_r(buf, " \t\n", &save); t; t = strtok_r(NULL, " \t\n", &save)) {
         if (argc >= max)
-            return -1;
+            return -E2BIG;
         argv[argc++] = t;
     }
     argv[argc] = NULL;
@@ -296,9 +294,9 @@ static void dp_close(tw_port *bp)
         if (in_use != 0 || p->held != 0) {
             /* The caller still holds mbufs: leave the pool alive rather than
              * let those pointers dangle, and say so. */
-            fprintf(stderr, "tickwire dpdk: port %u closed with %u mbufs not returned "
-                    "(%lld held by the caller)\n", p->port_id, in_use, (long long)p->held);
-            tw__dpdk_leaked += in_use;
+            tw__port_leak(&p->base, in_use,
+                          "%u mbufs of port %u not returned (%lld held by the caller)", in_use,
+                          p->port_id, (long long)p->held);
         } else {
             rte_mempool_free(p->mp);
         }

@@ -60,12 +60,12 @@ static int chance(tw_sim_net *n, uint32_t ppm)
     return ppm && (rnd(n) % 1000000u) < ppm;
 }
 
-static uint64_t exp_ns(tw_sim_net *n, uint64_t mean)
+static uint64_t exp_ns(tw_sim_net *n, uint64_t mean_ns)
 {
-    if (!mean)
+    if (!mean_ns)
         return 0;
     double u = ((double)(rnd(n) >> 11) + 1.0) / 9007199254740993.0; /* (0,1] */
-    double v = -log(u) * (double)mean;
+    double v = -log(u) * (double)mean_ns;
     return v > 1e12 ? (uint64_t)1e12 : (uint64_t)v;
 }
 
@@ -316,7 +316,7 @@ static void sim_close(tw_port *p)
 static int sim_rx_fd(tw_port *p)
 {
     (void)p;
-    return -1;
+    return -1; /* no descriptor (port.h): virtual time needs no waiting */
 }
 
 static const tw_port_ops sim_ops = {
@@ -381,9 +381,8 @@ void tw_sim_net_close(tw_sim_net *n)
     free(n);
 }
 
-int tw_sim_port_open(tw_sim_net *n, tw_port **out, const uint8_t mac[6],
-                     unsigned pool_bufs, const tw_sim_link_config *egress,
-                     tw_error *err)
+int tw_port_sim_open(tw_port **out, tw_sim_net *n, const uint8_t mac[6],
+                     const tw_sim_link_config *egress, unsigned pool_bufs, tw_error *err)
 {
     *out = NULL;
     if (n->nports == SIM_MAX_PORTS)

@@ -103,10 +103,19 @@ void tw__tcp_conn_init_rate(tw_tcp_conn *c, uint64_t now_ns)
     c->rate_epoch_ns = now_ns;
 }
 
-/* Common part of active and passive open, once the slot is held. */
-static void conn_setup(tw_net *st, tw_tcp_conn *c, uint32_t rip,
-                       uint16_t rport, uint16_t lport, uint64_t now_ns)
+int tw__tcp_conn_open(tw_net *st, tw_tcp_conn *c, uint32_t rip, uint16_t rport,
+                      uint16_t lport, uint64_t now_ns)
 {
+    /* The handle is the caller's: only its callback survives a reuse. */
+    tw_tcp_event_cb cb = c->cb;
+    void *user = c->user;
+    memset(c, 0, sizeof(*c));
+    c->cb = cb;
+    c->user = user;
+    c->slot = -1;
+    if (tw__tcp_slot_alloc(st, c))
+        return -EBUSY;
+    TW_ASSERT(c->state == TW_TCP_CLOSED && st->conns[c->slot] == c);
     c->local_ip = st->cfg.ip;
     c->remote_ip = rip;
     c->remote_port = rport;
@@ -122,7 +131,7 @@ static void conn_setup(tw_net *st, tw_tcp_conn *c, uint32_t rip,
     while ((c->rx_size >> c->rcv_wscale) > 65535 && c->rcv_wscale < 14)
         c->rcv_wscale++;
     c->last_rx_ns = now_ns;
-    tw__tcp_conn_init_rate(c, now_ns);
+    return 0;
 }
 
 static int port_in_use(tw_net *st, uint16_t p)
@@ -164,15 +173,9 @@ int tw_tcp_connect(tw_net *st, tw_tcp_conn *c, uint32_t ip, uint16_t port,
         if (!local_port)
             return -EADDRINUSE;
     }
-    tw_tcp_event_cb cb = c->cb;
-    void *user = c->user;
-    memset(c, 0, sizeof(*c));
-    c->cb = cb;
-    c->user = user;
-    c->slot = -1;
-    if (tw__tcp_slot_alloc(st, c))
+    if (tw__tcp_conn_open(st, c, ip, port, local_port, now_ns))
         return -EBUSY;
-    conn_setup(st, c, ip, port, local_port, now_ns);
+    tw__tcp_conn_init_rate(c, now_ns);
     c->state = TW_TCP_SYN_SENT;
     c->flags |= TF_SEND_SYN;
     if (st->cfg.ecn)

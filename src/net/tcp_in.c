@@ -16,7 +16,8 @@ typedef struct seg_info {
     const uint8_t *data;
 } seg_info;
 
-/* Walks the options; returns 0, or -1 when an option's length is bad. */
+/* Walks the options; returns 0, or -EBADMSG when an option's length is
+ * bad (the segment is dropped and counted as rx_tcp_bad). */
 static int parse_opts(const uint8_t *o, uint32_t n, seg_info *s)
 {
     s->peer_mss = 0;
@@ -31,17 +32,17 @@ static int parse_opts(const uint8_t *o, uint32_t n, seg_info *s)
             continue;
         }
         if (i + 1 >= n)
-            return -1;
+            return -EBADMSG;
         uint8_t len = o[i + 1];
         if (len < 2 || i + len > n)
-            return -1;
+            return -EBADMSG;
         if (kind == TW_TCPOPT_MSS) {
             if (len != 4)
-                return -1;
+                return -EBADMSG;
             s->peer_mss = (uint16_t)(o[i + 2] << 8 | o[i + 3]);
         } else if (kind == TW_TCPOPT_WSCALE) {
             if (len != 3)
-                return -1;
+                return -EBADMSG;
             s->peer_ws = o[i + 2] > 14 ? 14 : o[i + 2]; /* RFC 7323 2.3 */
         }
         i += len;
@@ -63,6 +64,7 @@ static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s)
         c->snd_wscale = 0;
         c->rcv_wscale = 0;
     }
+    TW_ASSERT(c->mss >= 64 && c->snd_wscale <= 14 && c->rcv_wscale <= 14);
 }
 
 static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
@@ -91,30 +93,11 @@ static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
         tw__tcp_send_rst_reply(st, pp, now_ns);
         return;
     }
-    tw_tcp_event_cb cb = c->cb;
-    void *user = c->user;
-    memset(c, 0, sizeof(*c));
-    c->cb = cb;
-    c->user = user;
-    c->slot = -1;
-    if (tw__tcp_slot_alloc(st, c)) {
+    if (tw__tcp_conn_open(st, c, rip, rport, lport, now_ns)) {
         st->stats.listen_overflow++;
         tw__tcp_send_rst_reply(st, pp, now_ns);
         return;
     }
-    c->local_ip = st->cfg.ip;
-    c->remote_ip = rip;
-    c->remote_port = rport;
-    c->local_port = lport;
-    c->mss = st->cfg.mss;
-    c->iss = tw__tcp_isn(st, c->local_ip, lport, rip, rport, now_ns);
-    c->snd_una = c->snd_nxt = c->snd_max = c->iss;
-    c->snd_end = c->iss + 1;
-    c->rto_ns = st->cfg.rto_init_ns;
-    c->cwnd = 10u * c->mss;
-    c->ssthresh = UINT32_MAX / 2;
-    while ((c->rx_size >> c->rcv_wscale) > 65535 && c->rcv_wscale < 14)
-        c->rcv_wscale++;
     c->irs = s->seq;
     c->rcv_nxt = c->rx_head = c->rx_tail = s->seq + 1;
     c->rcv_adv = c->rcv_nxt;
@@ -131,11 +114,14 @@ static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
     if (tw__net_arp_lookup(st, rip, c->remote_mac))
         memcpy(c->remote_mac, pp->eth->src, 6);
     tw__tcp_build_template(c);
-    c->last_rx_ns = now_ns;
-    tw__tcp_conn_init_rate(c, now_ns);
+    tw__tcp_conn_init_rate(c, now_ns); /* after apply_syn_opts: the bucket size needs the MSS */
+    TW_ASSERT(c->state == TW_TCP_CLOSED && c->rcv_nxt == c->irs + 1 && c->snd_nxt == c->iss);
     c->state = TW_TCP_SYN_RCVD;
     c->flags |= TF_SEND_SYN;
     st->stats.conns_accepted++;
+    /* The next segment of this 4-tuple finds this connection (tw__tcp_input
+     * came here because it found none). */
+    TW_ASSERT(tw__tcp_lookup(st, rip, rport, lport) == c);
 }
 
 /* Stores [seq, seq+len) in the receive ring and advances rx_tail over
@@ -144,6 +130,11 @@ static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
                          uint32_t len)
 {
     tw_net *st = c->st;
+    /* The caller trimmed the segment to [rx_tail, rx_head + rx_size): what
+     * tw_tcp_recv_consume releases (TW_VERIFY there) never passes what is
+     * stored here, and nothing is stored past the ring. */
+    TW_ASSERT(len > 0 && SEQ_GEQ(seq, c->rx_tail) &&
+              SEQ_LEQ(seq + len, c->rx_head + c->rx_size));
     uint32_t mask = c->rx_size - 1;
     uint32_t off = (seq - c->irs - 1) & mask;
     uint32_t first = c->rx_size - off < len ? c->rx_size - off : len;
@@ -161,6 +152,8 @@ static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
             memmove(c->ooo[0], c->ooo[1], c->ooo_n * sizeof(c->ooo[0]));
             c->flags |= TF_ACK_NOW; /* a hole was filled: tell the sender now */
         }
+        TW_ASSERT(c->rx_tail - c->rx_head <= c->rx_size);
+        TW_ASSERT(!c->ooo_n || SEQ_GT(c->ooo[0][0], c->rx_tail));
         return c->rx_tail - before;
     }
     /* Out of order: merge into the sorted list of disjoint ranges. */
@@ -198,6 +191,8 @@ static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
     c->ooo[i][1] = e;
     c->ooo_n = n - (j - i) + 1;
     st->stats.rx_tcp_ooo++;
+    /* Every held range lies past the hole at rx_tail. */
+    TW_ASSERT(c->ooo_n <= TW_ARRAY_SIZE(c->ooo) && SEQ_GT(c->ooo[0][0], c->rx_tail));
     return 0;
 }
 
@@ -206,6 +201,10 @@ static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns);
 
 static void enter_time_wait(tw_tcp_conn *c, uint64_t now_ns)
 {
+    /* Only after both FINs, ours acknowledged (RFC 793 p.22). */
+    TW_ASSERT(c->state == TW_TCP_FIN_WAIT_1 || c->state == TW_TCP_FIN_WAIT_2 ||
+              c->state == TW_TCP_CLOSING || c->state == TW_TCP_TIME_WAIT);
+    TW_ASSERT((c->flags & (TF_FIN_SENT | TF_PEER_FIN)) == (TF_FIN_SENT | TF_PEER_FIN));
     c->state = TW_TCP_TIME_WAIT;
     c->rto_at_ns = c->persist_at_ns = c->keepalive_at_ns = 0;
     c->timewait_at_ns = now_ns + c->st->cfg.time_wait_ns;
@@ -214,6 +213,8 @@ static void enter_time_wait(tw_tcp_conn *c, uint64_t now_ns)
 static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
 {
     tw_net *st = c->st;
+    /* The caller checked the ACK: new, and for nothing we never sent. */
+    TW_ASSERT(SEQ_GT(s->ack, c->snd_una) && SEQ_LEQ(s->ack, c->snd_max));
     uint32_t acked = s->ack - c->snd_una;
     if (c->snd_una == c->iss)
         acked--; /* the SYN is not data: it does not grow cwnd */
@@ -258,6 +259,7 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
             c->rate_Bps = st->cfg.rate_max_Bps;
         c->rate_epoch_ns = now_ns;
     }
+    TW_ASSERT(c->snd_una == s->ack && SEQ_LEQ(c->snd_nxt, c->snd_max));
 }
 
 /* Resends the first unacknowledged segment: only bytes already sent
@@ -266,6 +268,7 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
 static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns)
 {
     tw_net *st = c->st;
+    TW_ASSERT(SEQ_LEQ(c->snd_una, c->snd_max) && SEQ_LEQ(c->snd_max, c->snd_end + 1));
     uint32_t end = SEQ_LT(c->snd_max, c->snd_end) ? c->snd_max : c->snd_end;
     if (SEQ_LT(c->snd_una, end)) {
         uint32_t len = end - c->snd_una;
@@ -282,6 +285,8 @@ static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns)
 static void fast_retransmit(tw_tcp_conn *c, uint64_t now_ns)
 {
     tw_net *st = c->st;
+    /* Entered once per loss episode, with data outstanding. */
+    TW_ASSERT(!(c->flags & TF_IN_RECOVERY) && SEQ_GT(c->snd_max, c->snd_una));
     uint32_t flight = c->snd_max - c->snd_una;
     c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
     c->cwnd = c->ssthresh + 3u * c->mss;
@@ -307,6 +312,7 @@ static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns)
         return;
     }
     c->challenge_n++;
+    TW_ASSERT(c->challenge_n <= 100);
     c->st->stats.challenge_acks++;
     tw__tcp_send_ack(c, now_ns);
 }
@@ -315,6 +321,7 @@ static void syn_sent_input(tw_tcp_conn *c, const tw_net_parsed *pp,
                            const seg_info *s, uint64_t now_ns)
 {
     tw_net *st = c->st;
+    TW_ASSERT(c->state == TW_TCP_SYN_SENT && c->snd_una == c->iss);
     if (s->flags & TW_TCP_ACK) {
         if (SEQ_LEQ(s->ack, c->iss) || SEQ_GT(s->ack, c->snd_max)) {
             st->stats.rx_tcp_out_of_window++;
@@ -364,6 +371,8 @@ static void syn_sent_input(tw_tcp_conn *c, const tw_net_parsed *pp,
         c->flags |= TF_SEND_SYN;
         c->snd_nxt = c->iss;
     }
+    TW_ASSERT(c->rcv_nxt == c->irs + 1 &&
+              (c->state == TW_TCP_ESTABLISHED || c->state == TW_TCP_SYN_RCVD));
 }
 
 void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
@@ -496,6 +505,7 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
         c->snd_wnd = s.wnd << c->snd_wscale;
         c->snd_wl1 = s.seq;
         c->snd_wl2 = s.ack;
+        TW_ASSERT(!(c->flags & (TF_PEER_FIN | TF_FIN_SENT)));
         tw__net_event(c, TW_TCP_EV_CONNECTED);
     }
     /* RFC 5961 5.2: an ACK for data never sent, or far older than the
@@ -685,4 +695,11 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
     } else if ((s.flags & TW_TCP_FIN) && (c->flags & TF_PEER_FIN)) {
         c->flags |= TF_ACK_NOW; /* retransmitted FIN: our ACK was lost */
     }
+    /* rcv_nxt counts the in-order bytes and, once taken, the peer's FIN;
+     * the FIN closes the receive side for good (tcp_out.c acknowledges
+     * rcv_nxt). */
+    TW_ASSERT(c->rcv_nxt == c->rx_tail + !!(c->flags & TF_PEER_FIN));
+    TW_ASSERT(!(c->flags & TF_PEER_FIN) || c->state == TW_TCP_CLOSE_WAIT ||
+              c->state == TW_TCP_CLOSING || c->state == TW_TCP_TIME_WAIT ||
+              c->state == TW_TCP_LAST_ACK || c->state == TW_TCP_CLOSED);
 }

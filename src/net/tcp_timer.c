@@ -13,11 +13,10 @@ void tw__tcp_arm_rto(tw_tcp_conn *c, uint64_t now_ns)
         c->rto_at_ns = 1;
 }
 
-void tw__tcp_rtt_sample(tw_tcp_conn *c, uint64_t r)
+void tw__tcp_rtt_sample(tw_tcp_conn *c, uint64_t rtt_ns)
 {
     const tw_net_config *cfg = &c->st->cfg;
-    if (!r)
-        r = 1;
+    uint64_t r = rtt_ns ? rtt_ns : 1;
     if (!c->srtt_ns) { /* RFC 6298 2.2 */
         c->srtt_ns = r;
         c->rttvar_ns = r / 2;
@@ -153,7 +152,7 @@ void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns)
         c->pace_at_ns = 0; /* tokens are back: output runs next */
 }
 
-uint64_t tw__tcp_next_timer(const tw_tcp_conn *c)
+uint64_t tw__tcp_next_timer_ns(const tw_tcp_conn *c)
 {
     if (c->state == TW_TCP_CLOSED)
         return UINT64_MAX;

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -17,7 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "test_check.h"
+#include "tw_check.h"
 #include "tickwire/client.h"
 #include "tickwire/kernel.h"
 
@@ -30,7 +31,7 @@ static pid_t g_pid;
     do {                                                                                  \
         if ((rc) != 0) {                                                                  \
             fprintf(stderr, "%s:%d: rc %d: %s\n", __FILE__, __LINE__, (int)(rc), (err).msg); \
-            g_fail = 1;                                                                   \
+            tw_check_failures++;                                                          \
             return;                                                                       \
         }                                                                                 \
     } while (0)
@@ -159,7 +160,7 @@ static void alive(const char *after)
     tw_client_close(c);
     if (rc || memcmp(in, out, sizeof(in))) {
         fprintf(stderr, "server not answering after %s: %s\n", after, err.msg);
-        g_fail = 1;
+        tw_check_failures++;
     }
 }
 
@@ -223,13 +224,13 @@ static void test_transport(const char *addr)
     double one = 42.0, back = 0;
     rc = tw_client_echo(c, &one, 1, &back, &err);
     CHECKRC(rc, err);
-    CHECK(back == 42.0);
+    REQUIRE(back == 42.0);
     static double big[200000], bigb[200000];
     for (int i = 0; i < 200000; i++)
         big[i] = i * 0.5 + 1;
     rc = tw_client_echo(c, big, 200000, bigb, &err);
     CHECKRC(rc, err);
-    CHECK(!memcmp(big, bigb, sizeof(big)));
+    REQUIRE(!memcmp(big, bigb, sizeof(big)));
     rc = tw_client_echo(c, NULL, 0, NULL, &err);
     CHECKRC(rc, err);
     /* Sizes that make the shm rings wrap (with padding) several times. */
@@ -238,14 +239,14 @@ static void test_transport(const char *addr)
         big[0] = k;
         rc = tw_client_echo(c, big, m, bigb, &err);
         CHECKRC(rc, err);
-        CHECK(!memcmp(big, bigb, 8 * m));
+        REQUIRE(!memcmp(big, bigb, 8 * m));
     }
 
     double pnl[NC];
     int64_t tr[NC];
     rc = tw_client_sweep(c, g_close, NB, g_combos, NC, pnl, tr, &err);
     CHECKRC(rc, err);
-    CHECK(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
+    REQUIRE(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
 
     uint64_t id;
     rc = tw_client_load(c, g_close, NB, &id, &err);
@@ -253,12 +254,12 @@ static void test_transport(const char *addr)
     memset(pnl, 0, sizeof(pnl));
     rc = tw_client_sweep_loaded(c, id, g_combos, NC, pnl, tr, &err);
     CHECKRC(rc, err);
-    CHECK(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
+    REQUIRE(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
     rc = tw_client_drop(c, id, &err);
     CHECKRC(rc, err);
     rc = tw_client_sweep_loaded(c, id, g_combos, NC, pnl, tr, &err);
-    CHECK(TW_EWIRE_CODE(rc) == TW_WERR_NO_DATASET);
-    CHECK(strstr(err.msg, "unknown dataset"));
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_NO_DATASET);
+    REQUIRE(strstr(err.msg, "unknown dataset"));
 
     if (strncmp(addr, "unix:", 5) == 0 || strncmp(addr, "shm:", 4) == 0) {
         rc = tw_client_load_memfd(c, g_close, NB, &id, &err);
@@ -266,7 +267,7 @@ static void test_transport(const char *addr)
         memset(pnl, 0, sizeof(pnl));
         rc = tw_client_sweep_loaded(c, id, g_combos, NC, pnl, tr, &err);
         CHECKRC(rc, err);
-        CHECK(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
+        REQUIRE(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
         rc = tw_client_drop(c, id, &err);
         CHECKRC(rc, err);
     }
@@ -283,25 +284,25 @@ static void test_transport(const char *addr)
     CHECKRC(rc, err);
     pr[1300] = 0;
     rc = tw_client_load(c, pr, 1500, &id, &err);
-    CHECK(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "close[1300]"));
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "close[1300]"));
     pr[1300] = 1;
     pr[1499] = INFINITY;
     rc = tw_client_load(c, pr, 1500, &id, &err);
-    CHECK(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "close[1499]"));
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "close[1499]"));
 
     /* A bad window is BAD_PARAMS and the connection stays usable. */
     int64_t bad[6] = {1, 2, 3, 4, 5, 0};
     rc = tw_client_sweep(c, g_close, NB, bad, 1, pnl, tr, &err);
-    CHECK(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS);
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS);
     rc = tw_client_echo(c, &one, 1, &back, &err);
     CHECKRC(rc, err);
 
     char info[8192];
     rc = tw_client_info(c, info, sizeof(info), &err);
-    CHECK(rc > 0);
-    CHECK(strstr(info, "\"counters\"") && strstr(info, "\"max_bars\":"));
+    REQUIRE(rc > 0);
+    REQUIRE(strstr(info, "\"counters\"") && strstr(info, "\"max_bars\":"));
     /* The spawned engine runs with default limits; the others with ours. */
-    CHECK(strncmp(addr, "spawn:", 6) == 0 || strstr(info, "\"max_bars\":1000000"));
+    REQUIRE(strncmp(addr, "spawn:", 6) == 0 || strstr(info, "\"max_bars\":1000000"));
     tw_client_close(c);
     printf("transport %-6s ok\n", addr);
 }
@@ -315,12 +316,12 @@ static void expect_error(const void *frame, size_t len, int code, int closes, co
     size_t bl;
     if (send_all(fd, frame, len)) {
         fprintf(stderr, "%s: send failed\n", what);
-        g_fail = 1;
+        tw_check_failures++;
     }
     int got = read_reply(fd, body, sizeof(body), &bl);
     if (got != code) {
         fprintf(stderr, "%s: wanted error %d, got %d\n", what, code, got);
-        g_fail = 1;
+        tw_check_failures++;
     } else {
         printf("%-28s -> %s: %.*s\n", what, tw_wire_strerror((unsigned)code), (int)bl - 2,
                body + 2);
@@ -329,7 +330,7 @@ static void expect_error(const void *frame, size_t len, int code, int closes, co
     if (closes) {
         if (recv(fd, &x, 1, 0) != 0) {
             fprintf(stderr, "%s: connection not closed after BAD_FRAME\n", what);
-            g_fail = 1;
+            tw_check_failures++;
         }
     } else {
         /* Still usable: an INFO on the same connection. */
@@ -337,7 +338,7 @@ static void expect_error(const void *frame, size_t len, int code, int closes, co
         static uint8_t big[65536];
         if (send_all(fd, info, 5) || read_reply(fd, big, sizeof(big), &bl) != 0) {
             fprintf(stderr, "%s: connection unusable after a non-fatal error\n", what);
-            g_fail = 1;
+            tw_check_failures++;
         }
     }
     close(fd);
@@ -379,7 +380,7 @@ static void test_bad_input(void)
         int got = read_reply(fd, body, sizeof(body), &bl);
         if (got != TW_WERR_TOO_LARGE) {
             fprintf(stderr, "frame length over limit: got %d\n", got);
-            g_fail = 1;
+            tw_check_failures++;
         } else {
             printf("%-28s -> TOO_LARGE: %.*s\n", "frame length over limit", (int)bl - 2, body + 2);
         }
@@ -448,7 +449,7 @@ static void test_bad_input(void)
             CHECKRC(rc, err);
         }
         rc = tw_client_load(c, g_close, 100, &ids[4], &err);
-        CHECK(TW_EWIRE_CODE(rc) == TW_WERR_BUSY);
+        REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BUSY);
         for (int i = 0; i < 4; i++) {
             rc = tw_client_drop(c, ids[i], &err);
             CHECKRC(rc, err);
@@ -471,7 +472,7 @@ static void test_bad_input(void)
         send_all(fd, f, len / 2);
         shutdown(fd, SHUT_WR);
         uint8_t x;
-        CHECK(recv(fd, &x, 1, 0) == 0);
+        REQUIRE(recv(fd, &x, 1, 0) == 0);
         close(fd);
     }
     free(f);
@@ -493,14 +494,14 @@ static void test_bad_input(void)
             memcpy(many + 21 * i + 9, &z, 4);
             memcpy(many + 21 * i + 13, &v, 8);
         }
-        CHECK(send_all(fd, many, sizeof(many)) == 0);
+        REQUIRE(send_all(fd, many, sizeof(many)) == 0);
         for (int i = 0; i < NP; i++) {
             uint8_t body[8];
             size_t bl;
             double v;
-            CHECK(read_reply(fd, body, 8, &bl) == 0 && bl == 8);
+            REQUIRE(read_reply(fd, body, 8, &bl) == 0 && bl == 8);
             memcpy(&v, body, 8);
-            CHECK(v == i + 1);
+            REQUIRE(v == i + 1);
         }
         close(fd);
         printf("%-28s -> ok\n", "pipelined echo x200");
@@ -508,6 +509,15 @@ static void test_bad_input(void)
 }
 
 /* ---- slow client and many clients --------------------------------------- */
+
+/* Client threads count their failures here (tw_check_failures is not
+ * atomic); the test that joined them adds them up. */
+static atomic_int g_thread_failures;
+
+static void collect_thread_failures(void)
+{
+    tw_check_failures += atomic_exchange(&g_thread_failures, 0);
+}
 
 static void *slow_client(void *arg)
 {
@@ -524,7 +534,7 @@ static void *slow_client(void *arg)
     int rc = read_reply(fd, body, sizeof(body), &bl);
     if (rc != 0 || bl != 16 || memcmp(body, f + 13, 16)) {
         fprintf(stderr, "slow client: bad reply\n");
-        g_fail = 1;
+        atomic_fetch_add(&g_thread_failures, 1);
     }
     close(fd);
     free(f);
@@ -539,6 +549,7 @@ static void test_slow_client(void)
     for (int i = 0; i < 20; i++)
         alive("echo during a slow client");
     pthread_join(t, NULL);
+    collect_thread_failures();
     printf("%-28s -> ok\n", "slow client");
 }
 
@@ -550,7 +561,7 @@ static void *many_client(void *arg)
     const char *addr = k % 4 == 0 ? g_addr_tcp : k % 4 == 1 ? g_addr_shm : g_addr_unix;
     if (tw_client_connect(&c, addr, &err)) {
         fprintf(stderr, "client %ld: %s\n", k, err.msg);
-        g_fail = 1;
+        atomic_fetch_add(&g_thread_failures, 1);
         return NULL;
     }
     double in[16], out[16];
@@ -559,7 +570,7 @@ static void *many_client(void *arg)
             in[i] = k * 1000 + r * 16 + i;
         if (tw_client_echo(c, in, 16, out, &err) || memcmp(in, out, sizeof(in))) {
             fprintf(stderr, "client %ld echo: %s\n", k, err.msg);
-            g_fail = 1;
+            atomic_fetch_add(&g_thread_failures, 1);
             break;
         }
     }
@@ -568,7 +579,7 @@ static void *many_client(void *arg)
     if (tw_client_sweep(c, g_close, NB, g_combos, NC, pnl, tr, &err) ||
         memcmp(pnl, g_pnl, sizeof(pnl)) || memcmp(tr, g_trades, sizeof(tr))) {
         fprintf(stderr, "client %ld sweep: %s\n", k, err.msg);
-        g_fail = 1;
+        atomic_fetch_add(&g_thread_failures, 1);
     }
     tw_client_close(c);
     return NULL;
@@ -581,6 +592,7 @@ static void test_many_clients(void)
         pthread_create(&t[i], NULL, many_client, (void *)i);
     for (int i = 0; i < 64; i++)
         pthread_join(t[i], NULL);
+    collect_thread_failures();
     alive("64 clients");
     printf("%-28s -> ok\n", "64 clients at once");
 }
@@ -616,21 +628,21 @@ static void test_drop_during_sweep(void)
     memcpy(h + 5, &id, 8);
     memcpy(h + 13, &nc, 4);
     uint64_t before = info_op("sweep_loaded");
-    CHECK(send_all(fd, h, 17) == 0 && send_all(fd, dcombos, 48 * DC) == 0);
+    REQUIRE(send_all(fd, h, 17) == 0 && send_all(fd, dcombos, 48 * DC) == 0);
     for (int i = 0; info_op("sweep_loaded") == before; i++) {
-        CHECK(i < 20000); /* the server never took the request */
+        REQUIRE(i < 20000); /* the server never took the request */
         sleep_ms(1);
     }
     rc = tw_client_drop(b, id, &err);
     CHECKRC(rc, err);
     static uint8_t body[16 * DC];
     size_t got;
-    CHECK(read_reply(fd, body, sizeof(body), &got) == 0 && got == sizeof(body));
+    REQUIRE(read_reply(fd, body, sizeof(body), &got) == 0 && got == sizeof(body));
     memcpy(pnl, body, sizeof(pnl));
     memcpy(tr, body + sizeof(pnl), sizeof(tr));
-    CHECK(!memcmp(pnl, ref_pnl, sizeof(pnl)) && !memcmp(tr, ref_tr, sizeof(tr)));
+    REQUIRE(!memcmp(pnl, ref_pnl, sizeof(pnl)) && !memcmp(tr, ref_tr, sizeof(tr)));
     rc = tw_client_sweep_loaded(a, id, dcombos, 1, pnl, tr, &err);
-    CHECK(TW_EWIRE_CODE(rc) == TW_WERR_NO_DATASET);
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_NO_DATASET);
     close(fd);
     tw_client_close(a);
     tw_client_close(b);
@@ -665,7 +677,7 @@ static void test_conn_limit(void)
         close(fds[i]);
     if (!busy || ok > 100) {
         fprintf(stderr, "connection limit: %d accepted, busy=%d\n", ok, busy);
-        g_fail = 1;
+        tw_check_failures++;
         return;
     }
     /* The server notices the closes asynchronously: retry until a fresh
@@ -682,7 +694,7 @@ static void test_conn_limit(void)
             break;
         if (TW_EWIRE_CODE(rc) != TW_WERR_BUSY && rc != -ECONNRESET && rc != -EPIPE) {
             fprintf(stderr, "after the connection limit: %s\n", err.msg);
-            g_fail = 1;
+            tw_check_failures++;
             return;
         }
         sleep_ms(5);
@@ -697,8 +709,8 @@ static void test_spawn_missing(void)
     tw_client *c = NULL;
     tw_error err = {0};
     int rc = tw_client_connect(&c, "spawn:/nonexistent/tickwire", &err);
-    CHECK(rc == -ENOENT && c == NULL);
-    CHECK(strstr(err.msg, "/nonexistent/tickwire") != NULL);
+    REQUIRE(rc == -ENOENT && c == NULL);
+    REQUIRE(strstr(err.msg, "/nonexistent/tickwire") != NULL);
     printf("%-28s -> %s\n", "spawn of a missing program", err.msg);
 }
 
@@ -731,7 +743,7 @@ static void test_load_fd_seals(void)
                           F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE};
     for (int k = 0; k < 3; k++) {
         int fd = make_memfd(g_close, NB, kinds[k]);
-        CHECK(fd >= 0);
+        REQUIRE(fd >= 0);
         uint64_t id;
         rc = tw_client_load_fd(c, fd, &id, &err);
         if (rc)
@@ -740,12 +752,12 @@ static void test_load_fd_seals(void)
         /* Rewrite the file with invalid prices: refused when write-sealed,
          * and without effect on the dataset otherwise. */
         ssize_t w = pwrite(fd, zeros, sizeof(zeros), 0);
-        CHECK(k == 2 ? w < 0 && errno == EPERM : w == (ssize_t)sizeof(zeros));
+        REQUIRE(k == 2 ? w < 0 && errno == EPERM : w == (ssize_t)sizeof(zeros));
         close(fd);
         memset(pnl, 0, sizeof(pnl));
         rc = tw_client_sweep_loaded(c, id, g_combos, NC, pnl, tr, &err);
         CHECKRC(rc, err);
-        CHECK(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
+        REQUIRE(!memcmp(pnl, g_pnl, sizeof(pnl)) && !memcmp(tr, g_trades, sizeof(tr)));
         rc = tw_client_drop(c, id, &err);
         CHECKRC(rc, err);
     }
@@ -760,17 +772,17 @@ static void test_load_fd_seals(void)
         double keep = pr[bad_at[k]];
         pr[bad_at[k]] = bad_v[k];
         int fd = make_memfd(pr, NB, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
-        CHECK(fd >= 0);
+        REQUIRE(fd >= 0);
         uint64_t id;
         rc = tw_client_load_fd(c, fd, &id, &err);
         close(fd);
         char want[32];
         snprintf(want, sizeof(want), "close[%zu]", bad_at[k]);
-        CHECK(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, want));
+        REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, want));
         pr[bad_at[k]] = keep;
     }
     int fd = make_memfd(pr, NB, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE);
-    CHECK(fd >= 0);
+    REQUIRE(fd >= 0);
     uint64_t id;
     rc = tw_client_load_fd(c, fd, &id, &err);
     close(fd);
@@ -802,7 +814,7 @@ int main(int argc, char **argv)
     TW_VERIFY(stat(g_sock, &st) == 0);
     if ((st.st_mode & 0777) != 0600) {
         fprintf(stderr, "socket mode %o, wanted 0600\n", st.st_mode & 0777);
-        g_fail = 1;
+        tw_check_failures++;
     }
     test_transport(g_addr_unix);
     test_transport(g_addr_tcp);
@@ -846,7 +858,7 @@ int main(int argc, char **argv)
         if (code != 0 || bl != sizeof(body) || memcmp(body, ref_pnl, sizeof(ref_pnl)) ||
             memcmp(body + sizeof(ref_pnl), ref_tr, sizeof(ref_tr))) {
             fprintf(stderr, "in-flight sweep lost at shutdown (code %d, %zu bytes)\n", code, bl);
-            g_fail = 1;
+            tw_check_failures++;
         } else {
             printf("%-28s -> reply delivered\n", "sweep in flight at SIGTERM");
         }
@@ -859,13 +871,12 @@ int main(int argc, char **argv)
     g_pid = 0;
     if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
         fprintf(stderr, "server did not exit cleanly on SIGTERM (status %d)\n", status);
-        g_fail = 1;
+        tw_check_failures++;
     }
     if (access(g_sock, F_OK) == 0) {
         fprintf(stderr, "socket file left behind\n");
         unlink(g_sock);
-        g_fail = 1;
+        tw_check_failures++;
     }
-    printf(g_fail ? "FAIL\n" : "all engine tests passed\n");
-    return g_fail;
+    return tw_check_done("test_engine");
 }

@@ -1,4 +1,4 @@
-/* The shared-memory ring on its own (src/engine/shm_ring.c), in one
+/* The shared-memory ring on its own (src/wire/shm_ring.c), in one
  * process with two threads:
  *  - the adaptive spin policy, driven step by step (no timing): it stays
  *    within [floor, full], a wait shorter than the full budget sizes the
@@ -15,8 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/wire_internal.h"
-#include "test_check.h"
+#include "tickwire/wire_io.h"
+#include "tw_check.h"
 
 static void test_policy(void)
 {
@@ -28,7 +28,7 @@ static void test_policy(void)
     tw__ring_init(&r, &ctl, buf, TW_SHM_RING_MIN, full, NULL, NULL);
 
     /* Fresh: the full budget. */
-    CHECK(tw__ring_spin_budget(&r) == full);
+    REQUIRE(tw__ring_spin_budget(&r) == full);
     /* Waits longer than the full budget (a slow or idle peer) halve it,
      * never below the floor. */
     uint64_t b = full;
@@ -36,11 +36,11 @@ static void test_policy(void)
     for (int i = 0; i < 40; i++) {
         tw__ring_spin_result(&r, b, 10 * full, 0);
         b = tw__ring_spin_budget(&r);
-        CHECK(b >= floor_ns && b <= full);
+        REQUIRE(b >= floor_ns && b <= full);
         saw_floor |= b == floor_ns;
     }
-    CHECK(saw_floor);
-    CHECK(r.sleeps == 40);
+    REQUIRE(saw_floor);
+    REQUIRE(r.sleeps == 40);
     /* At the floor, the peer answers in 20 us: the wait sleeps (the floor
      * is 4 us) and, with the futex wake-up, is over after 30 us, within the
      * full budget.  That is proof that spinning would have paid: the next
@@ -48,23 +48,23 @@ static void test_policy(void)
      * budget) instead of staying stuck at the floor. */
     tw__ring_spin_result(&r, b, 30000, 0);
     b = tw__ring_spin_budget(&r);
-    CHECK(b == full);
+    REQUIRE(b == full);
     /* Spinning, the 20 us waits succeed and size the budget to 2 x 20 us
      * + floor, where it stays. */
     for (int i = 0; i < 16; i++) {
         tw__ring_spin_result(&r, b, 20000, 1);
         b = tw__ring_spin_budget(&r);
-        CHECK(b == 2 * 20000 + floor_ns);
+        REQUIRE(b == 2 * 20000 + floor_ns);
     }
     /* A prompt peer (0.3 us) keeps the spin short: near the floor. */
     tw__ring_spin_result(&r, b, 300, 1);
-    CHECK(tw__ring_spin_budget(&r) == 2 * 300 + floor_ns);
-    CHECK(r.sleeps == 41);
+    REQUIRE(tw__ring_spin_budget(&r) == 2 * 300 + floor_ns);
+    REQUIRE(r.sleeps == 41);
     /* spin_ns = 0 (always sleep) stays at 0. */
     tw__ring_init(&r, &ctl, buf, TW_SHM_RING_MIN, 0, NULL, NULL);
     for (int i = 0; i < 20; i++) {
         b = tw__ring_spin_budget(&r);
-        CHECK(b == 0);
+        REQUIRE(b == 0);
         tw__ring_spin_result(&r, b, 0, 0);
     }
     printf("%-34s -> ok\n", "spin policy");
@@ -145,7 +145,7 @@ static void test_threads(uint64_t spin_ns, const char *name)
 {
     const uint32_t cap = TW_SHM_RING_MIN;
     tw_shm_layout *L = aligned_alloc(4096, tw__shm_map_bytes(cap));
-    CHECK(L != NULL);
+    REQUIRE(L != NULL);
     memset(L, 0, tw__shm_map_bytes(cap));
     uint8_t *ring = (uint8_t *)L + TW_SHM_CTL_BYTES;
     pair p;
@@ -163,12 +163,12 @@ static void test_threads(uint64_t spin_ns, const char *name)
     uint64_t laps = p.prod.pos / cap, sleeps = p.prod.sleeps + p.cons.sleeps;
     uint64_t lost = p.prod.lost_wakes + p.cons.lost_wakes;
     free(L);
-    CHECK(!p.bad);
-    CHECK(p.checked == FRAMES);
-    CHECK(laps >= 10); /* the ring wrapped many times */
+    REQUIRE(!p.bad);
+    REQUIRE(p.checked == FRAMES);
+    REQUIRE(laps >= 10); /* the ring wrapped many times */
     /* A wait that timed out although its data was there means a wake-up
      * was lost (the 20 ms timeout is only a safety net). */
-    CHECK(lost == 0);
+    REQUIRE(lost == 0);
     printf("%-34s -> ok (%d frames, %llu laps, %llu waits slept)\n", name, FRAMES,
            (unsigned long long)laps, (unsigned long long)sleeps);
 }
@@ -178,7 +178,5 @@ int main(void)
     test_policy();
     test_threads(50000, "ring, spin then sleep");
     test_threads(0, "ring, always futex");
-    if (g_fail)
-        fprintf(stderr, "test_engine_shm_ring: FAILED\n");
-    return g_fail;
+    return tw_check_done("test_engine_shm_ring");
 }

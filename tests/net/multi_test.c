@@ -53,11 +53,10 @@ static void pump(end *e, uint64_t now, int server)
                 e->id |= (unsigned)p[i] << (8 * off);
                 continue;
             }
-            if (p[i] != stream_byte(e->id, rdir, off)) {
-                fprintf(stderr, "stream %u dir %d byte %u wrong\n", e->id, rdir, off);
-                g_fails++;
-                return;
-            }
+            uint8_t want = stream_byte(e->id, rdir, off);
+            CHECKF(p[i] == want, "stream %u dir %d byte %u wrong", e->id, rdir, off);
+            if (p[i] != want)
+                return; /* the rest of this stream would only fail in its wake */
         }
         e->rcvd += (uint32_t)n;
         tw_tcp_recv_consume(&e->c, n);
@@ -105,7 +104,7 @@ int main(void)
     L.reorder_extra_ns = 300000;
     L.corrupt_ppm = 5000;
     for (int i = 0; i < 3; i++) {
-        if (tw_sim_port_open(net, &port[i], mac[i], 1024, &L, &err))
+        if (tw_port_sim_open(&port[i], net, mac[i], &L, 1024, &err))
             return 1;
         tw_net_config c;
         tw_net_config_init(&c, 0x0a000101u + (uint32_t)i);
@@ -120,17 +119,17 @@ int main(void)
     }
     tw_tcp_listener l;
     memset(&l, 0, sizeof(l));
-    EXPECT(tw_tcp_listen(st[0], &l, 6000, accept_cb, NULL) == 0, "listen");
+    CHECKF(tw_tcp_listen(st[0], &l, 6000, accept_cb, NULL) == 0, "listen");
     uint64_t now = 1000000000ull;
     for (unsigned k = 0; k < NCONN; k++) {
         cli[k].id = k + 1;
         cli[k].dir = 0;
         cli[k].used = 1;
-        EXPECT(tw_tcp_connect(st[1 + k % 2], &cli[k].c, 0x0a000101u, 6000, 0, now) == 0,
+        CHECKF(tw_tcp_connect(st[1 + k % 2], &cli[k].c, 0x0a000101u, 6000, 0, now) == 0,
                "connect %u", k);
         srv[k].dir = 1;
     }
-    EXPECT(cli[0].c.local_port != cli[2].c.local_port, "distinct ephemeral ports");
+    CHECKF(cli[0].c.local_port != cli[2].c.local_port, "distinct ephemeral ports");
     int done = 0;
     for (uint64_t step = 0; step < 5000000 && !done; step++) {
         tw_sim_net_advance(net, now);
@@ -155,26 +154,21 @@ int main(void)
             next = now + 1000000;
         now = next > now ? next : now + 1000;
     }
-    EXPECT(done, "all four connections completed and closed");
+    CHECKF(done, "all four connections completed and closed");
     unsigned seen = 0;
     for (unsigned k = 0; k < NCONN; k++) {
-        EXPECT(cli[k].rcvd == BYTES && srv[k].rcvd == BYTES + 4, "conn %u: %u / %u bytes", k,
+        CHECKF(cli[k].rcvd == BYTES && srv[k].rcvd == BYTES + 4, "conn %u: %u / %u bytes", k,
                cli[k].rcvd, srv[k].rcvd);
         seen |= 1u << srv[k].id;
-        EXPECT(tw_tcp_conn_release(&cli[k].c) == 0 && tw_tcp_conn_release(&srv[k].c) == 0,
+        CHECKF(tw_tcp_conn_release(&cli[k].c) == 0 && tw_tcp_conn_release(&srv[k].c) == 0,
                "release %u", k);
     }
-    EXPECT(seen == 0x1e, "server saw streams 1..4: %x", seen);
+    CHECKF(seen == 0x1e, "server saw streams 1..4: %x", seen);
     for (int i = 0; i < 3; i++) {
         tw_net_poll(st[i], now);
-        EXPECT(tw_sim_port_pool_free(port[i]) == tw_sim_port_pool_size(port[i]), "pool %d full", i);
+        CHECKF(tw_sim_port_pool_free(port[i]) == tw_sim_port_pool_size(port[i]), "pool %d full", i);
         tw_net_close(st[i]);
     }
     tw_sim_net_close(net);
-    if (g_fails) {
-        fprintf(stderr, "net_multi_test: %d failures\n", g_fails);
-        return 1;
-    }
-    printf("net_multi_test: all passed\n");
-    return 0;
+    return tw_check_done("net_multi_test");
 }

@@ -112,22 +112,22 @@ static void test_table(void)
         uint32_t n = unhex(c->hex, f);
         tw_net_parsed pp;
         int r = tw_net_parse(at_guard(f, n), n, &pp);
-        EXPECT(r == c->ret, "%s: parse %d, want %d", c->name, r, c->ret);
-        EXPECT(pp.ethertype == c->ethertype, "%s: ethertype %04x", c->name, pp.ethertype);
+        CHECKF(r == c->ret, "%s: parse %d, want %d", c->name, r, c->ret);
+        CHECKF(pp.ethertype == c->ethertype, "%s: ethertype %04x", c->name, pp.ethertype);
         if (r < 0)
             continue;
         if (c->ethertype == 0x0800) {
-            EXPECT(pp.ip_proto == c->proto, "%s: proto %u", c->name, pp.ip_proto);
+            CHECKF(pp.ip_proto == c->proto, "%s: proto %u", c->name, pp.ip_proto);
             /* Golden IP header checksum verifies both ways. */
-            EXPECT(ref_csum((const uint8_t *)pp.ip, pp.ip_hlen) == 0, "%s: ref ip cksum", c->name);
-            EXPECT(tw_net_csum_fold(tw_net_csum_add(0, pp.ip, pp.ip_hlen)) == 0,
+            CHECKF(ref_csum((const uint8_t *)pp.ip, pp.ip_hlen) == 0, "%s: ref ip cksum", c->name);
+            CHECKF(tw_net_csum_fold(tw_net_csum_add(0, pp.ip, pp.ip_hlen)) == 0,
                    "%s: ip cksum", c->name);
         }
         if (c->proto == 6) {
-            EXPECT(tw_be16(pp.tcp->sport_be) == c->sport && tw_be16(pp.tcp->dport_be) == c->dport,
+            CHECKF(tw_be16(pp.tcp->sport_be) == c->sport && tw_be16(pp.tcp->dport_be) == c->dport,
                    "%s: ports", c->name);
-            EXPECT(pp.payload_len == c->payload_len, "%s: payload %u", c->name, pp.payload_len);
-            EXPECT(pp.tcp_opts_len == c->opts_len, "%s: opts %u", c->name, pp.tcp_opts_len);
+            CHECKF(pp.payload_len == c->payload_len, "%s: payload %u", c->name, pp.payload_len);
+            CHECKF(pp.tcp_opts_len == c->opts_len, "%s: opts %u", c->name, pp.tcp_opts_len);
             uint8_t buf[300];
             memcpy(buf, &pp.ip->src_be, 8);
             buf[8] = 0;
@@ -135,19 +135,19 @@ static void test_table(void)
             buf[10] = (uint8_t)(pp.l4_len >> 8);
             buf[11] = (uint8_t)pp.l4_len;
             memcpy(buf + 12, pp.tcp, pp.l4_len);
-            EXPECT(ref_csum(buf, 12 + pp.l4_len) == 0, "%s: ref tcp cksum", c->name);
-            EXPECT(tw_net_csum_fold(tw_net_csum_add(0, buf, 12 + pp.l4_len)) == 0,
+            CHECKF(ref_csum(buf, 12 + pp.l4_len) == 0, "%s: ref tcp cksum", c->name);
+            CHECKF(tw_net_csum_fold(tw_net_csum_add(0, buf, 12 + pp.l4_len)) == 0,
                    "%s: tcp cksum", c->name);
         }
         if (c->proto == 1)
-            EXPECT(ref_csum(pp.payload, pp.payload_len) == 0, "%s: icmp cksum", c->name);
+            CHECKF(ref_csum(pp.payload, pp.payload_len) == 0, "%s: icmp cksum", c->name);
         /* Every truncation: -2 below the needed length, clean either way. */
         for (uint32_t t = 0; t < n; t++) {
             int rt = tw_net_parse(at_guard(f, t), t, &pp);
             if (t < c->need)
-                EXPECT(rt == -2, "%s: truncated to %u: %d", c->name, t, rt);
+                CHECKF(rt == -2, "%s: truncated to %u: %d", c->name, t, rt);
             else
-                EXPECT(rt == c->ret, "%s: padding cut to %u: %d", c->name, t, rt);
+                CHECKF(rt == c->ret, "%s: padding cut to %u: %d", c->name, t, rt);
         }
     }
 }
@@ -176,13 +176,13 @@ static void test_malformed(void)
         memcpy(g, f, n);
         g[m[i].off] = m[i].val;
         int r = tw_net_parse(at_guard(g, n), n, &pp);
-        EXPECT(r == m[i].ret, "%s: %d, want %d", m[i].name, r, m[i].ret);
+        CHECKF(r == m[i].ret, "%s: %d, want %d", m[i].name, r, m[i].ret);
     }
     /* VLAN-tagged and unknown ethertypes: header consumed, not parsed. */
     memcpy(g, f, n);
     g[12] = 0x81;
     g[13] = 0x00;
-    EXPECT(tw_net_parse(g, n, &pp) == 14 && pp.ethertype == 0x8100 && !pp.ip, "vlan");
+    CHECKF(tw_net_parse(g, n, &pp) == 14 && pp.ethertype == 0x8100 && !pp.ip, "vlan");
 }
 
 static void test_checksum(void)
@@ -193,7 +193,7 @@ static void test_checksum(void)
         b[i] = (uint8_t)(i * 37 + 11);
     for (uint32_t off = 0; off < 8; off++)
         for (uint32_t n = 0; n < 150; n++)
-            EXPECT(tw_be16(tw_net_csum_fold(tw_net_csum_add(0, b + off, n))) == ref_csum(b + off, n),
+            CHECKF(tw_be16(tw_net_csum_fold(tw_net_csum_add(0, b + off, n))) == ref_csum(b + off, n),
                    "csum off %u len %u", off, n);
     /* RFC 1624 incremental update equals recomputation. */
     uint8_t h[20];
@@ -210,7 +210,7 @@ static void test_checksum(void)
     s += neww;
     uint16_t inc = tw_net_csum_fold(s);
     memcpy(h + 10, &inc, 2);
-    EXPECT(tw_net_csum_fold(tw_net_csum_add(0, h, 20)) == 0, "incremental update verifies");
+    CHECKF(tw_net_csum_fold(tw_net_csum_add(0, h, 20)) == 0, "incremental update verifies");
 }
 
 static void test_stack_golden(void)
@@ -223,28 +223,28 @@ static void test_stack_golden(void)
     n = unhex(g_icmp_req, f);
     wn = unhex(g_icmp_rep, want);
     rp_send_raw(&r, f, n);
-    EXPECT(rp_recv(&r, got, &gn) && gn == wn && !memcmp(got, want, wn), "icmp echo reply bytes");
-    EXPECT(tw_net_get_stats(r.st)->icmp_echo_replies == 1, "echo counted");
+    CHECKF(rp_recv(&r, got, &gn) && gn == wn && !memcmp(got, want, wn), "icmp echo reply bytes");
+    CHECKF(tw_net_get_stats(r.st)->icmp_echo_replies == 1, "echo counted");
     /* ARP request for our IP: exact golden reply. */
     n = unhex(g_arp_req, f);
     wn = unhex(g_arp_rep, want);
     rp_send_raw(&r, f, n);
-    EXPECT(rp_recv(&r, got, &gn) && gn == wn && !memcmp(got, want, wn), "arp reply bytes");
+    CHECKF(rp_recv(&r, got, &gn) && gn == wn && !memcmp(got, want, wn), "arp reply bytes");
     /* Fragment: counted, dropped, unanswered. */
     n = unhex(g_ip_frag, f);
     rp_send_raw(&r, f, n);
-    EXPECT(!rp_recv(&r, got, &gn) && tw_net_get_stats(r.st)->rx_ip_frag == 1, "fragment dropped");
+    CHECKF(!rp_recv(&r, got, &gn) && tw_net_get_stats(r.st)->rx_ip_frag == 1, "fragment dropped");
     /* IP options skipped: the TCP segment inside is handled (RST, no port). */
     n = unhex(g_ip_opts, f);
     rp_send_raw(&r, f, n);
     seg s;
-    EXPECT(rp_seg(&r, &s) && (s.flags & TW_TCP_RST) && s.seq == 9, "options skipped, RST sent");
-    EXPECT(tw_net_get_stats(r.st)->rx_ip_options == 1, "options counted");
+    CHECKF(rp_seg(&r, &s) && (s.flags & TW_TCP_RST) && s.seq == 9, "options skipped, RST sent");
+    CHECKF(tw_net_get_stats(r.st)->rx_ip_options == 1, "options counted");
     /* Corrupt IP header: counted as a checksum error. */
     n = unhex(g_tcp_data, f);
     f[22] ^= 0x01; /* ttl */
     rp_send_raw(&r, f, n);
-    EXPECT(!rp_recv(&r, got, &gn) && tw_net_get_stats(r.st)->rx_ip_cksum_bad == 1,
+    CHECKF(!rp_recv(&r, got, &gn) && tw_net_get_stats(r.st)->rx_ip_cksum_bad == 1,
            "bad ip cksum dropped");
     /* Every truncation of every golden frame fed to the stack: no reply,
      * no crash, counted. */
@@ -255,8 +255,8 @@ static void test_stack_golden(void)
         for (uint32_t t = 6; t < 34 && t < n; t++) /* 6: the sim routes by dst MAC */
             rp_send_raw(&r, f, t);
     }
-    EXPECT(rp_drain(&r) == 0, "no answer to truncated frames");
-    EXPECT(tw_net_get_stats(r.st)->rx_frames - before == 5 * 28, "all counted: %llu",
+    CHECKF(rp_drain(&r) == 0, "no answer to truncated frames");
+    CHECKF(tw_net_get_stats(r.st)->rx_frames - before == 5 * 28, "all counted: %llu",
            (unsigned long long)(tw_net_get_stats(r.st)->rx_frames - before));
     rp_close(&r);
 }
@@ -265,11 +265,11 @@ static void test_ip_parse(void)
 {
     uint32_t ip;
     char b[16];
-    EXPECT(tw_net_parse_ip4("10.0.0.1", &ip) == 0 && ip == 0x0a000001, "parse ip");
-    EXPECT(!strcmp(tw_net_format_ip4(0xc0a80164, b), "192.168.1.100"), "format ip");
+    CHECKF(tw_net_parse_ip4("10.0.0.1", &ip) == 0 && ip == 0x0a000001, "parse ip");
+    CHECKF(!strcmp(tw_net_format_ip4(0xc0a80164, b), "192.168.1.100"), "format ip");
     const char *bad[] = {"", "1.2.3", "1.2.3.4.5", "256.0.0.1", "1..2.3", "a.b.c.d", "1.2.3.4 "};
     for (size_t i = 0; i < TW_ARRAY_SIZE(bad); i++)
-        EXPECT(tw_net_parse_ip4(bad[i], &ip) == -EINVAL, "reject '%s'", bad[i]);
+        CHECKF(tw_net_parse_ip4(bad[i], &ip) == -EINVAL, "reject '%s'", bad[i]);
 }
 
 int main(void)
@@ -286,10 +286,5 @@ int main(void)
     test_checksum();
     test_stack_golden();
     test_ip_parse();
-    if (g_fails) {
-        fprintf(stderr, "net_parse_test: %d failures\n", g_fails);
-        return 1;
-    }
-    printf("net_parse_test: all passed\n");
-    return 0;
+    return tw_check_done("net_parse_test");
 }

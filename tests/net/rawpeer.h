@@ -12,17 +12,7 @@
 #include "tickwire/net.h"
 #include "tickwire/net_sim.h"
 #include "tickwire/net_wire.h"
-
-static int g_fails;
-#define EXPECT(c, ...)                                              \
-    do {                                                            \
-        if (!(c)) {                                                 \
-            fprintf(stderr, "%s:%d: FAIL %s: ", __FILE__, __LINE__, #c); \
-            fprintf(stderr, __VA_ARGS__);                           \
-            fprintf(stderr, "\n");                                  \
-            g_fails++;                                              \
-        }                                                           \
-    } while (0)
+#include "tw_check.h"
 
 #define US_IP 0x0a000001u   /* the stack under test */
 #define PEER_IP 0x0a000002u /* the scripted peer */
@@ -41,8 +31,8 @@ static inline void rp_open(rawpeer *r, tw_net_config *cfg)
     tw_error err;
     memset(r, 0, sizeof(*r));
     if (tw_sim_net_open(&r->net, 1, 256, &err) ||
-        tw_sim_port_open(r->net, &r->us_port, US_MAC, 64, NULL, &err) ||
-        tw_sim_port_open(r->net, &r->peer_port, PEER_MAC, 64, NULL, &err)) {
+        tw_port_sim_open(&r->us_port, r->net, US_MAC, NULL, 64, &err) ||
+        tw_port_sim_open(&r->peer_port, r->net, PEER_MAC, NULL, 64, &err)) {
         fprintf(stderr, "rawpeer: %s\n", err.msg);
         exit(1);
     }

@@ -19,34 +19,33 @@
  * Environment: TW_NET_SIM_SEEDS / TW_NET_SIM_BYTES override the defaults
  * (the sanitizer build sets fewer seeds; see tests/net/CMakeLists.txt). */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tickwire/net.h"
 #include "tickwire/net_sim.h"
+#include "tw_check.h"
 
 static uint64_t g_seed;
 static int g_verbose;
 
-static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
-static void failf(const char *fmt, ...)
+/* A failed check (tw_check.h's CHECKF, which names it) ends the run at
+ * once: every later step of the seed would only fail in its wake, and the
+ * seed with its replay command is what a failure must leave behind. */
+static void seed_failed(void) __attribute__((noreturn));
+static void seed_failed(void)
 {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "net_sim_test: seed %llu: ", (unsigned long long)g_seed);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n  replay: net_sim_test --seed %llu -v\n",
-            (unsigned long long)g_seed);
-    va_end(ap);
+    fprintf(stderr, "net_sim_test: seed %llu failed\n  replay: net_sim_test --seed %llu -v\n",
+            (unsigned long long)g_seed, (unsigned long long)g_seed);
     exit(1);
 }
 
-#define CHECK(c, ...)          \
-    do {                       \
-        if (!(c))              \
-            failf(__VA_ARGS__); \
+#define SIM_CHECK(c, ...)                 \
+    do {                                  \
+        CHECKF(c, __VA_ARGS__);           \
+        if (tw_check_failures)            \
+            seed_failed();                \
     } while (0)
 
 static uint64_t rng_state;
@@ -125,12 +124,12 @@ static void check_side(side *s, const char *name)
     tw_tcp_conn *c = &s->conn;
     if (!s->have_conn)
         return;
-    CHECK(c->state <= TW_TCP_LAST_ACK, "%s: bad state %u", name, c->state);
-    CHECK(tw_tcp_readable(c) <= c->rx_size || c->state == TW_TCP_CLOSED,
+    SIM_CHECK(c->state <= TW_TCP_LAST_ACK, "%s: bad state %u", name, c->state);
+    SIM_CHECK(tw_tcp_readable(c) <= c->rx_size || c->state == TW_TCP_CLOSED,
           "%s: readable %zu > ring", name, tw_tcp_readable(c));
     if (c->tx_buf)
-        CHECK(tw_tcp_writable(c) <= c->tx_size, "%s: writable > ring", name);
-    CHECK(s->rcvd <= s->peer_total, "%s: received %llu > sent %llu", name,
+        SIM_CHECK(tw_tcp_writable(c) <= c->tx_size, "%s: writable > ring", name);
+    SIM_CHECK(s->rcvd <= s->peer_total, "%s: received %llu > sent %llu", name,
           (unsigned long long)s->rcvd, (unsigned long long)s->peer_total);
 }
 
@@ -143,10 +142,10 @@ static void app_step(side *s, const char *name, uint64_t now, uint64_t seed)
     s->ev_all |= ev;
     if (ev & TW_TCP_EV_CONNECTED)
         s->connected = 1;
-    CHECK(!(ev & (TW_TCP_EV_TIMEOUT)), "%s: connection timed out in %s", name,
+    SIM_CHECK(!(ev & (TW_TCP_EV_TIMEOUT)), "%s: connection timed out in %s", name,
           tw_tcp_state_name(c->state));
     if (ev & TW_TCP_EV_RESET)
-        CHECK(c->rx_buf && s->rcvd == s->peer_total && s->got_fin,
+        SIM_CHECK(c->rx_buf && s->rcvd == s->peer_total && s->got_fin,
               "%s: reset before the stream was complete (rcvd %llu/%llu)", name,
               (unsigned long long)s->rcvd, (unsigned long long)s->peer_total);
     /* Read, unless stalled (a stalled reader closes the window). */
@@ -159,12 +158,12 @@ static void app_step(side *s, const char *name, uint64_t now, uint64_t seed)
             size_t take = rndn(4) ? n : 1 + rndn(n);
             int d = !s->dir;
             for (size_t i = 0; i < take; i++)
-                if (p[i] != stream_byte(seed, d, s->rcvd + i))
-                    failf("%s: byte %llu is %02x, sent %02x", name,
+                SIM_CHECK(p[i] == stream_byte(seed, d, s->rcvd + i),
+                          "%s: byte %llu is %02x, sent %02x", name,
                           (unsigned long long)(s->rcvd + i), p[i],
                           stream_byte(seed, d, s->rcvd + i));
             s->rcvd += take;
-            CHECK(s->rcvd <= s->peer_total, "%s: more bytes than were sent", name);
+            SIM_CHECK(s->rcvd <= s->peer_total, "%s: more bytes than were sent", name);
             tw_tcp_recv_consume(c, take);
         }
         if (rndn(200) == 0)
@@ -183,7 +182,7 @@ static void app_step(side *s, const char *name, uint64_t now, uint64_t seed)
                 for (uint64_t i = 0; i < want; i++)
                     s->scratch[i] = stream_byte(seed, s->dir, s->sent + i);
                 long r = tw_tcp_send(c, s->scratch, (size_t)want, now);
-                CHECK(r >= 0, "%s: send returned %ld", name, r);
+                SIM_CHECK(r >= 0, "%s: send returned %ld", name, r);
                 s->sent += (uint64_t)r;
                 if (r == 0)
                     break;
@@ -196,14 +195,14 @@ static void app_step(side *s, const char *name, uint64_t now, uint64_t seed)
                     want = room;
                 for (uint64_t i = 0; i < want; i++)
                     p[i] = stream_byte(seed, s->dir, s->sent + i);
-                CHECK(tw_tcp_send_commit(c, (size_t)want, now) == 0, "%s: commit", name);
+                SIM_CHECK(tw_tcp_send_commit(c, (size_t)want, now) == 0, "%s: commit", name);
                 s->sent += want;
             }
         }
     }
     if (s->sent == s->total && !s->closed_called &&
         (stt == TW_TCP_ESTABLISHED || stt == TW_TCP_CLOSE_WAIT)) {
-        CHECK(tw_tcp_close(c, now) == 0, "%s: close", name);
+        SIM_CHECK(tw_tcp_close(c, now) == 0, "%s: close", name);
         s->closed_called = 1;
     }
 }
@@ -226,7 +225,7 @@ static void run_seed(uint64_t seed, uint64_t bytes)
     rng_state = seed * 0x2545f4914f6cdd1dull + 1;
     tw_sim_net *net;
     tw_error err;
-    CHECK(tw_sim_net_open(&net, seed, 8192, &err) == 0, "sim open: %s", err.msg);
+    SIM_CHECK(tw_sim_net_open(&net, seed, 8192, &err) == 0, "sim open: %s", err.msg);
     int severity = (int)rndn(4) != 0; /* a quarter of seeds: clean links */
     tw_sim_link_config la, lb;
     random_link(&la, severity);
@@ -258,8 +257,8 @@ static void run_seed(uint64_t seed, uint64_t bytes)
     memset(&A, 0, sizeof(A));
     memset(&B, 0, sizeof(B));
     memset(&L, 0, sizeof(L));
-    CHECK(tw_sim_port_open(net, &A.port, ma, 1024, &la, &err) == 0, "port: %s", err.msg);
-    CHECK(tw_sim_port_open(net, &B.port, mb, 1024, &lb, &err) == 0, "port: %s", err.msg);
+    SIM_CHECK(tw_port_sim_open(&A.port, net, ma, &la, 1024, &err) == 0, "port: %s", err.msg);
+    SIM_CHECK(tw_port_sim_open(&B.port, net, mb, &lb, 1024, &err) == 0, "port: %s", err.msg);
     tw_net_config ca, cb;
     tw_net_config_init(&ca, 0x0a000001);
     tw_net_config_init(&cb, 0x0a000002);
@@ -288,17 +287,17 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         B.port->caps |= TW_PORT_CAP_TX_CKSUM | TW_PORT_CAP_RX_CKSUM;
         ca.use_offload = cb.use_offload = 1;
     }
-    CHECK(tw_net_open(&A.st, A.port, &ca, &err) == 0, "net open A: %s", err.msg);
-    CHECK(tw_net_open(&B.st, B.port, &cb, &err) == 0, "net open B: %s", err.msg);
+    SIM_CHECK(tw_net_open(&A.st, A.port, &ca, &err) == 0, "net open A: %s", err.msg);
+    SIM_CHECK(tw_net_open(&B.st, B.port, &cb, &err) == 0, "net open B: %s", err.msg);
     A.dir = 0;
     B.dir = 1;
     A.total = B.total = bytes / 2 + rndn(bytes);
     B.total = bytes / 2 + rndn(bytes);
     A.peer_total = B.total;
     B.peer_total = A.total;
-    CHECK(tw_tcp_listen(B.st, &L, 5000, on_accept, NULL) == 0, "listen");
+    SIM_CHECK(tw_tcp_listen(B.st, &L, 5000, on_accept, NULL) == 0, "listen");
     uint64_t now = 1000000000ull;
-    CHECK(tw_tcp_connect(A.st, &A.conn, 0x0a000002, 5000, 0, now) == 0, "connect");
+    SIM_CHECK(tw_tcp_connect(A.st, &A.conn, 0x0a000002, 5000, 0, now) == 0, "connect");
     A.have_conn = 1;
     /* Partitions: up to two windows in the first seconds. */
     uint64_t part_at[2] = {0, 0}, part_len[2] = {0, 0};
@@ -311,7 +310,7 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         }
     uint64_t steps = 0, prog_key = 0, prog_at = now, max_gap = 0;
     for (;;) {
-        CHECK(++steps < 20000000, "no progress after %llu steps (A %s, B %s)",
+        SIM_CHECK(++steps < 20000000, "no progress after %llu steps (A %s, B %s)",
               (unsigned long long)steps, tw_tcp_state_name(A.conn.state),
               B.have_conn ? tw_tcp_state_name(B.conn.state) : "-");
         for (int i = 0; i < 2; i++) {
@@ -348,7 +347,7 @@ static void run_seed(uint64_t seed, uint64_t bytes)
              * bytes get there (the AF_PACKET interop stall looked like
              * this: 25 s without progress, then backed-off retransmits).
              * The longest wait over 500 seeds is below 2 s. */
-            CHECK(max_gap <= 20000000000ull,
+            SIM_CHECK(max_gap <= 20000000000ull,
                   "no progress for %.1f s virtual (A %s rcvd %llu/%llu, B %s rcvd %llu/%llu)",
                   (double)max_gap / 1e9, tw_tcp_state_name(A.conn.state),
                   (unsigned long long)A.rcvd, (unsigned long long)A.peer_total,
@@ -360,13 +359,12 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         if (a_done && b_done && tw_sim_net_in_flight(net) == 0 &&
             A.rcvd == A.peer_total && B.rcvd == B.peer_total)
             break;
-        if (a_done && b_done && !tw_tcp_readable(&A.conn) && !tw_tcp_readable(&B.conn) &&
-            tw_sim_net_in_flight(net) == 0)
-            failf("both closed with bytes missing: A %llu/%llu B %llu/%llu",
+        SIM_CHECK(!(a_done && b_done && !tw_tcp_readable(&A.conn) &&
+                    !tw_tcp_readable(&B.conn) && tw_sim_net_in_flight(net) == 0),
+                  "both closed with bytes missing: A %llu/%llu B %llu/%llu",
                   (unsigned long long)A.rcvd, (unsigned long long)A.peer_total,
                   (unsigned long long)B.rcvd, (unsigned long long)B.peer_total);
-        if (a_done && !B.have_conn)
-            failf("A closed (%s) before B ever accepted", "");
+        SIM_CHECK(!(a_done && !B.have_conn), "A closed before B ever accepted");
         /* Advance virtual time to the next thing that can happen. */
         uint64_t next = tw_sim_net_next_event_ns(net);
         uint64_t t = tw_net_next_timer_ns(A.st);
@@ -389,28 +387,28 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         if ((A.sent < A.total || B.sent < B.total || tw_tcp_readable(&A.conn) ||
              (B.have_conn && tw_tcp_readable(&B.conn))) && now + 1000000 < next)
             next = now + 1000000;
-        CHECK(next != UINT64_MAX, "deadlock: nothing scheduled (A %s, B %s)",
+        SIM_CHECK(next != UINT64_MAX, "deadlock: nothing scheduled (A %s, B %s)",
               tw_tcp_state_name(A.conn.state),
               B.have_conn ? tw_tcp_state_name(B.conn.state) : "-");
         now = next > now ? next : now + 1000;
     }
     /* End state: graceful close on both sides, all bytes once. */
-    CHECK(A.rcvd == B.total, "A received %llu of %llu", (unsigned long long)A.rcvd,
+    SIM_CHECK(A.rcvd == B.total, "A received %llu of %llu", (unsigned long long)A.rcvd,
           (unsigned long long)B.total);
-    CHECK(B.rcvd == A.total, "B received %llu of %llu", (unsigned long long)B.rcvd,
+    SIM_CHECK(B.rcvd == A.total, "B received %llu of %llu", (unsigned long long)B.rcvd,
           (unsigned long long)A.total);
-    CHECK(A.got_fin && B.got_fin, "FIN not seen (A %d B %d)", A.got_fin, B.got_fin);
-    CHECK(!(A.ev_all & TW_TCP_EV_TIMEOUT) && !(B.ev_all & TW_TCP_EV_TIMEOUT), "timeout");
-    CHECK((A.ev_all & TW_TCP_EV_CLOSED) || (A.ev_all & TW_TCP_EV_RESET), "A never closed");
-    CHECK(A.connected && B.connected, "never connected");
+    SIM_CHECK(A.got_fin && B.got_fin, "FIN not seen (A %d B %d)", A.got_fin, B.got_fin);
+    SIM_CHECK(!(A.ev_all & TW_TCP_EV_TIMEOUT) && !(B.ev_all & TW_TCP_EV_TIMEOUT), "timeout");
+    SIM_CHECK((A.ev_all & TW_TCP_EV_CLOSED) || (A.ev_all & TW_TCP_EV_RESET), "A never closed");
+    SIM_CHECK(A.connected && B.connected, "never connected");
     /* Release everything; no buffer may be outside its pool. */
-    CHECK(tw_tcp_conn_release(&A.conn) == 0 && tw_tcp_conn_release(&B.conn) == 0, "release");
+    SIM_CHECK(tw_tcp_conn_release(&A.conn) == 0 && tw_tcp_conn_release(&B.conn) == 0, "release");
     poll_all(&A, now);
     poll_all(&B, now);
-    CHECK(tw_sim_port_pool_free(A.port) == tw_sim_port_pool_size(A.port),
+    SIM_CHECK(tw_sim_port_pool_free(A.port) == tw_sim_port_pool_size(A.port),
           "port A leaked %u buffers",
           tw_sim_port_pool_size(A.port) - tw_sim_port_pool_free(A.port));
-    CHECK(tw_sim_port_pool_free(B.port) == tw_sim_port_pool_size(B.port),
+    SIM_CHECK(tw_sim_port_pool_free(B.port) == tw_sim_port_pool_size(B.port),
           "port B leaked %u buffers",
           tw_sim_port_pool_size(B.port) - tw_sim_port_pool_free(B.port));
     const tw_net_stats *s2[2] = {tw_net_get_stats(A.st), tw_net_get_stats(B.st)};
@@ -513,7 +511,7 @@ int main(int argc, char **argv)
            (double)tally.max_gap_ns / 1e9, (unsigned long long)tally.max_gap_seed);
     if (seeds >= 100) {
         g_seed = first;
-        CHECK(tally.corrupt_caught && tally.ooo && tally.dup_seen && tally.fast && tally.rto &&
+        SIM_CHECK(tally.corrupt_caught && tally.ooo && tally.dup_seen && tally.fast && tally.rto &&
                   tally.zwp && tally.keepalive && tally.ce_rx && tally.ecn_cuts && tally.part &&
                   tally.qdrop && tally.kernel_like && tally.ooo_full,
               "a batch of %llu seeds left a path unexercised (see the line above)",
@@ -522,5 +520,5 @@ int main(int argc, char **argv)
     printf("net_sim_test: %llu seeds passed (%llu..%llu), about %llu bytes each way\n",
            (unsigned long long)seeds, (unsigned long long)first,
            (unsigned long long)(first + seeds - 1), (unsigned long long)bytes);
-    return 0;
+    return tw_check_done("net_sim_test");
 }

@@ -65,8 +65,8 @@ static result run(uint64_t seed, const tw_sim_link_config *L, uint32_t n, uint64
     tw_error err;
     result r = {0, 0, 0, 0, 1469598103934665603ull, 0};
     if (tw_sim_net_open(&net, seed, 4096, &err) ||
-        tw_sim_port_open(net, &a, MA, 64, L, &err) ||
-        tw_sim_port_open(net, &b, MB, 4096, NULL, &err)) {
+        tw_port_sim_open(&a, net, MA, L, 64, &err) ||
+        tw_port_sim_open(&b, net, MB, NULL, 4096, &err)) {
         fprintf(stderr, "%s\n", err.msg);
         exit(1);
     }
@@ -77,10 +77,10 @@ static result run(uint64_t seed, const tw_sim_link_config *L, uint32_t n, uint64
             if (partition_mid)
                 tw_sim_port_partition(a, i >= n / 4 && i < n / 2);
             tw_pkt p;
-            EXPECT(tw_port_alloc_burst(a, &p, 1) == 1, "alloc");
+            CHECKF(tw_port_alloc_burst(a, &p, 1) == 1, "alloc");
             p.len = frame(p.data, i, ect);
-            EXPECT(tw_port_tx_burst(a, &p, 1) == 1, "tx takes everything");
-            EXPECT(tw_sim_port_pool_free(a) == 64, "tx buffer back in the pool at once");
+            CHECKF(tw_port_tx_burst(a, &p, 1) == 1, "tx takes everything");
+            CHECKF(tw_sim_port_pool_free(a) == 64, "tx buffer back in the pool at once");
         }
         now += gap_ns;
         tw_sim_net_advance(net, now);
@@ -108,7 +108,7 @@ static result run(uint64_t seed, const tw_sim_link_config *L, uint32_t n, uint64
             break;
     }
     r.last_ns = now;
-    EXPECT(tw_sim_port_pool_free(b) == 4096, "rx pool full again");
+    CHECKF(tw_sim_port_pool_free(b) == 4096, "rx pool full again");
     tw_sim_net_close(net);
     return r;
 }
@@ -120,12 +120,12 @@ int main(void)
     memset(&L, 0, sizeof(L));
     L.delay_min_ns = 50000;
     result r = run(1, &L, 1000, 1000, 0, 0);
-    EXPECT(r.got == 1000 && r.bad == 0 && r.reordered == 0, "clean: %u got, %u bad, %u reord",
+    CHECKF(r.got == 1000 && r.bad == 0 && r.reordered == 0, "clean: %u got, %u bad, %u reord",
            r.got, r.bad, r.reordered);
     /* Exponential delay alone keeps FIFO order on a link. */
     L.delay_mean_ns = 200000;
     r = run(2, &L, 1000, 1000, 0, 0);
-    EXPECT(r.got == 1000 && r.reordered == 0, "jitter without reordering keeps order");
+    CHECKF(r.got == 1000 && r.reordered == 0, "jitter without reordering keeps order");
     /* Loss 10%, duplication 5%, reordering 10%: rates within bounds. */
     memset(&L, 0, sizeof(L));
     L.delay_min_ns = 10000;
@@ -135,28 +135,28 @@ int main(void)
     L.reorder_extra_ns = 100000;
     r = run(3, &L, 20000, 1000, 0, 0);
     /* expected got = 20000 * 0.9 * 1.05 = 18900 */
-    EXPECT(r.got > 18300 && r.got < 19500, "loss+dup: got %u", r.got);
-    EXPECT(r.reordered > 500, "reordering happened: %u", r.reordered);
+    CHECKF(r.got > 18300 && r.got < 19500, "loss+dup: got %u", r.got);
+    CHECKF(r.reordered > 500, "reordering happened: %u", r.reordered);
     /* Corruption 20%: every corrupted frame fails a checksum. */
     memset(&L, 0, sizeof(L));
     L.corrupt_ppm = 200000;
     r = run(4, &L, 20000, 1000, 0, 0);
-    EXPECT(r.got + r.bad == 20000, "nothing lost to corruption: %u + %u", r.got, r.bad);
-    EXPECT(r.bad > 3500 && r.bad < 4500, "corrupted frames all caught: %u", r.bad);
+    CHECKF(r.got + r.bad == 20000, "nothing lost to corruption: %u + %u", r.got, r.bad);
+    CHECKF(r.bad > 3500 && r.bad < 4500, "corrupted frames all caught: %u", r.bad);
     /* Capacity: 10 frames in flight, sent faster than the link drains. */
     memset(&L, 0, sizeof(L));
     L.queue_limit = 10;
     L.rate_Bps = 254000000ull; /* 1 us per frame */
     r = run(5, &L, 1000, 100, 0, 0);
-    EXPECT(r.got >= 100 && r.got < 200, "queue limit drops: got %u of 1000", r.got);
+    CHECKF(r.got >= 100 && r.got < 200, "queue limit drops: got %u of 1000", r.got);
     /* ECN marking above half the queue: CE set, header checksum valid. */
     L.ecn_mark = 1;
     r = run(6, &L, 1000, 100, 1, 0);
-    EXPECT(r.ce > 50 && r.bad == 0, "CE marked %u, bad %u", r.ce, r.bad);
+    CHECKF(r.ce > 50 && r.bad == 0, "CE marked %u, bad %u", r.ce, r.bad);
     /* Partition: a quarter of the frames vanish. */
     memset(&L, 0, sizeof(L));
     r = run(7, &L, 1000, 1000, 0, 1);
-    EXPECT(r.got == 750, "partition dropped a quarter: got %u", r.got);
+    CHECKF(r.got == 750, "partition dropped a quarter: got %u", r.got);
     /* Determinism: the same seed gives the same run, another seed not. */
     memset(&L, 0, sizeof(L));
     L.delay_min_ns = 1000;
@@ -168,12 +168,7 @@ int main(void)
     L.corrupt_ppm = 50000;
     result x = run(42, &L, 5000, 1000, 0, 0), y = run(42, &L, 5000, 1000, 0, 0),
            z = run(43, &L, 5000, 1000, 0, 0);
-    EXPECT(x.hash == y.hash && x.got == y.got, "same seed, same run");
-    EXPECT(x.hash != z.hash, "different seed, different run");
-    if (g_fails) {
-        fprintf(stderr, "net_simport_test: %d failures\n", g_fails);
-        return 1;
-    }
-    printf("net_simport_test: all passed\n");
-    return 0;
+    CHECKF(x.hash == y.hash && x.got == y.got, "same seed, same run");
+    CHECKF(x.hash != z.hash, "different seed, different run");
+    return tw_check_done("net_simport_test");
 }

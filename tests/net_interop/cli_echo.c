@@ -11,7 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "net_interop/netenv.h"
+#include "common/netenv.h"
 
 int main(int argc, char **argv)
 {
@@ -23,29 +23,29 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAIL: %s or %s missing\n", argv[1], argv[2]);
         return 1;
     }
-    twnet_env e;
-    int rc = twnet_setup(&e, 1);
+    tw__netenv e;
+    int rc = tw__netenv_setup(&e, 1);
     if (rc)
-        return rc == TWNET_SKIP ? 77 : 1;
+        return rc == TW_NETENV_SKIP ? 77 : 1;
     char spec[64];
     snprintf(spec, sizeof(spec), "%s:%s", argv[3], e.host);
     char *srv_argv[] = {argv[1], (char *)"net", (char *)"echo", (char *)"--port", spec,
-                        (char *)"--ip", (char *)TWNET_STACK_IP, (char *)"--listen", (char *)"7007",
+                        (char *)"--ip", (char *)TW_NETENV_STACK_IP, (char *)"--listen", (char *)"7007",
                         /* A MAC of its own: the kernel client must learn it by ARP. */
                         (char *)"--mac", (char *)"02:74:77:00:00:07", NULL};
-    twnet_env here;
+    tw__netenv here;
     memset(&here, 0, sizeof(here));
-    pid_t srv = twnet_spawn_in_ns(&here, srv_argv, -1);
+    pid_t srv = tw__netenv_spawn(&here, srv_argv, -1);
     if (srv < 0)
         return 1;
     /* The echo server is up when a client gets through; retry connecting
      * while it starts (each try is a fresh kpeer). */
     int ok = 0;
     for (int t = 0; t < 50 && !ok; t++) {
-        char *cli_argv[] = {argv[2], (char *)"rttclient", (char *)TWNET_STACK_IP,
+        char *cli_argv[] = {argv[2], (char *)"rttclient", (char *)TW_NETENV_STACK_IP,
                             (char *)"7007", (char *)"500", (char *)"64", NULL};
-        pid_t cli = twnet_spawn_in_ns(&e, cli_argv, -1);
-        int crc = twnet_wait(cli, 30.0);
+        pid_t cli = tw__netenv_spawn(&e, cli_argv, -1);
+        int crc = tw__netenv_wait(cli, 30.0);
         if (crc == 0)
             ok = 1;
         else
@@ -59,9 +59,9 @@ int main(int argc, char **argv)
     int src = -1;
     if (srv > 0) {
         kill(srv, SIGTERM);
-        src = twnet_wait(srv, 10.0);
+        src = tw__netenv_wait(srv, 10.0);
     }
-    twnet_teardown(&e);
+    tw__netenv_teardown(&e);
     if (!ok || src != 0) {
         fprintf(stderr, "FAIL: net echo over %s: client ok %d, server exit %d\n", argv[3], ok, src);
         return 1;

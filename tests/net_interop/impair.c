@@ -4,7 +4,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
+
+#include "tickwire/clock.h"
 
 #define QCAP 8192u
 
@@ -28,13 +29,6 @@ typedef struct impair_port {
     dline txq, rxq;
     tw_pkt stage[64];
 } impair_port;
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static double rnd(impair_port *w)
 {
@@ -179,7 +173,7 @@ static unsigned w_rx_burst(tw_port *p, tw_pkt *pkts, unsigned n)
     impair_port *w = (impair_port *)p;
     if (!active(w) && w->rxq.n == 0)
         return tw_port_rx_burst(w->in, pkts, n);
-    uint64_t now = now_ns();
+    uint64_t now = (uint64_t)tw_clock_now_ns();
     flush_tx(w, now);
     unsigned r = tw_port_rx_burst(w->in, w->stage, 64);
     for (unsigned i = 0; i < r; i++)
@@ -192,7 +186,7 @@ static unsigned w_tx_burst(tw_port *p, tw_pkt *pkts, unsigned n)
     impair_port *w = (impair_port *)p;
     if (!active(w) && w->txq.n == 0)
         return tw_port_tx_burst(w->in, pkts, n);
-    uint64_t now = now_ns();
+    uint64_t now = (uint64_t)tw_clock_now_ns();
     unsigned i = 0;
     for (; i < n && w->txq.n + 2 <= QCAP; i++)
         impair_one(w, &w->txq, &pkts[i], 1, now);
@@ -214,7 +208,7 @@ static void w_poll(tw_port *p)
 {
     impair_port *w = (impair_port *)p;
     if (w->txq.n)
-        flush_tx(w, now_ns());
+        flush_tx(w, (uint64_t)tw_clock_now_ns());
     tw_port_poll(w->in);
 }
 

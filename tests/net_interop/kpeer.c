@@ -26,10 +26,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "sha256.h"
+#include "common/sha256.h"
+#include "tickwire/clock.h"
 
 static int die(const char *what)
 {
@@ -105,9 +105,9 @@ static int mode_echo(int port, int spin)
 static int mode_bulk(int port, uint64_t nbytes, uint64_t seed)
 {
     int s = listen_accept(port);
-    tw_sha256 hrx, htx;
-    tw_sha256_init(&hrx);
-    tw_sha256_init(&htx);
+    tw__sha256 hrx, htx;
+    tw__sha256_init(&hrx);
+    tw__sha256_init(&htx);
     static uint8_t rbuf[1 << 16], tbuf[1 << 16];
     uint64_t rx = 0, tx = 0;
     size_t tlen = 0, toff = 0;
@@ -123,7 +123,7 @@ static int mode_bulk(int port, uint64_t nbytes, uint64_t seed)
             if (n == 0)
                 rx_done = 1;
             else if (n > 0) {
-                tw_sha256_update(&hrx, rbuf, (size_t)n);
+                tw__sha256_update(&hrx, rbuf, (size_t)n);
                 rx += (uint64_t)n;
             } else if (errno != EAGAIN && errno != EINTR)
                 die("recv");
@@ -132,8 +132,8 @@ static int mode_bulk(int port, uint64_t nbytes, uint64_t seed)
             if (toff == tlen) {
                 uint64_t left = nbytes - tx;
                 tlen = left < sizeof(tbuf) ? (size_t)left : sizeof(tbuf);
-                tw_stream_fill(seed, tx, tbuf, tlen);
-                tw_sha256_update(&htx, tbuf, tlen);
+                tw__stream_fill(seed, tx, tbuf, tlen);
+                tw__sha256_update(&htx, tbuf, tlen);
                 toff = 0;
             }
             ssize_t w = send(s, tbuf + toff, tlen - toff, MSG_DONTWAIT | MSG_NOSIGNAL);
@@ -152,10 +152,10 @@ static int mode_bulk(int port, uint64_t nbytes, uint64_t seed)
     }
     uint8_t d[32];
     char hx[65], ht[65];
-    tw_sha256_final(&hrx, d);
-    tw_sha256_hex(d, hx);
-    tw_sha256_final(&htx, d);
-    tw_sha256_hex(d, ht);
+    tw__sha256_final(&hrx, d);
+    tw__sha256_hex(d, hx);
+    tw__sha256_final(&htx, d);
+    tw__sha256_hex(d, ht);
     printf("rx %llu %s tx %llu %s\n", (unsigned long long)rx, hx, (unsigned long long)tx, ht);
     fflush(stdout);
     close(s);
@@ -180,13 +180,6 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size, int block)
 {
     int s = socket(AF_INET, SOCK_STREAM, 0);
@@ -208,8 +201,8 @@ static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size, i
     if (!lat || size == 0 || size > sizeof(msg))
         die("size");
     for (unsigned i = 0; i < n; i++) {
-        tw_stream_fill(7, (uint64_t)i * size, msg, size);
-        uint64_t t0 = now_ns();
+        tw__stream_fill(7, (uint64_t)i * size, msg, size);
+        uint64_t t0 = (uint64_t)tw_clock_now_ns();
         if (write(s, msg, size) != (ssize_t)size)
             die("write");
         size_t got = 0;
@@ -221,7 +214,7 @@ static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size, i
             else if (r == 0 || (errno != EAGAIN && errno != EINTR))
                 die("recv");
         }
-        lat[i] = now_ns() - t0;
+        lat[i] = (uint64_t)tw_clock_now_ns() - t0;
         if (memcmp(in, msg, size) != 0) {
             fprintf(stderr, "kpeer: echo mismatch at message %u\n", i);
             return 1;

@@ -5,17 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "common/portspec.h"
 #include "tickwire/port.h"
-#include "../tools/netrtt/portspec.h"
-
-static int failures;
-#define CHECK(c)                                                                   \
-    do {                                                                           \
-        if (!(c)) {                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
+#include "tw_check.h"
 
 static void expect(int rc, int want, const tw_error *err, const char *needle)
 {
@@ -45,13 +37,20 @@ int main(void)
     rc = tw_port_af_xdp_open(&p, "lo", 0, 1u << 30, &err);
     expect(rc, -EINVAL, &err, "frames");
 #endif
-    rc = twp_open_spec(&p, "af_packet", 256, &err);
+    rc = tw__port_open_spec(&p, "af_packet", 256, &err);
     expect(rc, -EINVAL, &err, "KIND:ARGS");
-    rc = twp_open_spec(&p, "carrier_pigeon:eth0", 256, &err);
+    rc = tw__port_open_spec(&p, "carrier_pigeon:eth0", 256, &err);
     expect(rc, -EINVAL, &err, "carrier_pigeon");
-    rc = twp_open_spec(&p, "dpdk:0", 256, &err);
+#ifdef TW_HAVE_AF_XDP
+    /* Numbers in a spec are checked, not read as 0. */
+    rc = tw__port_open_spec(&p, "af_xdp:lo:one", 256, &err);
+    expect(rc, -EINVAL, &err, "queue 'one'");
+#endif
+    rc = tw__port_open_spec(&p, "dpdk:0", 256, &err);
 #ifdef TW_HAVE_DPDK
     expect(rc, -EINVAL, &err, "dpdk:PORT:EAL ARGS");
+    rc = tw__port_open_spec(&p, "dpdk:70000:--no-huge", 256, &err);
+    expect(rc, -EINVAL, &err, "port id '70000'");
     /* An EAL option DPDK does not know: the init fails, says so, and a
      * later open in the same process reports the earlier failure. */
     rc = tw_port_dpdk_open(&p, "--no-huge --no-pci --no-shconf --tw-not-an-eal-option", 0, 1024,
@@ -64,10 +63,5 @@ int main(void)
 #else
     expect(rc, -ENOTSUP, &err, "DPDK");
 #endif
-    if (failures) {
-        fprintf(stderr, "FAIL: %d checks\n", failures);
-        return 1;
-    }
-    printf("PASS port_errors\n");
-    return 0;
+    return tw_check_done("net_port_errors");
 }

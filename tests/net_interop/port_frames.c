@@ -23,31 +23,18 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
-#include "net_interop/netenv.h"
+#include "common/netenv.h"
+#include "common/portspec.h"
+#include "tickwire/clock.h"
 #include "tickwire/port.h"
-#include "../tools/netrtt/portspec.h"
+#include "tw_check.h"
 
 #define ROUNDS 6000
 #define WINDOW 48 /* requests in flight */
 
-static int failures;
-#define CHECK(c)                                                                   \
-    do {                                                                           \
-        if (!(c)) {                                                                \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c); \
-            failures++;                                                            \
-        }                                                                          \
-    } while (0)
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
+#define SEC 1000000000ll /* deadlines below are tw_clock_now_ns() + n * SEC */
 
 static void wait_rx(tw_port *p)
 {
@@ -125,7 +112,7 @@ static int is_arp_reply_to_us(const tw_pkt *k, const uint8_t mac[6], const uint8
     const uint8_t *b = k->data;
     return k->len >= 42 && get_be16(b + 12) == 0x0806 && get_be16(b + 20) == 2 &&
            !memcmp(b, mac, 6) && !memcmp(b + 22, peer_mac, 6) &&
-           get_be32(b + 28) == TWNET_PEER_IP_BE && get_be32(b + 38) == TWNET_STACK_IP_BE &&
+           get_be32(b + 28) == TW_NETENV_PEER_IP_BE && get_be32(b + 38) == TW_NETENV_STACK_IP_BE &&
            !memcmp(b + 32, mac, 6);
 }
 
@@ -134,14 +121,13 @@ static int is_arp_reply_to_us(const tw_pkt *k, const uint8_t mac[6], const uint8
 static void send_all(tw_port *p, tw_pkt *pkts, unsigned n)
 {
     unsigned done = 0;
-    double dl = now_s() + 5.0;
+    int64_t dl = tw_clock_now_ns() + 5 * SEC;
     while (done < n) {
         done += tw_port_tx_burst(p, pkts + done, n - done);
         if (done < n) {
-            if (now_s() > dl) {
+            if (tw_clock_now_ns() > dl) {
                 tw_port_free_burst(p, pkts + done, n - done);
-                CHECK(!"tx stayed full for 5 s");
-                return;
+                REQUIRE(!"tx stayed full for 5 s");
             }
             tw_port_poll(p);
             usleep(50);
@@ -150,7 +136,7 @@ static void send_all(tw_port *p, tw_pkt *pkts, unsigned n)
     tw_port_poll(p);
 }
 
-static void arp_pingpong(tw_port *p, const twnet_env *e)
+static void arp_pingpong(tw_port *p, const tw__netenv *e)
 {
     unsigned sent = 0, replies = 0, inplace = 0, other = 0;
     tw_pkt tx[WINDOW], rx[64];
@@ -159,24 +145,24 @@ static void arp_pingpong(tw_port *p, const twnet_env *e)
     CHECK(n == WINDOW);
     for (unsigned i = 0; i < n; i++) {
         CHECK(tx[i].len == 0 && tx[i].room >= TW_PORT_MTU_FRAME);
-        build_arp(&tx[i], p->mac, TWNET_STACK_IP_BE, TWNET_PEER_IP_BE);
+        build_arp(&tx[i], p->mac, TW_NETENV_STACK_IP_BE, TW_NETENV_PEER_IP_BE);
     }
     send_all(p, tx, n);
     sent += n;
-    double dl = now_s() + 60.0, idle_since = now_s();
-    while (replies < sent && now_s() < dl) {
+    int64_t dl = tw_clock_now_ns() + 60 * SEC, idle_since = tw_clock_now_ns();
+    while (replies < sent && tw_clock_now_ns() < dl) {
         unsigned r = tw_port_rx_burst(p, rx, 64);
         if (r == 0) {
             /* A lost frame (the veth backlog may drop under a burst) is
              * replaced after a quiet second so the count still converges. */
-            if (now_s() - idle_since > 1.0 && sent - replies > 0) {
+            if (tw_clock_now_ns() - idle_since > SEC && sent - replies > 0) {
                 fprintf(stderr, "note: %u requests unanswered after 1 s idle\n", sent - replies);
                 break;
             }
             wait_rx(p);
             continue;
         }
-        idle_since = now_s();
+        idle_since = tw_clock_now_ns();
         unsigned m = 0;
         tw_pkt back[64];
         for (unsigned i = 0; i < r; i++) {
@@ -188,7 +174,7 @@ static void arp_pingpong(tw_port *p, const twnet_env *e)
             replies++;
             if (sent < ROUNDS && (sent & 1u)) {
                 /* Reuse the rx buffer for the next request. */
-                build_arp(&rx[i], p->mac, TWNET_STACK_IP_BE, TWNET_PEER_IP_BE);
+                build_arp(&rx[i], p->mac, TW_NETENV_STACK_IP_BE, TW_NETENV_PEER_IP_BE);
                 back[m++] = rx[i];
                 sent++;
                 inplace++;
@@ -196,7 +182,7 @@ static void arp_pingpong(tw_port *p, const twnet_env *e)
                 tw_port_free_burst(p, &rx[i], 1);
                 if (sent < ROUNDS) {
                     if (tw_port_alloc_burst(p, &back[m], 1) == 1) {
-                        build_arp(&back[m], p->mac, TWNET_STACK_IP_BE, TWNET_PEER_IP_BE);
+                        build_arp(&back[m], p->mac, TW_NETENV_STACK_IP_BE, TW_NETENV_PEER_IP_BE);
                         m++;
                         sent++;
                     } else {
@@ -217,27 +203,25 @@ static void arp_pingpong(tw_port *p, const twnet_env *e)
     CHECK(replies + 8 >= sent);
 }
 
-static void ping_from_peer(tw_port *p, twnet_env *e)
+static void ping_from_peer(tw_port *p, tw__netenv *e)
 {
     /* UDP datagrams from the peer's kernel (bash's /dev/udp: no ping
      * binary needed); the kernel first resolves our address by ARP. */
     char *argv[] = {(char *)"bash", (char *)"-c",
-                    (char *)"for i in 1 2 3 4 5 6 7 8; do echo tw > /dev/udp/" TWNET_STACK_IP
+                    (char *)"for i in 1 2 3 4 5 6 7 8; do echo tw > /dev/udp/" TW_NETENV_STACK_IP
                             "/9; sleep 0.05; done",
                     NULL};
     /* Our ARP requests taught the peer our MAC: make it ask again. */
-    twnet_sh(1, "ip netns exec %s ip neigh flush dev %s", e->ns, e->peer);
+    tw__netenv_sh(1, "ip netns exec %s ip neigh flush dev %s", e->ns, e->peer);
     int devnull = open("/dev/null", O_WRONLY);
-    pid_t pid = twnet_spawn_in_ns(e, argv, devnull);
+    pid_t pid = tw__netenv_spawn(e, argv, devnull);
     if (devnull >= 0)
         close(devnull);
-    CHECK(pid > 0);
-    if (pid <= 0)
-        return;
+    REQUIRE(pid > 0);
     unsigned arp_req = 0, echo_req = 0;
-    double dl = now_s() + 20.0;
+    int64_t dl = tw_clock_now_ns() + 20 * SEC;
     tw_pkt rx[32];
-    while (echo_req < 3 && now_s() < dl) {
+    while (echo_req < 3 && tw_clock_now_ns() < dl) {
         unsigned r = tw_port_rx_burst(p, rx, 32);
         if (!r) {
             wait_rx(p);
@@ -246,7 +230,7 @@ static void ping_from_peer(tw_port *p, twnet_env *e)
         for (unsigned i = 0; i < r; i++) {
             const uint8_t *b = rx[i].data;
             if (rx[i].len >= 42 && get_be16(b + 12) == 0x0806 && get_be16(b + 20) == 1 &&
-                get_be32(b + 38) == TWNET_STACK_IP_BE) {
+                get_be32(b + 38) == TW_NETENV_STACK_IP_BE) {
                 arp_req++;
                 tw_pkt rep;
                 if (tw_port_alloc_burst(p, &rep, 1) == 1) {
@@ -254,14 +238,14 @@ static void ping_from_peer(tw_port *p, twnet_env *e)
                     send_all(p, &rep, 1);
                 }
             } else if (rx[i].len >= 34 && get_be16(b + 12) == 0x0800 && b[23] == 17 &&
-                       !memcmp(b, p->mac, 6) && get_be32(b + 26) == TWNET_PEER_IP_BE &&
-                       get_be32(b + 30) == TWNET_STACK_IP_BE && b[23] == 17) {
+                       !memcmp(b, p->mac, 6) && get_be32(b + 26) == TW_NETENV_PEER_IP_BE &&
+                       get_be32(b + 30) == TW_NETENV_STACK_IP_BE && b[23] == 17) {
                 echo_req++;
             }
         }
         tw_port_free_burst(p, rx, r);
     }
-    twnet_wait(pid, 10.0);
+    tw__netenv_wait(pid, 10.0);
     printf("  ping from peer: %u ARP requests answered, %u UDP datagrams seen\n", arp_req,
            echo_req);
     CHECK(arp_req >= 1);
@@ -274,23 +258,23 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: port_frames af_packet|af_xdp|dpdk_af_packet|dpdk_af_xdp\n");
         return 2;
     }
-    twnet_env env;
-    int rc = twnet_setup(&env, 1);
+    tw__netenv env;
+    int rc = tw__netenv_setup(&env, 1);
     if (rc)
-        return rc == TWNET_SKIP ? 77 : 1;
+        return rc == TW_NETENV_SKIP ? 77 : 1;
     char spec[128];
     snprintf(spec, sizeof(spec), "%s:%s", argv[1], env.host);
     tw_port *p = NULL;
     tw_error err = {0};
-    rc = twp_open_spec(&p, spec, 1024, &err);
+    rc = tw__port_open_spec(&p, spec, 1024, &err);
     if (rc == -ENOTSUP) {
         fprintf(stderr, "SKIP: %s\n", err.msg);
-        twnet_teardown(&env);
+        tw__netenv_teardown(&env);
         return 77;
     }
     if (rc) {
         fprintf(stderr, "FAIL: opening %s: %s\n", spec, err.msg);
-        twnet_teardown(&env);
+        tw__netenv_teardown(&env);
         return 1;
     }
     printf("port %s on %s: mac %02x:%02x:%02x:%02x:%02x:%02x mtu %u caps %#x\n", p->ops->name,
@@ -305,12 +289,9 @@ int main(int argc, char **argv)
     CHECK(p->tx_pkts >= ROUNDS);
     CHECK(p->rx_pkts >= ROUNDS - 8);
     tw_port_close(p);
-    CHECK(twp_leaked() == 0);
-    twnet_teardown(&env);
-    if (failures) {
-        fprintf(stderr, "FAIL: %d checks failed (%s)\n", failures, argv[1]);
-        return 1;
-    }
-    printf("PASS port_frames %s\n", argv[1]);
-    return 0;
+    CHECK(tw_port_leaked_total() == 0);
+    tw__netenv_teardown(&env);
+    char name[64];
+    snprintf(name, sizeof(name), "port_frames %s", argv[1]);
+    return tw_check_done(name);
 }

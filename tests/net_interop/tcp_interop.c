@@ -26,25 +26,18 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/netdrv.h"
+#include "common/netenv.h"
+#include "common/portspec.h"
+#include "common/sha256.h"
 #include "net_interop/impair.h"
-#include "net_interop/netenv.h"
-#include "net_interop/sha256.h"
+#include "tickwire/clock.h"
 #include "tickwire/net.h"
-#include "../tools/netrtt/netdrv.h"
-#include "../tools/netrtt/portspec.h"
+#include "tw_check.h"
 
-static int failures;
-static const char *kind;
-#define CHECK(c)                                                                         \
-    do {                                                                                 \
-        if (!(c)) {                                                                      \
-            fprintf(stderr, "%s:%d: [%s] check failed: %s\n", __FILE__, __LINE__, kind, \
-                    #c);                                                                 \
-            failures++;                                                                  \
-        }                                                                                \
-    } while (0)
+static const char *kind; /* the backend: named on every line we print */
 
-static twnet_env env;
+static tw__netenv env;
 static tw_port *port;     /* what the stack uses: the impairing wrapper */
 static tw_port *realport; /* the backend under test */
 static tw_net *st;
@@ -63,15 +56,15 @@ typedef struct peer {
 static int read_line(int fd, char *buf, size_t cap, int timeout_ms)
 {
     size_t n = 0;
-    uint64_t dl = twd_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t dl = (uint64_t)tw_clock_now_ns() + (uint64_t)timeout_ms * 1000000u;
     while (n + 1 < cap) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         /* The stack must keep running while we wait for the peer (it may
          * still be acknowledging the peer's last bytes). */
         if (st)
-            twd_turn(st, port, 1, 200000);
+            tw__netdrv_turn(st, port, 1, 200000);
         if (poll(&pf, 1, st ? 0 : 10) <= 0) {
-            if (twd_now_ns() > dl)
+            if ((uint64_t)tw_clock_now_ns() > dl)
                 return -1;
             continue;
         }
@@ -98,7 +91,7 @@ static int peer_start(peer *pr, char *const args[])
     for (int i = 0; args[i] && n < 15; i++)
         argv[n++] = args[i];
     argv[n] = NULL;
-    pr->pid = twnet_spawn_in_ns(&env, argv, fds[1]);
+    pr->pid = tw__netenv_spawn(&env, argv, fds[1]);
     close(fds[1]);
     pr->out = fds[0];
     if (pr->pid < 0 || read_line(pr->out, pr->line, sizeof(pr->line), 10000) < 0 ||
@@ -116,7 +109,7 @@ static int peer_finish(peer *pr, int want_line)
     if (want_line && read_line(pr->out, pr->line, sizeof(pr->line), 120000) < 0)
         ok = 0;
     close(pr->out);
-    int rc = twnet_wait(pr->pid, 20.0);
+    int rc = tw__netenv_wait(pr->pid, 20.0);
     if (rc != 0) {
         fprintf(stderr, "[%s] kernel peer exited with %d\n", kind, rc);
         ok = 0;
@@ -130,11 +123,11 @@ static int peer_finish(peer *pr, int want_line)
  * held. */
 static int run_until(tw_tcp_conn *c, int (*cond)(tw_tcp_conn *), double timeout_s)
 {
-    uint64_t dl = twd_now_ns() + (uint64_t)(timeout_s * 1e9);
+    uint64_t dl = (uint64_t)tw_clock_now_ns() + (uint64_t)(timeout_s * 1e9);
     while (!cond(c)) {
-        if (twd_now_ns() > dl)
+        if ((uint64_t)tw_clock_now_ns() > dl)
             return 0;
-        twd_turn(st, port, 1, 1000000);
+        tw__netdrv_turn(st, port, 1, 1000000);
     }
     return 1;
 }
@@ -155,7 +148,7 @@ static int connect_to(tw_tcp_conn *c, uint16_t port_no)
 {
     memset(c, 0, sizeof(*c));
     ev_seen = 0;
-    int rc = tw_tcp_connect(st, c, TWNET_PEER_IP_BE, port_no, 0, twd_now_ns());
+    int rc = tw_tcp_connect(st, c, TW_NETENV_PEER_IP_BE, port_no, 0, (uint64_t)tw_clock_now_ns());
     CHECK(rc == 0);
     if (rc)
         return -1;
@@ -168,7 +161,7 @@ static int connect_to(tw_tcp_conn *c, uint16_t port_no)
 static void finish_conn(tw_tcp_conn *c)
 {
     if (tw_tcp_get_state(c) != TW_TCP_CLOSED)
-        tw_tcp_abort(c, twd_now_ns());
+        tw_tcp_abort(c, (uint64_t)tw_clock_now_ns());
     CHECK(tw_tcp_conn_release(c) == 0);
 }
 
@@ -181,10 +174,7 @@ static void case_echo_close(void)
     snprintf(pbuf, sizeof(pbuf), "%u", pn);
     char *args[] = {(char *)"echo", pbuf, NULL};
     peer pr;
-    if (peer_start(&pr, args) < 0) {
-        CHECK(!"echo peer");
-        return;
-    }
+    REQUIRE(peer_start(&pr, args) == 0); /* echo peer */
     static tw_tcp_conn c;
     if (connect_to(&c, pn) == 0) {
         printf("  [%s] connect: ESTABLISHED with the kernel (mss %u, wscale %u/%u)\n", kind,
@@ -193,20 +183,21 @@ static void case_echo_close(void)
         unsigned ok = 0, nmsg = 2000;
         for (unsigned i = 0; i < nmsg; i++) {
             size_t len = 1u + (i * 7919u) % 1460u;
-            tw_stream_fill(1000u + i, 0, msg, len);
+            tw__stream_fill(1000u + i, 0, msg, len);
             size_t sent = 0;
-            uint64_t dl = twd_now_ns() + 10000000000ull;
-            while (sent < len && twd_now_ns() < dl) {
-                long r = tw_tcp_send(&c, msg + sent, len - sent, twd_now_ns());
+            uint64_t dl = (uint64_t)tw_clock_now_ns() + 10000000000ull;
+            while (sent < len && (uint64_t)tw_clock_now_ns() < dl) {
+                long r = tw_tcp_send(&c, msg + sent, len - sent, (uint64_t)tw_clock_now_ns());
                 if (r < 0)
                     break;
                 sent += (size_t)r;
                 if (sent < len)
-                    twd_turn(st, port, 1, 1000000);
+                    tw__netdrv_turn(st, port, 1, 1000000);
             }
             size_t got = 0;
             int same = 1;
-            while (got < len && twd_now_ns() < dl && tw_tcp_get_state(&c) == TW_TCP_ESTABLISHED) {
+            while (got < len && (uint64_t)tw_clock_now_ns() < dl &&
+                   tw_tcp_get_state(&c) == TW_TCP_ESTABLISHED) {
                 const uint8_t *p;
                 size_t n;
                 if (tw_tcp_recv_peek(&c, &p, &n) > 0) {
@@ -217,7 +208,7 @@ static void case_echo_close(void)
                     got += n;
                     tw_tcp_recv_consume(&c, n);
                 } else {
-                    twd_turn(st, port, 1, 1000000);
+                    tw__netdrv_turn(st, port, 1, 1000000);
                 }
             }
             if (got == len && same)
@@ -233,16 +224,16 @@ static void case_echo_close(void)
          * dropped or misread).  No frame may be refused as malformed. */
         unsigned npp = 20000, pp = 0;
         for (; pp < npp && tw_tcp_get_state(&c) == TW_TCP_ESTABLISHED; pp++) {
-            tw_stream_fill(7u, (uint64_t)pp * 64u, msg, 64);
-            if (tw_tcp_send(&c, msg, 64, twd_now_ns()) != 64)
+            tw__stream_fill(7u, (uint64_t)pp * 64u, msg, 64);
+            if (tw_tcp_send(&c, msg, 64, (uint64_t)tw_clock_now_ns()) != 64)
                 break;
             size_t got = 0;
             int same = 1;
-            uint64_t dl = twd_now_ns() + 10000000000ull;
-            while (got < 64 && twd_now_ns() < dl) {
+            uint64_t dl = (uint64_t)tw_clock_now_ns() + 10000000000ull;
+            while (got < 64 && (uint64_t)tw_clock_now_ns() < dl) {
                 const uint8_t *p;
                 size_t n;
-                twd_turn(st, port, 0, 0);
+                tw__netdrv_turn(st, port, 0, 0);
                 while (got < 64 && tw_tcp_recv_peek(&c, &p, &n) > 0) {
                     if (n > 64 - got)
                         n = 64 - got;
@@ -268,7 +259,7 @@ static void case_echo_close(void)
         CHECK(ns->rx_tcp_bad == 0 && ns->rx_tcp_cksum_bad == 0 && ns->rx_not_for_us == 0);
         CHECK(tw_tcp_readable(&c) == 0);
         /* Graceful close: our FIN, the kernel's EOF, its FIN, TIME_WAIT. */
-        CHECK(tw_tcp_close(&c, twd_now_ns()) == 0);
+        CHECK(tw_tcp_close(&c, (uint64_t)tw_clock_now_ns()) == 0);
         ev_seen = 0;
         run_until(&c, is_closed, 20.0);
         printf("  [%s] close: state %s, events %#x\n", kind, tw_tcp_state_name(tw_tcp_get_state(&c)),
@@ -289,13 +280,10 @@ static void case_rst(void)
     snprintf(pbuf, sizeof(pbuf), "%u", pn);
     char *args[] = {(char *)"rst", pbuf, NULL};
     peer pr;
-    if (peer_start(&pr, args) < 0) {
-        CHECK(!"rst peer");
-        return;
-    }
+    REQUIRE(peer_start(&pr, args) == 0); /* rst peer */
     static tw_tcp_conn c;
     if (connect_to(&c, pn) == 0) {
-        CHECK(tw_tcp_send(&c, "x", 1, twd_now_ns()) == 1);
+        CHECK(tw_tcp_send(&c, "x", 1, (uint64_t)tw_clock_now_ns()) == 1);
         ev_seen = 0;
         run_until(&c, is_closed, 10.0);
         printf("  [%s] rst: state %s, events %#x, rx_rst %llu\n", kind,
@@ -317,20 +305,17 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
     snprintf(nb, sizeof(nb), "%llu", (unsigned long long)(ecn_watch ? 0 : nbytes));
     char *args[] = {(char *)"bulk", pbuf, nb, (char *)"22", NULL};
     peer pr;
-    if (peer_start(&pr, args) < 0) {
-        CHECK(!"bulk peer");
-        return;
-    }
+    REQUIRE(peer_start(&pr, args) == 0); /* bulk peer */
     uint64_t peer_bytes = ecn_watch ? 0 : nbytes;
     static tw_tcp_conn c;
     if (connect_to(&c, pn) != 0) {
         peer_finish(&pr, 1);
         return;
     }
-    tw_sha256 htx, hrx;
-    tw_sha256_init(&htx);
-    tw_sha256_init(&hrx);
-    uint64_t tx = 0, rx = 0, t0 = twd_now_ns(), bad_at = UINT64_MAX;
+    tw__sha256 htx, hrx;
+    tw__sha256_init(&htx);
+    tw__sha256_init(&hrx);
+    uint64_t tx = 0, rx = 0, t0 = (uint64_t)tw_clock_now_ns(), bad_at = UINT64_MAX;
     static uint8_t chk[1 << 16];
     int closed_tx = 0;
     uint64_t rate_start = tw_tcp_rate_Bps(&c), rate_min = rate_start, rate_end = 0;
@@ -338,8 +323,8 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
     int lifted = 0;
     ev_seen = 0;
     uint64_t dl = t0 + 600000000000ull, last_prog = t0, last_sum = 0;
-    while (twd_now_ns() < dl) {
-        uint64_t now = twd_now_ns();
+    while ((uint64_t)tw_clock_now_ns() < dl) {
+        uint64_t now = (uint64_t)tw_clock_now_ns();
         uint64_t sum = tx + rx + tw_tcp_unacked(&c);
         if (sum != last_sum) {
             last_sum = sum;
@@ -361,9 +346,9 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
                     (unsigned long long)realport->tx_pkts);
             /* Does anything still arrive (kernel retransmissions)? */
             uint64_t rx0 = realport->rx_pkts, oow0 = S0->rx_tcp_out_of_window;
-            uint64_t until = twd_now_ns() + 5000000000ull;
-            while (twd_now_ns() < until)
-                twd_turn(st, port, 1, 1000000);
+            uint64_t until = (uint64_t)tw_clock_now_ns() + 5000000000ull;
+            while ((uint64_t)tw_clock_now_ns() < until)
+                tw__netdrv_turn(st, port, 1, 1000000);
             fprintf(stderr, "[%s] %s: in 5 more s: %llu frames arrived, %llu out of window, "
                     "rcv_nxt %u\n", kind, label,
                     (unsigned long long)(realport->rx_pkts - rx0),
@@ -379,8 +364,8 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
                 break;
             uint64_t left = nbytes - tx;
             size_t n = room < left ? room : (size_t)left;
-            tw_stream_fill(11, tx, p, n);
-            tw_sha256_update(&htx, p, n);
+            tw__stream_fill(11, tx, p, n);
+            tw__sha256_update(&htx, p, n);
             if (tw_tcp_send_commit(&c, n, now) != 0)
                 break;
             tx += n;
@@ -395,7 +380,7 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
             if (bad_at == UINT64_MAX) {
                 for (size_t off = 0; off < n; off += sizeof(chk)) {
                     size_t m = n - off < sizeof(chk) ? n - off : sizeof(chk);
-                    tw_stream_fill(22, rx + off, chk, m);
+                    tw__stream_fill(22, rx + off, chk, m);
                     if (memcmp(chk, p + off, m) != 0) {
                         for (size_t j = 0; j < m; j++)
                             if (chk[j] != p[off + j]) {
@@ -406,7 +391,7 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
                     }
                 }
             }
-            tw_sha256_update(&hrx, p, n);
+            tw__sha256_update(&hrx, p, n);
             rx += n;
             tw_tcp_recv_consume(&c, n);
         }
@@ -418,7 +403,7 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
              * from then on no marks: the rate must climb back. */
             if (!lifted && tw_net_get_stats(st)->ecn_rate_cuts > 0 && tx >= nbytes / 2) {
                 if (ecn_watch == 1) {
-                    twnet_sh(1, "ip netns exec %s tc qdisc del dev ifb%s root", env.ns, env.peer + 2);
+                    tw__netenv_sh(1, "ip netns exec %s tc qdisc del dev ifb%s root", env.ns, env.peer + 2);
                 } else {
                     twi_config none = {0};
                     twi_set(port, &none);
@@ -432,16 +417,16 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
         tw_tcp_state s = tw_tcp_get_state(&c);
         if (s == TW_TCP_CLOSED || s == TW_TCP_TIME_WAIT)
             break;
-        twd_turn(st, port, 1, 1000000);
+        tw__netdrv_turn(st, port, 1, 1000000);
     }
-    double secs = (double)(twd_now_ns() - t0) / 1e9;
+    double secs = (double)((uint64_t)tw_clock_now_ns() - t0) / 1e9;
     run_until(&c, is_closed, 20.0);
     uint8_t d[32];
     char sh_tx[65], sh_rx[65];
-    tw_sha256_final(&htx, d);
-    tw_sha256_hex(d, sh_tx);
-    tw_sha256_final(&hrx, d);
-    tw_sha256_hex(d, sh_rx);
+    tw__sha256_final(&htx, d);
+    tw__sha256_hex(d, sh_tx);
+    tw__sha256_final(&hrx, d);
+    tw__sha256_hex(d, sh_rx);
     int prc = peer_finish(&pr, 1);
     CHECK(prc == 0);
     unsigned long long prx = 0, ptx = 0;
@@ -497,26 +482,26 @@ static int impair(const char *egress, const char *ingress_root)
 {
     const char *ns = env.ns;
     const char *ifb = env.peer + 2; /* unique per run: "ifb" + "<pid>x<k>b" */
-    if (twnet_sh(1, "ip netns exec %s ip link add ifb%s type ifb", ns, ifb) != 0 ||
-        twnet_sh(1, "ip netns exec %s ip link set ifb%s up", ns, ifb) != 0 ||
-        twnet_sh(1, "ip netns exec %s tc qdisc add dev %s handle ffff: ingress", ns, env.peer) != 0 ||
-        twnet_sh(1, "ip netns exec %s tc filter add dev %s parent ffff: matchall "
+    if (tw__netenv_sh(1, "ip netns exec %s ip link add ifb%s type ifb", ns, ifb) != 0 ||
+        tw__netenv_sh(1, "ip netns exec %s ip link set ifb%s up", ns, ifb) != 0 ||
+        tw__netenv_sh(1, "ip netns exec %s tc qdisc add dev %s handle ffff: ingress", ns, env.peer) != 0 ||
+        tw__netenv_sh(1, "ip netns exec %s tc filter add dev %s parent ffff: matchall "
                     "action mirred egress redirect dev ifb%s", ns, env.peer, ifb) != 0) {
         fprintf(stderr, "[%s] cannot set up ifb/ingress redirect in the namespace\n", kind);
         return -1;
     }
-    if (egress && twnet_qdisc(&env, egress) != 0)
+    if (egress && tw__netenv_qdisc(&env, egress) != 0)
         return -1;
-    if (twnet_sh(0, "ip netns exec %s sh -c '%s'", ns, ingress_root) != 0)
+    if (tw__netenv_sh(0, "ip netns exec %s sh -c '%s'", ns, ingress_root) != 0)
         return -1;
     return 0;
 }
 
 static void unimpair(void)
 {
-    twnet_sh(1, "ip netns exec %s tc qdisc del dev %s root", env.ns, env.peer);
-    twnet_sh(1, "ip netns exec %s tc qdisc del dev %s ingress", env.ns, env.peer);
-    twnet_sh(1, "ip netns exec %s ip link del ifb%s", env.ns, env.peer + 2);
+    tw__netenv_sh(1, "ip netns exec %s tc qdisc del dev %s root", env.ns, env.peer);
+    tw__netenv_sh(1, "ip netns exec %s tc qdisc del dev %s ingress", env.ns, env.peer);
+    tw__netenv_sh(1, "ip netns exec %s ip link del ifb%s", env.ns, env.peer + 2);
 }
 
 int main(int argc, char **argv)
@@ -541,13 +526,13 @@ int main(int argc, char **argv)
         fprintf(stderr, "FAIL: %s not found\n", kpeer_path);
         return 1;
     }
-    int rc = twnet_setup(&env, 1);
+    int rc = tw__netenv_setup(&env, 1);
     if (rc)
-        return rc == TWNET_SKIP ? 77 : 1;
+        return rc == TW_NETENV_SKIP ? 77 : 1;
     char spec[128];
     snprintf(spec, sizeof(spec), "%s:%s", kind, env.host);
     tw_error err = {0};
-    rc = twp_open_spec(&realport, spec, 4096, &err);
+    rc = tw__port_open_spec(&realport, spec, 4096, &err);
     if (rc == -ENOTSUP) {
         fprintf(stderr, "SKIP: %s\n", err.msg);
         return 77;
@@ -559,7 +544,7 @@ int main(int argc, char **argv)
     if (twi_wrap(&port, realport) != 0)
         return 1;
     tw_net_config cfg;
-    tw_net_config_init(&cfg, TWNET_STACK_IP_BE);
+    tw_net_config_init(&cfg, TW_NETENV_STACK_IP_BE);
     cfg.isn_secret[0] = 0x1234;
     cfg.isn_secret[1] = (uint64_t)getpid();
     cfg.time_wait_ns = 20000000; /* 20 ms: the tests wait for CLOSED */
@@ -570,7 +555,7 @@ int main(int argc, char **argv)
         return 1;
     }
     printf("net_tcp_interop %s on %s (stack %s, kernel %s in %s)\n", kind, env.host,
-           TWNET_STACK_IP, TWNET_PEER_IP, env.ns);
+           TW_NETENV_STACK_IP, TW_NETENV_PEER_IP, env.ns);
     case_echo_close();
     case_rst();
     if (bulk_mb > 0)
@@ -579,12 +564,12 @@ int main(int argc, char **argv)
     snprintf(ifb, sizeof(ifb), "ifb%s", env.peer + 2);
     /* Real qdiscs when the kernel has them, else the same impairments in
      * process (impair.h explains). */
-    int have_netem = twnet_sh(1, "ip netns exec %s tc qdisc add dev %s root netem delay 1ms",
+    int have_netem = tw__netenv_sh(1, "ip netns exec %s tc qdisc add dev %s root netem delay 1ms",
                               env.ns, env.peer) == 0;
-    twnet_sh(1, "ip netns exec %s tc qdisc del dev %s root", env.ns, env.peer);
-    int have_fq_codel = twnet_sh(1, "ip netns exec %s tc qdisc add dev %s root fq_codel ecn",
+    tw__netenv_sh(1, "ip netns exec %s tc qdisc del dev %s root", env.ns, env.peer);
+    int have_fq_codel = tw__netenv_sh(1, "ip netns exec %s tc qdisc add dev %s root fq_codel ecn",
                                  env.ns, env.peer) == 0;
-    twnet_sh(1, "ip netns exec %s tc qdisc del dev %s root", env.ns, env.peer);
+    tw__netenv_sh(1, "ip netns exec %s tc qdisc del dev %s root", env.ns, env.peer);
     if (imp_mb > 0) {
         int ok;
         if (have_netem) {
@@ -656,12 +641,9 @@ int main(int argc, char **argv)
     st = NULL;
     tw_port_close(port);
     tw_port_close(realport);
-    CHECK(twp_leaked() == 0);
-    twnet_teardown(&env);
-    if (failures) {
-        fprintf(stderr, "FAIL: net_tcp_interop %s: %d checks failed\n", kind, failures);
-        return 1;
-    }
-    printf("PASS net_tcp_interop %s\n", kind);
-    return 0;
+    CHECK(tw_port_leaked_total() == 0);
+    tw__netenv_teardown(&env);
+    char name[64];
+    snprintf(name, sizeof(name), "net_tcp_interop %s", kind);
+    return tw_check_done(name);
 }

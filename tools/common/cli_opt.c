@@ -54,6 +54,26 @@ int tw__cli_double(const char *cmd, const char *opt, const char *s, double *v)
     return 0;
 }
 
+int tw__cli_mode(const char *cmd, const char *opt, const char *s, unsigned *mode)
+{
+    /* Octal digits only: strtoul alone would take a sign or blanks. */
+    int ok = s && *s >= '0' && *s <= '7';
+    unsigned long x = 0;
+    if (ok) {
+        char *e;
+        errno = 0;
+        x = strtoul(s, &e, 8);
+        ok = !*e && !errno && x <= 0777;
+    }
+    if (!ok) {
+        fprintf(stderr, "tickwire %s: %s needs octal permissions like 0600 (got '%s')\n", cmd,
+                opt, s ? s : "");
+        return -1;
+    }
+    *mode = (unsigned)x;
+    return 0;
+}
+
 int tw__cli_opt_value(const char *cmd, const char *usage, int argc, char **argv, int *i,
                       const char **opt, const char **val)
 {

@@ -14,6 +14,9 @@ int tw__cli_u64(const char *cmd, const char *opt, const char *s, uint64_t *v);
 int tw__cli_u64_range(const char *cmd, const char *opt, const char *s, uint64_t lo,
                       uint64_t hi, uint64_t *v);
 int tw__cli_double(const char *cmd, const char *opt, const char *s, double *v);
+/* Unix permission bits in octal (0600, 755, at most 0777): 0, or -1 after
+ * printing one line on stderr naming the option. */
+int tw__cli_mode(const char *cmd, const char *opt, const char *s, unsigned *mode);
 
 /* One `--opt VALUE` pair of the subcommands' command lines at argv[*i]
  * (*i moves past the value).  0 with *opt and *val set; 1 after printing

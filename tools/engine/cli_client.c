@@ -1,12 +1,14 @@
 /* `tickwire engine info ADDRESS` and `tickwire engine ping ADDRESS`: talk to
  * a running engine with the C client (unix:PATH, tcp:HOST:PORT, shm:PATH,
  * spawn:EXE). */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "engine/wire_internal.h"
 #include "tickwire/client.h"
+#include "tickwire/clock.h"
+#include "common/cli_opt.h"
 
 int tw__cli_engine_info(int argc, char **argv);
 int tw__cli_engine_ping(int argc, char **argv);
@@ -49,26 +51,25 @@ int tw__cli_engine_ping(int argc, char **argv)
                 "prints the median and the 10th/90th percentiles.\n");
         return argc >= 2 ? 0 : 2;
     }
-    long n = argc > 2 ? atol(argv[2]) : 1, count = argc > 3 ? atol(argv[3]) : 1000;
-    if (n < 0 || n > 64L << 20 || count < 1 || count > 10000000) {
-        fprintf(stderr, "tickwire engine ping: FLOATS in [0, %ld], COUNT in [1, 10000000]\n",
-                64L << 20);
+    uint64_t n64 = 1, count64 = 1000;
+    if ((argc > 2 && tw__cli_u64_range("engine ping", "FLOATS", argv[2], 0, 64u << 20, &n64)) ||
+        (argc > 3 && tw__cli_u64_range("engine ping", "COUNT", argv[3], 1, 10000000, &count64)))
         return 2;
-    }
+    long n = (long)n64, count = (long)count64;
     double *in = malloc(8 * (size_t)(n ? n : 1)), *out = malloc(8 * (size_t)(n ? n : 1));
     uint64_t *t = malloc(sizeof(uint64_t) * (size_t)count);
     tw_client *c = NULL;
     tw_error err = {0};
-    int rc = in && out && t ? tw_client_connect(&c, argv[1], &err) : -1;
+    int rc = in && out && t ? tw_client_connect(&c, argv[1], &err) : -ENOMEM;
     for (long i = 0; i < n && in; i++)
         in[i] = 1.0 + (double)i;
     for (long i = 0; rc == 0 && i < count; i++) {
-        uint64_t t0 = tw__now_ns();
+        int64_t t0 = tw_clock_now_ns();
         rc = tw_client_echo(c, in, (size_t)n, out, &err);
-        t[i] = tw__now_ns() - t0;
+        t[i] = (uint64_t)(tw_clock_now_ns() - t0);
         if (rc == 0 && n && memcmp(in, out, 8 * (size_t)n)) {
             snprintf(err.msg, sizeof(err.msg), "echo returned different bytes");
-            rc = -1;
+            rc = -EPROTO;
         }
     }
     tw_client_close(c);

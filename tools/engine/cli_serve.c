@@ -1,12 +1,12 @@
 /* `tickwire serve`: the engine server (wire.md) on a Unix socket, TCP or
  * stdin/stdout, with every limit as an option. */
-#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
+#include "common/cli_opt.h"
 #include "tickwire/engine.h"
 
 int tw__cli_serve(int argc, char **argv);
@@ -45,20 +45,6 @@ static void usage(FILE *f)
             "Stops cleanly on SIGTERM/SIGINT (in-flight requests finish, socket removed).\n");
 }
 
-static int num(const char *opt, const char *v, unsigned long long max, unsigned long long *out)
-{
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(v ? v : "", &end, 0);
-    if (!v || !*v || *end || errno || x > max || v[0] == '-') {
-        fprintf(stderr, "tickwire serve: %s needs a number up to %llu (got '%s')\n", opt, max,
-                v ? v : "");
-        return -1;
-    }
-    *out = x;
-    return 0;
-}
-
 int tw__cli_serve(int argc, char **argv)
 {
     tw_engine_opts o;
@@ -67,10 +53,10 @@ int tw__cli_serve(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i];
         const char *v = i + 1 < argc ? argv[i + 1] : NULL;
-        unsigned long long x;
+        uint64_t x;
 #define NUM(name, max, field)                                                            \
     if (!strcmp(a, name)) {                                                              \
-        if (num(name, v, max, &x))                                                       \
+        if (tw__cli_u64_range("serve", name, v, 0, max, &x))                             \
             return 2;                                                                    \
         field = x;                                                                       \
         i++;                                                                             \
@@ -111,13 +97,8 @@ int tw__cli_serve(int argc, char **argv)
             continue;
         }
         if (!strcmp(a, "--mode")) {
-            char *end;
-            long m = v ? strtol(v, &end, 8) : -1;
-            if (!v || *end || m < 0 || m > 0777) {
-                fprintf(stderr, "tickwire serve: --mode needs octal permissions like 0600\n");
+            if (tw__cli_mode("serve", a, v, &o.unix_mode))
                 return 2;
-            }
-            o.unix_mode = (unsigned)m;
             i++;
             continue;
         }

@@ -1,8 +1,9 @@
 /* `tickwire bench net`: every benchmark of the stack in one run: parse
  * ns/packet and TCP tx/rx ns/segment over the sim port
  * (bench/net/bench_net_core.c), then the veth round-trip table of
- * `tickwire bench netrtt` (kernel to kernel, this stack as client on each
- * port, this stack on both ends) when it is built and we are root.
+ * `tickwire bench netrtt` (bench/netrtt/bench_netrtt_core.c: kernel to
+ * kernel, this stack as client on each port, this stack on both ends)
+ * when it is built and we are root.
  * Options go to the part that knows them; --no-rtt skips the round trips. */
 #include <stdio.h>
 #include <string.h>
@@ -10,8 +11,8 @@
 
 int tw__bench_net_run(int argc, char **argv);
 int tw__cli_bench_net(int argc, char **argv);
-/* Defined when the AF_PACKET port (and so the veth tools) is built. */
-int tw__cli_bench_netrtt(int argc, char **argv) __attribute__((weak));
+/* Defined when the AF_PACKET port (and so the veth benchmark) is built. */
+int tw__bench_netrtt_run(int argc, char **argv) __attribute__((weak));
 
 int tw__cli_bench_net(int argc, char **argv)
 {
@@ -58,7 +59,7 @@ int tw__cli_bench_net(int argc, char **argv)
     if (rc != 0 || no_rtt)
         return rc;
     printf("\n");
-    if (!tw__cli_bench_netrtt) {
+    if (!tw__bench_netrtt_run) {
         printf("round trip over veth: not built (this build has no AF_PACKET port)\n");
         return 0;
     }
@@ -68,5 +69,5 @@ int tw__cli_bench_net(int argc, char **argv)
         return 0;
     }
     fflush(stdout);
-    return tw__cli_bench_netrtt(nr, rtt);
+    return tw__bench_netrtt_run(nr, rtt);
 }

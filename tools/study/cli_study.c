@@ -20,14 +20,16 @@ int tw__cli_study(int argc, char **argv);
 #define PYTHON "/usr/bin/python3"
 
 /* Sets name=value unless the path does not exist (an installed program
- * whose build tree is gone): then whatever the environment says stays. */
+ * whose build tree is gone): then whatever the environment says stays.
+ * Returns 0, or -errno after printing why. */
 static int set_path(const char *name, const char *value)
 {
     if (access(value, F_OK) != 0)
         return 0;
     if (setenv(name, value, 1) != 0) {
-        fprintf(stderr, "tickwire study: setenv %s: %s\n", name, strerror(errno));
-        return -1;
+        int en = errno;
+        fprintf(stderr, "tickwire study: setenv %s: %s\n", name, strerror(en));
+        return -en;
     }
     return 0;
 }

@@ -1,29 +1,19 @@
 /* Loop helpers: see netdrv.h. */
-#include "netdrv.h"
+#include "common/netdrv.h"
 
 #include <poll.h>
-#include <time.h>
 #include <unistd.h>
 
-uint64_t twd_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
+#include "tickwire/clock.h"
 
-unsigned twd_turn(tw_net *st, tw_port *port, int yielding, uint64_t max_wait_ns)
+void tw__netdrv_idle(tw_net *st, tw_port *port, uint64_t now_ns, uint64_t max_wait_ns)
 {
-    uint64_t now = twd_now_ns();
-    unsigned n = tw_net_poll(st, now);
-    if (n || !yielding)
-        return n;
     uint64_t due = tw_net_next_timer_ns(st);
     uint64_t wait = max_wait_ns;
-    if (due <= now)
-        return 0;
-    if (due - now < wait)
-        wait = due - now;
+    if (due <= now_ns)
+        return;
+    if (due - now_ns < wait)
+        wait = due - now_ns;
     int fd = port->ops->rx_fd ? port->ops->rx_fd(port) : -1;
     if (fd >= 0) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
@@ -33,5 +23,14 @@ unsigned twd_turn(tw_net *st, tw_port *port, int yielding, uint64_t max_wait_ns)
         /* DPDK virtual devices have no rx interrupt: nap briefly. */
         usleep(wait < 50000u ? (unsigned)(wait / 1000u) + 1u : 50u);
     }
+}
+
+unsigned tw__netdrv_turn(tw_net *st, tw_port *port, int yielding, uint64_t max_wait_ns)
+{
+    uint64_t now_ns = (uint64_t)tw_clock_now_ns();
+    unsigned n = tw_net_poll(st, now_ns);
+    if (n || !yielding)
+        return n;
+    tw__netdrv_idle(st, port, now_ns, max_wait_ns);
     return 0;
 }

@@ -1,4 +1,5 @@
-/* SPSC frame ring in shared memory (wire.h "shared-memory transport").
+/* SPSC frame ring in shared memory (wire.h "shared-memory transport";
+ * operations in wire_io.h).
  * Each side spins for a bounded time, then sleeps on a futex word that the
  * other side bumps after every publish or release. */
 #include <errno.h>
@@ -10,14 +11,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "engine/wire_internal.h"
+#include "tickwire/clock.h"
+#include "tickwire/wire_io.h"
 
-uint64_t tw__now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static inline void cpu_relax(void)
 {
@@ -85,7 +81,7 @@ void tw__ring_spin_result(tw__ring *r, uint64_t budget, uint64_t waited_ns, int 
  * steps aside when it sees the client's CPU hint equal to its own. */
 static void step_off(tw__ring *r, uint32_t cpu)
 {
-    uint64_t now = tw__now_ns();
+    uint64_t now = (uint64_t)tw_clock_now_ns();
     if (now - r->nudged_ns < 10 * 1000 * 1000)
         return;
     r->nudged_ns = now;
@@ -138,7 +134,7 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
      *    to the floor, which costs little CPU per wait.
      * An idle peer costs one bounded spin, then futex sleep: no CPU. */
     uint64_t budget = tw__ring_spin_budget(r);
-    uint64_t t0 = tw__now_ns(), dt = 0;
+    uint64_t t0 = (uint64_t)tw_clock_now_ns(), dt = 0;
     for (unsigned i = 1;; i++) {
         cpu_relax();
         if (ready(r)) {
@@ -149,12 +145,12 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
              * us), enough to size the budget just under the peer's usual
              * gap and to alternate between spinning and sleeping. */
             if (i >= 16)
-                dt = tw__now_ns() - t0;
+                dt = (uint64_t)tw_clock_now_ns() - t0;
             tw__ring_spin_result(r, budget, dt, 1);
             return 0;
         }
         if ((i & 63) == 0) {
-            dt = tw__now_ns() - t0;
+            dt = (uint64_t)tw_clock_now_ns() - t0;
             if (dt >= budget)
                 break;
             if (shared)
@@ -169,7 +165,7 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
         uint32_t s = __atomic_load_n(seq, __ATOMIC_SEQ_CST);
         if (ready(r)) {
             __atomic_store_n(sleeping, 0, __ATOMIC_RELAXED);
-            tw__ring_spin_result(r, budget, tw__now_ns() - t0, 0);
+            tw__ring_spin_result(r, budget, (uint64_t)tw_clock_now_ns() - t0, 0);
             return 0;
         }
         int timed_out = futex_wait(seq, s, r->nap_ns);
@@ -179,7 +175,7 @@ static int wait_until(tw__ring *r, int (*ready)(tw__ring *), uint32_t *seq, uint
              * seeing our flag (a lost wake-up), or it was preempted for
              * the whole nap between publishing and waking. */
             r->lost_wakes += (uint64_t)timed_out;
-            tw__ring_spin_result(r, budget, tw__now_ns() - t0, 0);
+            tw__ring_spin_result(r, budget, (uint64_t)tw_clock_now_ns() - t0, 0);
             return 0;
         }
         if (r->alive) {

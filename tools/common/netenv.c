@@ -1,6 +1,6 @@
 /* Real-peer topology for the interop tests and the netrtt benchmark: see
  * netenv.h. */
-#include "netenv.h"
+#include "common/netenv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -10,16 +10,17 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
+
+#include "tickwire/clock.h"
 
 #define MAX_ENVS 12
 
-static twnet_env *live[MAX_ENVS];
+static tw__netenv *live[MAX_ENVS];
 static int hooks_installed;
 static int env_seq;
 
-int twnet_sh(int quiet, const char *fmt, ...)
+int tw__netenv_sh(int quiet, const char *fmt, ...)
 {
     char cmd[1100];
     va_list ap;
@@ -27,7 +28,7 @@ int twnet_sh(int quiet, const char *fmt, ...)
     int n = vsnprintf(cmd, 1000, fmt, ap);
     va_end(ap);
     if (n < 0 || n >= 1000)
-        return -1;
+        return -E2BIG;
     if (quiet)
     {
         /* Wrap so that the redirection covers the whole command list. */
@@ -37,24 +38,24 @@ int twnet_sh(int quiet, const char *fmt, ...)
     }
     int r = system(cmd);
     if (r == -1 || !WIFEXITED(r))
-        return -1;
+        return -ECHILD;
     return WEXITSTATUS(r);
 }
 
-void twnet_teardown(twnet_env *e)
+void tw__netenv_teardown(tw__netenv *e)
 {
     if (!e || !e->active)
         return;
     e->active = 0;
     /* Deleting one end of a veth pair deletes both; deleting the namespace
      * deletes the end inside it.  Either may already be gone. */
-    twnet_sh(1, "ip link del %s", e->host);
+    tw__netenv_sh(1, "ip link del %s", e->host);
     if (e->ns2[0])
-        twnet_sh(1, "ip netns del %s", e->ns2);
+        tw__netenv_sh(1, "ip netns del %s", e->ns2);
     if (e->ns[0])
-        twnet_sh(1, "ip netns del %s", e->ns);
+        tw__netenv_sh(1, "ip netns del %s", e->ns);
     else
-        twnet_sh(1, "ip link del %s", e->peer);
+        tw__netenv_sh(1, "ip link del %s", e->peer);
     for (int i = 0; i < MAX_ENVS; i++)
         if (live[i] == e)
             live[i] = NULL;
@@ -64,7 +65,7 @@ static void teardown_all(void)
 {
     for (int i = 0; i < MAX_ENVS; i++)
         if (live[i])
-            twnet_teardown(live[i]);
+            tw__netenv_teardown(live[i]);
 }
 
 static void on_signal(int sig)
@@ -78,9 +79,9 @@ static void on_signal(int sig)
  * gone (a run killed by SIGKILL cannot clean up after itself). */
 static void remove_stale(void)
 {
-    twnet_sh(1, "for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^tw(peer|cli)[0-9]*x'); do "
+    tw__netenv_sh(1, "for n in $(ip netns list 2>/dev/null | awk '{print $1}' | grep -E '^tw(peer|cli)[0-9]*x'); do "
                 "p=${n#twpeer}; p=${p#twcli}; p=${p%%%%x*}; [ -d /proc/$p ] || ip netns del $n; done");
-    twnet_sh(1, "for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | "
+    tw__netenv_sh(1, "for l in $(ip -o link show 2>/dev/null | awk -F': ' '{print $2}' | "
                 "sed 's/@.*//' | grep '^tw[0-9]*x[0-9]*[ab]$'); do "
                 "p=${l#tw}; p=${p%%%%x*}; [ -d /proc/$p ] || ip link del $l; done");
 }
@@ -97,7 +98,7 @@ static int read_mac(const char *ns, const char *ifname, uint8_t mac[6])
         f = fopen(path, "r");
     }
     if (!f)
-        return -1;
+        return -ENOENT;
     char *ok = fgets(buf, sizeof(buf), f);
     if (ns[0])
         pclose(f);
@@ -105,22 +106,22 @@ static int read_mac(const char *ns, const char *ifname, uint8_t mac[6])
         fclose(f);
     unsigned m[6];
     if (!ok || sscanf(buf, "%x:%x:%x:%x:%x:%x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6)
-        return -1;
+        return -EINVAL;
     for (int i = 0; i < 6; i++)
         mac[i] = (uint8_t)m[i];
     return 0;
 }
 
-int twnet_setup(twnet_env *e, int with_ns)
+int tw__netenv_setup(tw__netenv *e, int with_ns)
 {
     memset(e, 0, sizeof(*e));
     if (geteuid() != 0) {
         fprintf(stderr, "SKIP: needs root (network namespaces and veth pairs)\n");
-        return TWNET_SKIP;
+        return TW_NETENV_SKIP;
     }
-    if (twnet_sh(1, "command -v ip && command -v ethtool && command -v tc") != 0) {
+    if (tw__netenv_sh(1, "command -v ip && command -v ethtool && command -v tc") != 0) {
         fprintf(stderr, "SKIP: needs ip (iproute2), ethtool and tc\n");
-        return TWNET_SKIP;
+        return TW_NETENV_SKIP;
     }
     if (!hooks_installed) {
         hooks_installed = 1;
@@ -142,7 +143,7 @@ int twnet_setup(twnet_env *e, int with_ns)
         }
     if (slot < 0) {
         fprintf(stderr, "netenv: too many topologies in one process\n");
-        return -1;
+        return -EBUSY;
     }
     unsigned k = (unsigned)env_seq++ % 100u;
     unsigned pid = (unsigned)getpid() % 10000000u; /* pid_max is at most 2^22 */
@@ -154,62 +155,62 @@ int twnet_setup(twnet_env *e, int with_ns)
         snprintf(e->ns2, sizeof(e->ns2), "twcli%ux%u", pid, k);
     live[slot] = e;
 
-    if (with_ns && twnet_sh(1, "ip netns add %s", e->ns) != 0) {
+    if (with_ns && tw__netenv_sh(1, "ip netns add %s", e->ns) != 0) {
         live[slot] = NULL;
         fprintf(stderr, "SKIP: the kernel refused a network namespace (ip netns add %s)\n", e->ns);
-        return TWNET_SKIP;
+        return TW_NETENV_SKIP;
     }
     e->active = 1;
-    if (twnet_sh(1, "ip link add %s type veth peer name %s", e->host, e->peer) != 0) {
-        twnet_teardown(e);
+    if (tw__netenv_sh(1, "ip link add %s type veth peer name %s", e->host, e->peer) != 0) {
+        tw__netenv_teardown(e);
         fprintf(stderr, "SKIP: the kernel refused a veth pair (ip link add %s type veth)\n", e->host);
-        return TWNET_SKIP;
+        return TW_NETENV_SKIP;
     }
     int bad = 0;
     /* Our end: up, no address, no IPv6 chatter; checksum and segmentation
      * offloads off or frames arrive with partial checksums. */
     if (e->ns2[0]) {
         /* Both ends kernel: our end goes into a second namespace with
-         * TWNET_CLIENT_IP (the kernel-to-kernel baseline). */
+         * TW_NETENV_CLIENT_IP (the kernel-to-kernel baseline). */
         const char *y = e->ns2;
-        bad |= twnet_sh(1, "ip netns add %s", y) != 0;
-        bad |= twnet_sh(1, "ip link set %s netns %s", e->host, y) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s ip link set lo up", y) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s ethtool -K %s tx off rx off tso off gso off gro off",
+        bad |= tw__netenv_sh(1, "ip netns add %s", y) != 0;
+        bad |= tw__netenv_sh(1, "ip link set %s netns %s", e->host, y) != 0;
+        bad |= tw__netenv_sh(1, "ip netns exec %s ip link set lo up", y) != 0;
+        bad |= tw__netenv_sh(1, "ip netns exec %s ethtool -K %s tx off rx off tso off gso off gro off",
                         y, e->host) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s ip addr add %s/24 dev %s", y, TWNET_CLIENT_IP,
+        bad |= tw__netenv_sh(1, "ip netns exec %s ip addr add %s/24 dev %s", y, TW_NETENV_CLIENT_IP,
                         e->host) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s ip link set %s up", y, e->host) != 0;
+        bad |= tw__netenv_sh(1, "ip netns exec %s ip link set %s up", y, e->host) != 0;
     } else {
-        bad |= twnet_sh(1, "sysctl -qw net.ipv6.conf.%s.disable_ipv6=1", e->host) != 0;
+        bad |= tw__netenv_sh(1, "sysctl -qw net.ipv6.conf.%s.disable_ipv6=1", e->host) != 0;
         /* Never route what arrives here (a host with ip_forward=1 would
          * otherwise forward the peer's frames for the stack's address). */
-        twnet_sh(1, "sysctl -qw net.ipv4.conf.%s.forwarding=0", e->host);
-        bad |= twnet_sh(1, "ethtool -K %s tx off rx off tso off gso off gro off", e->host) != 0;
-        bad |= twnet_sh(1, "ip link set %s up", e->host) != 0;
+        tw__netenv_sh(1, "sysctl -qw net.ipv4.conf.%s.forwarding=0", e->host);
+        bad |= tw__netenv_sh(1, "ethtool -K %s tx off rx off tso off gso off gro off", e->host) != 0;
+        bad |= tw__netenv_sh(1, "ip link set %s up", e->host) != 0;
     }
     if (with_ns) {
         const char *x = e->ns;
-        bad |= twnet_sh(1, "ip link set %s netns %s", e->peer, x) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s ip link set lo up", x) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s sysctl -qw net.ipv6.conf.%s.disable_ipv6=1", x,
+        bad |= tw__netenv_sh(1, "ip link set %s netns %s", e->peer, x) != 0;
+        bad |= tw__netenv_sh(1, "ip netns exec %s ip link set lo up", x) != 0;
+        bad |= tw__netenv_sh(1, "ip netns exec %s sysctl -qw net.ipv6.conf.%s.disable_ipv6=1", x,
                         e->peer) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s ethtool -K %s tx off rx off tso off gso off gro off",
+        bad |= tw__netenv_sh(1, "ip netns exec %s ethtool -K %s tx off rx off tso off gso off gro off",
                         x, e->peer) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s ip addr add %s/24 dev %s", x, TWNET_PEER_IP,
+        bad |= tw__netenv_sh(1, "ip netns exec %s ip addr add %s/24 dev %s", x, TW_NETENV_PEER_IP,
                         e->peer) != 0;
-        bad |= twnet_sh(1, "ip netns exec %s ip link set %s up", x, e->peer) != 0;
+        bad |= tw__netenv_sh(1, "ip netns exec %s ip link set %s up", x, e->peer) != 0;
     } else {
-        bad |= twnet_sh(1, "sysctl -qw net.ipv6.conf.%s.disable_ipv6=1", e->peer) != 0;
-        bad |= twnet_sh(1, "ethtool -K %s tx off rx off tso off gso off gro off", e->peer) != 0;
-        bad |= twnet_sh(1, "ip link set %s up", e->peer) != 0;
+        bad |= tw__netenv_sh(1, "sysctl -qw net.ipv6.conf.%s.disable_ipv6=1", e->peer) != 0;
+        bad |= tw__netenv_sh(1, "ethtool -K %s tx off rx off tso off gso off gro off", e->peer) != 0;
+        bad |= tw__netenv_sh(1, "ip link set %s up", e->peer) != 0;
     }
     bad |= read_mac(e->ns2, e->host, e->host_mac) != 0;
     bad |= read_mac(e->ns, e->peer, e->peer_mac) != 0;
     if (bad) {
         fprintf(stderr, "netenv: configuring %s/%s failed\n", e->host, e->peer);
-        twnet_teardown(e);
-        return -1;
+        tw__netenv_teardown(e);
+        return -EIO;
     }
     /* Both links must report carrier before frames flow. */
     for (int i = 0; i < 200 && !e->ns2[0]; i++) {
@@ -228,7 +229,7 @@ int twnet_setup(twnet_env *e, int with_ns)
     return 0;
 }
 
-pid_t twnet_spawn_in_ns(const twnet_env *e, char *const argv[], int out_fd)
+pid_t tw__netenv_spawn(const tw__netenv *e, char *const argv[], int out_fd)
 {
     char *args[64];
     int n = 0;
@@ -245,7 +246,7 @@ pid_t twnet_spawn_in_ns(const twnet_env *e, char *const argv[], int out_fd)
     fflush(stderr);
     pid_t pid = fork();
     if (pid < 0)
-        return -1;
+        return -errno;
     if (pid == 0) {
         if (out_fd >= 0) {
             dup2(out_fd, 1);
@@ -258,19 +259,17 @@ pid_t twnet_spawn_in_ns(const twnet_env *e, char *const argv[], int out_fd)
     return pid;
 }
 
-int twnet_wait(pid_t pid, double timeout_s)
+int tw__netenv_wait(pid_t pid, double timeout_s)
 {
-    struct timespec t0, t;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    int64_t t0_ns = tw_clock_now_ns();
     for (;;) {
         int st;
         pid_t r = waitpid(pid, &st, WNOHANG);
         if (r == pid)
             return WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
         if (r < 0 && errno != EINTR)
-            return -1;
-        clock_gettime(CLOCK_MONOTONIC, &t);
-        if ((double)(t.tv_sec - t0.tv_sec) + 1e-9 * (double)(t.tv_nsec - t0.tv_nsec) > timeout_s) {
+            return -errno;
+        if ((double)(tw_clock_now_ns() - t0_ns) * 1e-9 > timeout_s) {
             kill(pid, SIGKILL);
             waitpid(pid, &st, 0);
             return 128 + SIGKILL;
@@ -279,11 +278,11 @@ int twnet_wait(pid_t pid, double timeout_s)
     }
 }
 
-int twnet_qdisc(const twnet_env *e, const char *spec)
+int tw__netenv_qdisc(const tw__netenv *e, const char *spec)
 {
     const char *pre = e->ns[0] ? "ip netns exec " : "";
     const char *ns = e->ns;
     if (!spec)
-        return twnet_sh(1, "%s%s tc qdisc del dev %s root", pre, ns, e->peer) == 0 ? 0 : -1;
-    return twnet_sh(0, "%s%s tc qdisc replace dev %s root %s", pre, ns, e->peer, spec) == 0 ? 0 : -1;
+        return tw__netenv_sh(1, "%s%s tc qdisc del dev %s root", pre, ns, e->peer) == 0 ? 0 : -EIO;
+    return tw__netenv_sh(0, "%s%s tc qdisc replace dev %s root %s", pre, ns, e->peer, spec) == 0 ? 0 : -EIO;
 }

@@ -35,13 +35,14 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "../../tests/net_interop/netenv.h"
-#include "../../tests/net_interop/sha256.h"
-#include "netrtt/netdrv.h"
-#include "netrtt/portspec.h"
+#include "common/cli_opt.h"
+#include "common/netenv.h"
+#include "common/portspec.h"
+#include "common/sha256.h"
+#include "tickwire/clock.h"
 #include "tickwire/net.h"
 
-int tw__cli_bench_netrtt(int argc, char **argv);
+int tw__bench_netrtt_run(int argc, char **argv);
 
 typedef struct res {
     double p50, p99, p999, max; /* microseconds */
@@ -73,10 +74,10 @@ static void pin_self(int cpu)
 
 /* Forks argv (in e's namespace) on CPU cpu: the child inherits the mask
  * set around the fork. */
-static pid_t spawn_on(int cpu, const twnet_env *e, char *const argv[], int out_fd)
+static pid_t spawn_on(int cpu, const tw__netenv *e, char *const argv[], int out_fd)
 {
     pin_self(cpu);
-    pid_t pid = twnet_spawn_in_ns(e, argv, out_fd);
+    pid_t pid = tw__netenv_spawn(e, argv, out_fd);
     pin_self(cpu_cli);
     return pid;
 }
@@ -116,7 +117,7 @@ static res median_res(res *rs, unsigned n)
 }
 
 /* Starts "kpeer echo PORT" in e's peer namespace; waits for "ready". */
-static pid_t start_echo(const twnet_env *e, unsigned port_no, int spin, int *outfd)
+static pid_t start_echo(const tw__netenv *e, unsigned port_no, int spin, int *outfd)
 {
     int fds[2];
     if (pipe(fds) < 0)
@@ -146,7 +147,7 @@ static pid_t start_echo(const twnet_env *e, unsigned port_no, int spin, int *out
 /* Drives one stack (or two) one turn; busy-poll. */
 static void spin(tw_net *a, tw_net *b)
 {
-    uint64_t now = twd_now_ns();
+    uint64_t now = (uint64_t)tw_clock_now_ns();
     tw_net_poll(a, now);
     if (b)
         tw_net_poll(b, now);
@@ -154,9 +155,9 @@ static void spin(tw_net *a, tw_net *b)
 
 static int wait_state(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_state want, double secs)
 {
-    uint64_t dl = twd_now_ns() + (uint64_t)(secs * 1e9);
+    uint64_t dl = (uint64_t)tw_clock_now_ns() + (uint64_t)(secs * 1e9);
     while (tw_tcp_get_state(c) != want) {
-        if (twd_now_ns() > dl || tw_tcp_get_state(c) == TW_TCP_CLOSED)
+        if ((uint64_t)tw_clock_now_ns() > dl || tw_tcp_get_state(c) == TW_TCP_CLOSED)
             return -1;
         spin(a, b);
     }
@@ -171,8 +172,8 @@ static int pingpong(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_conn **srv, uin
 {
     uint8_t msg[1024];
     for (unsigned i = 0; i < n + warm; i++) {
-        tw_stream_fill(99, (uint64_t)i * msg_size, msg, msg_size);
-        uint64_t t0 = twd_now_ns(), dl = t0 + 5000000000ull;
+        tw__stream_fill(99, (uint64_t)i * msg_size, msg, msg_size);
+        uint64_t t0 = (uint64_t)tw_clock_now_ns(), dl = t0 + 5000000000ull;
         if (tw_tcp_send(c, msg, msg_size, t0) != (long)msg_size)
             return -1;
         size_t got = 0;
@@ -183,7 +184,7 @@ static int pingpong(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_conn **srv, uin
                 const uint8_t *p;
                 size_t m;
                 while (tw_tcp_recv_peek(*srv, &p, &m) > 0) {
-                    if (tw_tcp_send(*srv, p, m, twd_now_ns()) != (long)m)
+                    if (tw_tcp_send(*srv, p, m, (uint64_t)tw_clock_now_ns()) != (long)m)
                         return -1;
                     tw_tcp_recv_consume(*srv, m);
                 }
@@ -198,10 +199,10 @@ static int pingpong(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_conn **srv, uin
                 got += m;
                 tw_tcp_recv_consume(c, m);
             }
-            if (twd_now_ns() > dl)
+            if ((uint64_t)tw_clock_now_ns() > dl)
                 return -1;
         }
-        uint64_t t1 = twd_now_ns();
+        uint64_t t1 = (uint64_t)tw_clock_now_ns();
         if (!same)
             return -1;
         if (i >= warm)
@@ -239,7 +240,7 @@ static tw_net *open_stack(tw_port *p, uint32_t ip, tw_error *err)
 
 static void close_conn(tw_tcp_conn *c, tw_net *a, tw_net *b)
 {
-    tw_tcp_abort(c, twd_now_ns());
+    tw_tcp_abort(c, (uint64_t)tw_clock_now_ns());
     spin(a, b);
     tw_tcp_conn_release(c);
 }
@@ -255,7 +256,7 @@ typedef struct rcase {
     int unbuilt;      /* this build has no such port: not a failure */
     int ok;           /* set up, and no run has failed */
     char why[400];    /* why not ok */
-    twnet_env e;
+    tw__netenv e;
     tw_port *pa, *pb;
     tw_net *a, *b;
     tw_tcp_listener l;
@@ -280,9 +281,10 @@ static tw_tcp_conn *accept_cb(tw_tcp_listener *l, uint32_t ip, uint16_t port_no,
 
 static int case_open(rcase *k)
 {
-    int rc = twnet_setup(&k->e, k->kind ? (k->both ? 0 : 1) : 2);
+    int rc = tw__netenv_setup(&k->e, k->kind ? (k->both ? 0 : 1) : 2);
     if (rc) {
-        snprintf(k->why, sizeof(k->why), "topology: %s", rc == TWNET_SKIP ? "skipped" : "failed");
+        snprintf(k->why, sizeof(k->why), "topology: %s",
+                 rc == TW_NETENV_SKIP ? "skipped" : "failed");
         return rc;
     }
     if (!k->kind)
@@ -290,24 +292,24 @@ static int case_open(rcase *k)
     char spec[128];
     tw_error err = {0};
     snprintf(spec, sizeof(spec), "%s:%s", k->kind, k->e.host);
-    if ((rc = twp_open_spec(&k->pa, spec, 4096, &err)) != 0) {
+    if ((rc = tw__port_open_spec(&k->pa, spec, 4096, &err)) != 0) {
         snprintf(k->why, sizeof(k->why), "%s: %s", spec, err.msg);
         if (rc == -ENOTSUP)
             k->unbuilt = 1;
         return -1;
     }
-    if (!(k->a = open_stack(k->pa, TWNET_STACK_IP_BE, &err))) {
+    if (!(k->a = open_stack(k->pa, TW_NETENV_STACK_IP_BE, &err))) {
         snprintf(k->why, sizeof(k->why), "stack: %s", err.msg);
         return -1;
     }
     if (!k->both)
         return 0;
     snprintf(spec, sizeof(spec), "%s:%s", k->kind, k->e.peer);
-    if ((rc = twp_open_spec(&k->pb, spec, 4096, &err)) != 0) {
+    if ((rc = tw__port_open_spec(&k->pb, spec, 4096, &err)) != 0) {
         snprintf(k->why, sizeof(k->why), "%s: %s", spec, err.msg);
         return -1;
     }
-    if (!(k->b = open_stack(k->pb, TWNET_PEER_IP_BE, &err)) ||
+    if (!(k->b = open_stack(k->pb, TW_NETENV_PEER_IP_BE, &err)) ||
         tw_tcp_listen(k->b, &k->l, 7500, accept_cb, k) != 0) {
         snprintf(k->why, sizeof(k->why), "peer stack: %s", err.msg);
         return -1;
@@ -328,7 +330,7 @@ static void case_close(rcase *k)
         tw_net_close(k->b);
     tw_port_close(k->pa);
     tw_port_close(k->pb);
-    twnet_teardown(&k->e);
+    tw__netenv_teardown(&k->e);
     k->a = k->b = NULL;
     k->pa = k->pb = NULL;
 }
@@ -349,9 +351,9 @@ static int run_kernel(rcase *k, unsigned r)
     snprintf(nb, sizeof(nb), "%u", n_msgs);
     snprintf(sb, sizeof(sb), "%u", msg_size);
     char *argv[] = {(char *)"ip", (char *)"netns", (char *)"exec", k->e.ns2, kpeer,
-                    (char *)"rttclient", (char *)TWNET_PEER_IP, pb, nb, sb,
+                    (char *)"rttclient", (char *)TW_NETENV_PEER_IP, pb, nb, sb,
                     k->kblock ? (char *)"block" : NULL, NULL};
-    twnet_env none;
+    tw__netenv none;
     memset(&none, 0, sizeof(none));
     pid_t cli = spawn_on(cpu_cli, &none, argv, fds[1]);
     close(fds[1]);
@@ -361,8 +363,8 @@ static int run_kernel(rcase *k, unsigned r)
         n++;
     line[n] = 0;
     close(fds[0]);
-    int crc = twnet_wait(cli, 120.0);
-    twnet_wait(srv, 10.0);
+    int crc = tw__netenv_wait(cli, 120.0);
+    tw__netenv_wait(srv, 10.0);
     close(efd);
     unsigned long long a, b, c, d;
     if (crc != 0 || sscanf(line, "rtt %llu %llu %llu %llu", &a, &b, &c, &d) != 4) {
@@ -381,7 +383,8 @@ static int run_client(rcase *k, unsigned r, uint64_t *lat)
     pid_t srv = start_echo(&k->e, pn, k->spin, &efd);
     memset(&k->c, 0, sizeof(k->c));
     int ok = srv > 0 &&
-             tw_tcp_connect(k->a, &k->c, TWNET_PEER_IP_BE, (uint16_t)pn, 0, twd_now_ns()) == 0 &&
+             tw_tcp_connect(k->a, &k->c, TW_NETENV_PEER_IP_BE, (uint16_t)pn, 0,
+                            (uint64_t)tw_clock_now_ns()) == 0 &&
              wait_state(&k->c, k->a, NULL, TW_TCP_ESTABLISHED, 10) == 0 &&
              pingpong(&k->c, k->a, NULL, NULL, lat, n_msgs, 1000) == 0;
     if (ok)
@@ -391,7 +394,7 @@ static int run_client(rcase *k, unsigned r, uint64_t *lat)
                  tw_tcp_state_name(tw_tcp_get_state(&k->c)));
     close_conn(&k->c, k->a, NULL);
     if (srv > 0) {
-        twnet_wait(srv, 10.0);
+        tw__netenv_wait(srv, 10.0);
         close(efd);
     }
     return ok ? 0 : -1;
@@ -402,7 +405,8 @@ static int run_both(rcase *k, unsigned r, uint64_t *lat)
 {
     memset(&k->c, 0, sizeof(k->c));
     k->srv = NULL;
-    int ok = tw_tcp_connect(k->a, &k->c, TWNET_PEER_IP_BE, 7500, 0, twd_now_ns()) == 0 &&
+    int ok = tw_tcp_connect(k->a, &k->c, TW_NETENV_PEER_IP_BE, 7500, 0,
+                            (uint64_t)tw_clock_now_ns()) == 0 &&
              wait_state(&k->c, k->a, k->b, TW_TCP_ESTABLISHED, 10) == 0 &&
              pingpong(&k->c, k->a, k->b, &k->srv, lat, n_msgs, 1000) == 0;
     if (ok)
@@ -415,7 +419,7 @@ static int run_both(rcase *k, unsigned r, uint64_t *lat)
         spin(k->a, k->b);
     if (k->srv) {
         if (tw_tcp_get_state(k->srv) != TW_TCP_CLOSED)
-            tw_tcp_abort(k->srv, twd_now_ns());
+            tw_tcp_abort(k->srv, (uint64_t)tw_clock_now_ns());
         tw_tcp_conn_release(k->srv);
         k->srv = NULL;
     }
@@ -428,51 +432,85 @@ static void row(const char *name, const res *r)
            r->p999 / r->p50);
 }
 
-static void usage(void)
-{
-    fprintf(stderr,
-            "usage: tickwire bench netrtt [-n MSGS] [--runs R] [--rt] [--cpus C,S] [--kpeer PATH]\n"
-            "                             [--trace US]\n"
-            "  round trips of 64-byte messages over a veth pair (root)\n"
-            "  -n MSGS     round trips per run (default 20000, at least 1000)\n"
-            "  --runs R    rounds; each runs every case once (default 3, at most 15)\n"
-            "  --rt        SCHED_FIFO 1 for this process and (inherited) every kernel\n"
-            "              peer, so other load on a shared machine preempts neither side\n"
-            "  --cpus C,S  clients (stack or kernel) on CPU C, kernel echo servers on\n"
-            "              CPU S (default: the first two CPUs allowed)\n"
-            "  --kpeer P   the kernel peer program (default: net_kpeer of the build)\n"
-            "  --trace US  print each stack round trip slower than US microseconds with\n"
-            "              its time into the run (periodic stalls show as a period)\n");
-}
+static const char usage_text[] =
+    "usage: tickwire bench netrtt [-n MSGS] [--runs R] [--rt] [--cpus C,S] [--kpeer PATH]\n"
+    "                             [--trace US]\n"
+    "  round trips of 64-byte messages over a veth pair (root)\n"
+    "  -n MSGS     round trips per run (default 20000, at least 1000)\n"
+    "  --runs R    rounds; each runs every case once (default 3, at most 15)\n"
+    "  --rt        SCHED_FIFO 1 for this process and (inherited) every kernel\n"
+    "              peer, so other load on a shared machine preempts neither side\n"
+    "  --cpus C,S  clients (stack or kernel) on CPU C, kernel echo servers on\n"
+    "              CPU S (default: the first two CPUs allowed)\n"
+    "  --kpeer P   the kernel peer program (default: net_kpeer of the build)\n"
+    "  --trace US  print each stack round trip slower than US microseconds with\n"
+    "              its time into the run (periodic stalls show as a period)\n";
 
-int tw__cli_bench_netrtt(int argc, char **argv)
+/* Options into the file's settings: -1 when they are good, else the exit
+ * status to return now (0 after --help, 2 after one line saying what was
+ * wrong). */
+static int parse_args(int argc, char **argv)
 {
+    static const char cmd[] = "bench netrtt";
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "-n") && i + 1 < argc)
-            n_msgs = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--runs") && i + 1 < argc)
-            n_runs = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--rt"))
+        const char *opt, *val;
+        uint64_t v;
+        if (!strcmp(argv[i], "--rt")) {
             rt = 1;
-        else if (!strcmp(argv[i], "--cpus") && i + 1 < argc) {
-            if (sscanf(argv[++i], "%d,%d", &cpu_cli, &cpu_srv) != 2 || cpu_cli < 0 ||
-                cpu_srv < 0 || cpu_cli >= CPU_SETSIZE || cpu_srv >= CPU_SETSIZE) {
-                fprintf(stderr, "netrtt: --cpus wants CLIENT,SERVER (two CPU numbers)\n");
+            continue;
+        }
+        if (!strcmp(argv[i], "-n")) { /* the one short option with a value */
+            if (i + 1 >= argc) {
+                fprintf(stderr, "tickwire %s: -n needs a value (see --help)\n", cmd);
                 return 2;
             }
-        } else if (!strcmp(argv[i], "--trace") && i + 1 < argc) {
-            trace_ns = (uint64_t)(atof(argv[++i]) * 1e3);
-        } else if (!strcmp(argv[i], "--kpeer") && i + 1 < argc)
-            snprintf(kpeer, sizeof(kpeer), "%s", argv[++i]);
-        else {
-            usage();
+            opt = argv[i];
+            val = argv[++i];
+        } else {
+            int r = tw__cli_opt_value(cmd, usage_text, argc, argv, &i, &opt, &val);
+            if (r)
+                return r > 0 ? 0 : 2;
+        }
+        if (!strcmp(opt, "-n")) {
+            if (tw__cli_u64_range(cmd, opt, val, 1000, 10000000, &v))
+                return 2;
+            n_msgs = (unsigned)v;
+        } else if (!strcmp(opt, "--runs")) {
+            if (tw__cli_u64_range(cmd, opt, val, 1, 15, &v))
+                return 2;
+            n_runs = (unsigned)v;
+        } else if (!strcmp(opt, "--cpus")) {
+            char extra;
+            if (sscanf(val, "%d,%d%c", &cpu_cli, &cpu_srv, &extra) != 2 || cpu_cli < 0 ||
+                cpu_srv < 0 || cpu_cli >= CPU_SETSIZE || cpu_srv >= CPU_SETSIZE) {
+                fprintf(stderr, "tickwire %s: --cpus wants CLIENT,SERVER (two CPU numbers)\n",
+                        cmd);
+                return 2;
+            }
+        } else if (!strcmp(opt, "--trace")) {
+            double us;
+            if (tw__cli_double(cmd, opt, val, &us))
+                return 2;
+            if (us < 0) {
+                fprintf(stderr, "tickwire %s: --trace: %s is negative\n", cmd, val);
+                return 2;
+            }
+            trace_ns = (uint64_t)(us * 1e3);
+        } else if (!strcmp(opt, "--kpeer")) {
+            snprintf(kpeer, sizeof(kpeer), "%s", val);
+        } else {
+            fprintf(stderr, "tickwire %s: unknown option '%s' (see --help)\n", cmd, opt);
             return 2;
         }
     }
-    if (n_msgs < 1000 || n_msgs > 10000000 || n_runs < 1 || n_runs > 15) {
-        fprintf(stderr, "netrtt: -n must be 1000..10000000 and --runs 1..15\n");
-        return 2;
-    }
+    return -1;
+}
+
+int tw__bench_netrtt_run(int argc, char **argv)
+{
+    int prc = parse_args(argc, argv);
+    if (prc >= 0)
+        return prc;
     if (geteuid() != 0) {
         fprintf(stderr, "SKIP: netrtt needs root (network namespaces and veth pairs)\n");
         return 77;
@@ -558,7 +596,7 @@ int tw__cli_bench_netrtt(int argc, char **argv)
                 continue;
             trace_label = k->label;
             int rc = case_open(k);
-            if (rc == TWNET_SKIP) {
+            if (rc == TW_NETENV_SKIP) {
                 case_close(k);
                 free(lat);
                 return 77;

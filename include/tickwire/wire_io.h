@@ -1,7 +1,12 @@
-/* Shared-memory ring operations used by the server and the C client (the
- * ring layout itself is wire format and lives in tickwire/wire.h). */
-#ifndef TW_ENGINE_WIRE_INTERNAL_H
-#define TW_ENGINE_WIRE_INTERNAL_H
+/* Moving frames, shared by both ends of the wire (the engine server and
+ * the C client; src/wire): the operations on the shared-memory ring whose
+ * layout wire.h defines, and blocking descriptor I/O.
+ *
+ * These are the library's own (tw__): the server, the client, their tests
+ * and benchmarks use them; an application talks to an engine through
+ * client.h instead. */
+#ifndef TICKWIRE_WIRE_IO_H
+#define TICKWIRE_WIRE_IO_H
 
 #include <stdint.h>
 #include <sys/types.h>
@@ -9,14 +14,21 @@
 
 #include "tickwire/wire.h"
 
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- shared-memory ring ------------------------------------------------- */
+
 /* Called about every 20 ms while a ring side sleeps; a non-zero return
  * aborts the wait with that (negative) code.  This is how a side notices
  * that its peer died or that the server is shutting down. */
 typedef int (*tw__ring_alive_fn)(void *arg);
 
-/* One side's private view of one ring.  pos is this side's own index (tail
- * for a producer, head for a consumer), never read back from the shared
- * page, so a corrupt peer cannot steer our writes. */
+/* One side's private view of one ring, embedded in the caller's struct.
+ * pos is this side's own index (tail for a producer, head for a consumer),
+ * never read back from the shared page, so a corrupt peer cannot steer our
+ * writes. */
 typedef struct tw__ring {
     tw_shm_ring_ctl *ctl;
     uint8_t *buf;
@@ -39,6 +51,9 @@ typedef struct tw__ring {
     uint64_t nudged_ns;    /* when we last did, to do it rarely */
 } tw__ring;
 
+/* Sets up r over a ring of the caller's mapping: ctl and buf[cap] (cap a
+ * power of two in [TW_SHM_RING_MIN, TW_SHM_RING_MAX]) stay the caller's.
+ * alive (may be NULL) and alive_arg as above. */
 void tw__ring_init(tw__ring *r, tw_shm_ring_ctl *ctl, uint8_t *buf, uint32_t cap,
                    uint64_t spin_ns, tw__ring_alive_fn alive, void *alive_arg);
 
@@ -56,6 +71,7 @@ void tw__ring_publish(tw__ring *r);
  * record, or the alive callback's code.  The view stays valid until
  * tw__ring_release(). */
 int tw__ring_peek(tw__ring *r, const uint8_t **frame, size_t *avail);
+/* Consumer: gives the record of the last peek back to the producer. */
 void tw__ring_release(tw__ring *r);
 
 /* The adaptive spin policy of every wait: the budget (ns) for the next
@@ -75,19 +91,22 @@ static inline size_t tw__shm_map_bytes(uint32_t ring_bytes)
     return TW_SHM_CTL_BYTES + 2 * (size_t)ring_bytes;
 }
 
-/* Monotonic nanoseconds. */
-uint64_t tw__now_ns(void);
-
-/* Blocking descriptor I/O shared by the C client and the stdin/stdout
- * server (wire.c). */
+/* ---- blocking descriptor I/O -------------------------------------------- */
 
 /* Reads up to n bytes into p, retrying EINTR.  Returns how many were read
  * (fewer than n only when the peer closed first: each caller gives that its
  * own meaning) or -errno. */
 ssize_t tw__read_full(int fd, void *p, size_t n);
 
+/* Writes all n bytes of p, retrying EINTR and short writes.  Returns 0 or
+ * -errno (-EPIPE if the descriptor took nothing). */
+int tw__write_full(int fd, const void *p, size_t n);
+
 /* After a writev/sendmsg of v[*i..n) wrote k bytes: moves *i past the
  * iovecs written in full and trims the one written in part. */
 void tw__iov_consume(struct iovec *v, int n, int *i, size_t k);
 
+#ifdef __cplusplus
+}
+#endif
 #endif

@@ -4,9 +4,7 @@
  * return garbage values but never read out of bounds. */
 #include <errno.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "engine/wire_internal.h"
 #include "tickwire/wire.h"
 
 void tw_wire_limits_init(tw_wire_limits *l)
@@ -46,6 +44,19 @@ const char *tw_wire_strerror(unsigned wire_code)
     case TW_WERR_INTERNAL: return "INTERNAL";
     default: return "UNKNOWN";
     }
+}
+
+/* tw_strerror() for the client's error-frame codes, -(TW_EWIRE + code). */
+static const char *wire_rc_strerror(int rc)
+{
+    return tw_wire_strerror((unsigned)TW_EWIRE_CODE(rc));
+}
+
+/* Registered at load, from the file every program that can see such a
+ * code links (the client's error path calls tw_wire_strerror). */
+__attribute__((constructor)) static void register_wire_errors(void)
+{
+    TW_VERIFY(tw__strerror_register(TW_EWIRE + 1, TW_WERR_COUNT - 1, wire_rc_strerror) == 0);
 }
 
 static uint32_t rd32(const uint8_t *p)
@@ -146,36 +157,4 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
     if (op == TW_OP_SWEEP || op == TW_OP_ECHO || op == TW_OP_SWEEP_LOADED)
         req->combos = arr;
     return (int64_t)TW_WIRE_PREFIX_BYTES + body;
-}
-
-/* ---- blocking descriptor I/O of the C client and the stdin/stdout server */
-
-ssize_t tw__read_full(int fd, void *p, size_t n)
-{
-    size_t got = 0;
-    while (got < n) {
-        ssize_t k = read(fd, (char *)p + got, n - got);
-        if (k < 0 && errno == EINTR)
-            continue;
-        if (k < 0)
-            return -errno;
-        if (k == 0)
-            break;
-        got += (size_t)k;
-    }
-    return (ssize_t)got;
-}
-
-void tw__iov_consume(struct iovec *v, int n, int *i, size_t k)
-{
-    while (k > 0 && *i < n) {
-        if (k >= v[*i].iov_len) {
-            k -= v[*i].iov_len;
-            (*i)++;
-        } else {
-            v[*i].iov_base = (char *)v[*i].iov_base + k;
-            v[*i].iov_len -= k;
-            k = 0;
-        }
-    }
 }

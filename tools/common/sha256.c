@@ -1,5 +1,5 @@
 /* SHA-256 (FIPS 180-4) and the deterministic byte stream of sha256.h. */
-#include "sha256.h"
+#include "common/sha256.h"
 
 #include <stdio.h>
 #include <string.h>
@@ -16,7 +16,7 @@ static const uint32_t K[64] = {
 
 #define ROR(x, n) (((x) >> (n)) | ((x) << (32 - (n))))
 
-static void block(tw_sha256 *s, const uint8_t *p)
+static void block(tw__sha256 *s, const uint8_t *p)
 {
     uint32_t w[64];
     for (int i = 0; i < 16; i++)
@@ -51,7 +51,7 @@ static void block(tw_sha256 *s, const uint8_t *p)
     s->h[7] += h;
 }
 
-void tw_sha256_init(tw_sha256 *s)
+void tw__sha256_init(tw__sha256 *s)
 {
     static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
                                    0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
@@ -60,7 +60,7 @@ void tw_sha256_init(tw_sha256 *s)
     s->nbuf = 0;
 }
 
-void tw_sha256_update(tw_sha256 *s, const void *data, size_t n)
+void tw__sha256_update(tw__sha256 *s, const void *data, size_t n)
 {
     const uint8_t *p = data;
     s->len += n;
@@ -83,18 +83,18 @@ void tw_sha256_update(tw_sha256 *s, const void *data, size_t n)
     s->nbuf = (unsigned)n;
 }
 
-void tw_sha256_final(tw_sha256 *s, uint8_t out[32])
+void tw__sha256_final(tw__sha256 *s, uint8_t out[32])
 {
     uint64_t bits = s->len * 8u;
     uint8_t pad = 0x80;
-    tw_sha256_update(s, &pad, 1);
+    tw__sha256_update(s, &pad, 1);
     pad = 0;
     while (s->nbuf != 56)
-        tw_sha256_update(s, &pad, 1);
+        tw__sha256_update(s, &pad, 1);
     uint8_t l[8];
     for (int i = 0; i < 8; i++)
         l[i] = (uint8_t)(bits >> (56 - 8 * i));
-    tw_sha256_update(s, l, 8);
+    tw__sha256_update(s, l, 8);
     for (int i = 0; i < 8; i++) {
         out[4 * i] = (uint8_t)(s->h[i] >> 24);
         out[4 * i + 1] = (uint8_t)(s->h[i] >> 16);
@@ -103,7 +103,7 @@ void tw_sha256_final(tw_sha256 *s, uint8_t out[32])
     }
 }
 
-void tw_sha256_hex(const uint8_t d[32], char out[65])
+void tw__sha256_hex(const uint8_t d[32], char out[65])
 {
     for (int i = 0; i < 32; i++)
         snprintf(out + 2 * i, 3, "%02x", d[i]);
@@ -119,7 +119,7 @@ static uint64_t mix(uint64_t x)
     return x ^ (x >> 31);
 }
 
-void tw_stream_fill(uint64_t seed, uint64_t off, uint8_t *dst, size_t n)
+void tw__stream_fill(uint64_t seed, uint64_t off, uint8_t *dst, size_t n)
 {
     while (n) {
         uint64_t blk = off >> 3;

@@ -1,33 +1,35 @@
 /* Port specs: see portspec.h. */
-#include "portspec.h"
+#include "common/portspec.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-extern uint64_t tw__af_packet_leaked;
-#ifdef TW_HAVE_AF_XDP
-extern uint64_t tw__af_xdp_leaked;
-#endif
 #ifdef TW_HAVE_DPDK
-extern uint64_t tw__dpdk_leaked;
 /* Each DPDK vdev gets its own index so one process can hold several. */
 static unsigned dpdk_vdevs;
 #endif
 
-unsigned long long twp_leaked(void)
+#if defined(TW_HAVE_AF_XDP) || defined(TW_HAVE_DPDK)
+/* A decimal number in [0, max] taking all of s: 0 and *v set, or -EINVAL
+ * with err naming the spec and what the number is. */
+static int spec_number(const char *s, unsigned long max, const char *what, const char *spec,
+                       unsigned long *v, tw_error *err)
 {
-    unsigned long long n = tw__af_packet_leaked;
-#ifdef TW_HAVE_AF_XDP
-    n += tw__af_xdp_leaked;
-#endif
-#ifdef TW_HAVE_DPDK
-    n += tw__dpdk_leaked;
-#endif
-    return n;
+    char *e = NULL;
+    errno = 0;
+    unsigned long x = *s >= '0' && *s <= '9' ? strtoul(s, &e, 10) : ULONG_MAX;
+    if (!e || *e || errno || x > max)
+        return tw__err(err, -EINVAL, "port spec '%s': %s '%s' is not a number in [0, %lu]",
+                       spec, what, s, max);
+    *v = x;
+    return 0;
 }
+#endif
 
 #ifdef TW_HAVE_DPDK
 static int first_cpu(void)
@@ -57,15 +59,15 @@ static int open_dpdk_vdev(tw_port **out, const char *drv, const char *ifname, un
      * its fill ring up front: give DPDK a pool well above the rings. */
     if (frames < 8192)
         frames = 8192;
-    /* 0xffff: the ethdev of this --vdev, whatever id it got (port_dpdk.c). */
-    int rc = tw_port_dpdk_open(out, eal, 0xffff, frames, err);
+    /* The ethdev of this --vdev, whatever id it got (port_dpdk.c). */
+    int rc = tw_port_dpdk_open(out, eal, TW_PORT_DPDK_LAST_VDEV, frames, err);
     if (rc == 0)
         dpdk_vdevs++;
     return rc;
 }
 #endif
 
-int twp_open_spec(tw_port **out, const char *spec, unsigned frames, tw_error *err)
+int tw__port_open_spec(tw_port **out, const char *spec, unsigned frames, tw_error *err)
 {
     char buf[512];
     if (strlen(spec) >= sizeof(buf))
@@ -79,13 +81,15 @@ int twp_open_spec(tw_port **out, const char *spec, unsigned frames, tw_error *er
         return tw_port_af_packet_open(out, arg, frames, err);
     if (!strcmp(buf, "af_xdp")) {
 #ifdef TW_HAVE_AF_XDP
-        unsigned q = 0;
+        unsigned long q = 0;
         char *c = strchr(arg, ':');
         if (c) {
             *c++ = 0;
-            q = (unsigned)atoi(c);
+            int rc = spec_number(c, UINT_MAX, "queue", spec, &q, err);
+            if (rc)
+                return rc;
         }
-        return tw_port_af_xdp_open(out, arg, q, frames, err);
+        return tw_port_af_xdp_open(out, arg, (unsigned)q, frames, err);
 #else
         return tw__err(err, -ENOTSUP, "this build has no AF_XDP port (libxdp not found)");
 #endif
@@ -101,7 +105,12 @@ int twp_open_spec(tw_port **out, const char *spec, unsigned frames, tw_error *er
             if (!c)
                 return tw__err(err, -EINVAL, "port spec '%s': expected dpdk:PORT:EAL ARGS", spec);
             *c++ = 0;
-            return tw_port_dpdk_open(out, c, (uint16_t)atoi(arg), frames, err);
+            unsigned long id;
+            /* 0xffff is TW_PORT_DPDK_LAST_VDEV: allowed, it names the last --vdev. */
+            int rc = spec_number(arg, 0xffff, "port id", spec, &id, err);
+            if (rc)
+                return rc;
+            return tw_port_dpdk_open(out, c, (uint16_t)id, frames, err);
         }
 #else
         return tw__err(err, -ENOTSUP, "this build has no DPDK port (libdpdk not found)");

@@ -12,7 +12,8 @@
  * the stack's counters.  --mac gives the stack a MAC of its own
  * (xx:xx:xx:xx:xx:xx) instead of the interface's: on AF_PACKET the host
  * kernel then stops the stack's frames at its L2 check instead of running
- * them through its IPv4 input (see tools/netrtt/cli_netrtt.c). */
+ * them through its IPv4 input (see bench/netrtt/bench_netrtt_core.c).
+ * A bad option or number: one line on stderr naming it, exit status 2. */
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -22,8 +23,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "netrtt/netdrv.h"
-#include "netrtt/portspec.h"
+#include "common/cli_opt.h"
+#include "common/netdrv.h"
+#include "common/portspec.h"
+#include "tickwire/clock.h"
 #include "tickwire/net.h"
 
 int tw__cli_net_echo(int argc, char **argv);
@@ -44,29 +47,51 @@ typedef struct opts {
     int busy;
 } opts;
 
-static int parse(int argc, char **argv, opts *o, int need_to)
+static const char echo_usage[] =
+    "usage: tickwire net echo --port SPEC --ip A.B.C.D [--mac M] [--listen PORT] [--busy]\n";
+static const char connect_usage[] =
+    "usage: tickwire net connect --port SPEC --ip A.B.C.D [--mac M] --to A.B.C.D:PORT [--busy]\n";
+
+/* Returns -1 when the options are good (o filled), else the exit status
+ * the subcommand returns now: 0 after --help, 2 after saying what was
+ * wrong. */
+static int parse(const char *cmd, const char *usage, int argc, char **argv, opts *o,
+                 int need_to)
 {
     memset(o, 0, sizeof(*o));
     o->listen = 7;
     for (int i = 1; i < argc; i++) {
-        if (!strcmp(argv[i], "--port") && i + 1 < argc)
-            o->port = argv[++i];
-        else if (!strcmp(argv[i], "--ip") && i + 1 < argc)
-            o->ip = argv[++i];
-        else if (!strcmp(argv[i], "--mac") && i + 1 < argc)
-            o->mac = argv[++i];
-        else if (!strcmp(argv[i], "--to") && i + 1 < argc)
-            o->to = argv[++i];
-        else if (!strcmp(argv[i], "--listen") && i + 1 < argc)
-            o->listen = (unsigned)atoi(argv[++i]);
-        else if (!strcmp(argv[i], "--busy"))
+        if (!strcmp(argv[i], "--busy")) {
             o->busy = 1;
-        else
-            return -1;
+            continue;
+        }
+        const char *opt, *val;
+        int r = tw__cli_opt_value(cmd, usage, argc, argv, &i, &opt, &val);
+        if (r)
+            return r > 0 ? 0 : 2;
+        if (!strcmp(opt, "--port")) {
+            o->port = val;
+        } else if (!strcmp(opt, "--ip")) {
+            o->ip = val;
+        } else if (!strcmp(opt, "--mac")) {
+            o->mac = val;
+        } else if (!strcmp(opt, "--to") && need_to) {
+            o->to = val;
+        } else if (!strcmp(opt, "--listen") && !need_to) {
+            uint64_t v;
+            if (tw__cli_u64_range(cmd, opt, val, 1, 65535, &v))
+                return 2;
+            o->listen = (unsigned)v;
+        } else {
+            fprintf(stderr, "tickwire %s: unknown option '%s' (see --help)\n", cmd, opt);
+            return 2;
+        }
     }
-    if (!o->port || !o->ip || (need_to && !o->to) || o->listen == 0 || o->listen > 65535)
-        return -1;
-    return 0;
+    if (!o->port || !o->ip || (need_to && !o->to)) {
+        fputs(usage, stderr);
+        return 2;
+    }
+    return -1;
 }
 
 static int open_all(const opts *o, tw_port **p, tw_net **st)
@@ -77,7 +102,7 @@ static int open_all(const opts *o, tw_port **p, tw_net **st)
         fprintf(stderr, "net: bad --ip '%s'\n", o->ip);
         return -1;
     }
-    if (twp_open_spec(p, o->port, 4096, &err) != 0) {
+    if (tw__port_open_spec(p, o->port, 4096, &err) != 0) {
         fprintf(stderr, "net: %s\n", err.msg);
         return -1;
     }
@@ -156,10 +181,9 @@ static tw_tcp_conn *echo_accept(tw_tcp_listener *l, uint32_t ip, uint16_t port, 
 int tw__cli_net_echo(int argc, char **argv)
 {
     opts o;
-    if (parse(argc, argv, &o, 0) != 0) {
-        fprintf(stderr, "usage: tickwire net echo --port SPEC --ip A.B.C.D [--mac M] [--listen PORT] [--busy]\n");
-        return 2;
-    }
+    int prc = parse("net echo", echo_usage, argc, argv, &o, 0);
+    if (prc >= 0)
+        return prc;
     tw_port *p;
     tw_net *st;
     if (open_all(&o, &p, &st) != 0)
@@ -174,7 +198,7 @@ int tw__cli_net_echo(int argc, char **argv)
     fprintf(stderr, "net echo: %s listening on %s:%u over %s\n", p->ops->name, o.ip, o.listen,
             o.port);
     while (!quit) {
-        twd_turn(st, p, !o.busy, 1000000);
+        tw__netdrv_turn(st, p, !o.busy, 1000000);
         for (int i = 0; i < ECHO_CONNS; i++) {
             if (!used[i])
                 continue;
@@ -183,13 +207,13 @@ int tw__cli_net_echo(int argc, char **argv)
             const uint8_t *b;
             size_t n;
             while (tw_tcp_recv_peek(c, &b, &n) > 0) {
-                long w = tw_tcp_send(c, b, n, twd_now_ns());
+                long w = tw_tcp_send(c, b, n, (uint64_t)tw_clock_now_ns());
                 if (w <= 0)
                     break; /* ring full: the rest waits for ACKs */
                 tw_tcp_recv_consume(c, (size_t)w);
             }
             if ((ev & TW_TCP_EV_PEER_FIN) && tw_tcp_get_state(c) == TW_TCP_CLOSE_WAIT)
-                tw_tcp_close(c, twd_now_ns());
+                tw_tcp_close(c, (uint64_t)tw_clock_now_ns());
             if (tw_tcp_get_state(c) == TW_TCP_CLOSED) {
                 tw_tcp_conn_release(c);
                 used[i] = 0;
@@ -205,10 +229,9 @@ int tw__cli_net_echo(int argc, char **argv)
 int tw__cli_net_connect(int argc, char **argv)
 {
     opts o;
-    if (parse(argc, argv, &o, 1) != 0) {
-        fprintf(stderr, "usage: tickwire net connect --port SPEC --ip A.B.C.D [--mac M] --to A.B.C.D:PORT [--busy]\n");
-        return 2;
-    }
+    int prc = parse("net connect", connect_usage, argc, argv, &o, 1);
+    if (prc >= 0)
+        return prc;
     char host[32];
     const char *colon = strrchr(o.to, ':');
     uint32_t dst;
@@ -218,17 +241,19 @@ int tw__cli_net_connect(int argc, char **argv)
     }
     memcpy(host, o.to, (size_t)(colon - o.to));
     host[colon - o.to] = 0;
-    int dport = atoi(colon + 1);
-    if (tw_net_parse_ip4(host, &dst) != 0 || dport <= 0 || dport > 65535) {
-        fprintf(stderr, "net connect: bad --to '%s'\n", o.to);
+    uint64_t dport;
+    if (tw_net_parse_ip4(host, &dst) != 0) {
+        fprintf(stderr, "tickwire net connect: --to: '%s' is not a dotted-quad address\n", host);
         return 2;
     }
+    if (tw__cli_u64_range("net connect", "--to PORT", colon + 1, 1, 65535, &dport))
+        return 2;
     tw_port *p;
     tw_net *st;
     if (open_all(&o, &p, &st) != 0)
         return 1;
     static tw_tcp_conn c;
-    int rc = tw_tcp_connect(st, &c, dst, (uint16_t)dport, 0, twd_now_ns());
+    int rc = tw_tcp_connect(st, &c, dst, (uint16_t)dport, 0, (uint64_t)tw_clock_now_ns());
     if (rc != 0) {
         fprintf(stderr, "net connect: %s\n", tw_strerror(rc));
         tw_net_close(st);
@@ -240,7 +265,7 @@ int tw__cli_net_connect(int argc, char **argv)
     size_t pend = 0, pend_off = 0;
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
     while (!quit) {
-        twd_turn(st, p, !o.busy, 1000000);
+        tw__netdrv_turn(st, p, !o.busy, 1000000);
         unsigned ev = tw_tcp_events(&c);
         tw_tcp_state s = tw_tcp_get_state(&c);
         if (ev & (TW_TCP_EV_RESET | TW_TCP_EV_TIMEOUT)) {
@@ -265,11 +290,12 @@ int tw__cli_net_connect(int argc, char **argv)
                     pend_off = 0;
                 } else if (r == 0) {
                     in_open = 0;
-                    tw_tcp_close(&c, twd_now_ns());
+                    tw_tcp_close(&c, (uint64_t)tw_clock_now_ns());
                 }
             }
             if (pend > pend_off) {
-                long w = tw_tcp_send(&c, buf + pend_off, pend - pend_off, twd_now_ns());
+                long w = tw_tcp_send(&c, buf + pend_off, pend - pend_off,
+                                     (uint64_t)tw_clock_now_ns());
                 if (w > 0)
                     pend_off += (size_t)w;
             }
@@ -279,7 +305,7 @@ int tw__cli_net_connect(int argc, char **argv)
     }
     print_stats(st);
     if (tw_tcp_get_state(&c) != TW_TCP_CLOSED)
-        tw_tcp_abort(&c, twd_now_ns());
+        tw_tcp_abort(&c, (uint64_t)tw_clock_now_ns());
     tw_tcp_conn_release(&c);
     tw_net_close(st);
     tw_port_close(p);

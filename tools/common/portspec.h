@@ -1,0 +1,22 @@
+/* Opening a port from a one-line spec, for the tools, tests and benchmarks:
+ *
+ *   af_packet:IFNAME            AF_PACKET TPACKET_V3 on IFNAME
+ *   af_xdp:IFNAME[:QUEUE]       AF_XDP (libxdp) on IFNAME, queue QUEUE (0)
+ *   dpdk_af_packet:IFNAME       DPDK net_af_packet vdev on IFNAME, --no-huge
+ *   dpdk_af_xdp:IFNAME          DPDK net_af_xdp vdev on IFNAME, --no-huge
+ *   dpdk:PORT:EAL ARGS...       DPDK port id PORT with these EAL arguments
+ *
+ * Buffers a closed port found still held are counted by the library:
+ * tw_port_leaked_total() in tickwire/port.h. */
+#ifndef TW_TOOLS_PORTSPEC_H
+#define TW_TOOLS_PORTSPEC_H
+
+#include "tickwire/port.h"
+
+/* Returns 0 and sets *out (the caller closes it with tw_port_close), or a
+ * negative errno-style code with err naming what was wrong: -EINVAL for a
+ * malformed spec (a bad queue or port number included), -ENOTSUP when this
+ * build has no such backend, else the backend's own error. */
+int tw__port_open_spec(tw_port **out, const char *spec, unsigned frames, tw_error *err);
+
+#endif
