@@ -127,7 +127,7 @@ static const char full[] =
     "sender = S2\r\n"
     "target = T2\r\n"
     "store = s2\r\n"
-    "stack = sim\r\n"
+    "stack = dpdk:0:-l 0 --no-huge --vdev=net_af_packet0,iface=tw0\r\n"
     "ip = 10.0.0.2/16\r\n"
     "gateway = 10.0.0.254\r\n"
     "pcap = b.pcapng\r\n"
@@ -171,7 +171,8 @@ static void test_full(void)
     CHECK(!strcmp(a->store, "/tmp/store a")); /* paths keep inner blanks */
     CHECK(a->heartbeat_s == 5 && a->reconnect_min_ms == 10 && a->reconnect_max_ms == 10 &&
           a->connect_timeout_ms == 99 && a->max_orders_per_s == 7);
-    CHECK(b->port == 65535 && b->stack == TW_STACK_SIM && b->ip4 == 0x0a000002u &&
+    CHECK(!strcmp(b->stack_spec, "dpdk:0:-l 0 --no-huge --vdev=net_af_packet0,iface=tw0"));
+    CHECK(b->port == 65535 && b->stack == TW_STACK_DPDK && b->ip4 == 0x0a000002u &&
           b->prefix == 16 && b->gateway4 == 0x0a0000feu && !strcmp(b->pcap, "b.pcapng"));
     CHECK_EQ(c->n_instruments, 2);
     CHECK(!strcmp(c->instruments[0].symbol, "BBB") && c->instruments[0].session == 1);
@@ -341,6 +342,7 @@ static const bad_case bad[] = {
       "reconnect_min_ms 9 above reconnect_max_ms 8" },
     { ENGINE SESSION "stack = foo:bar\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "stack: 'foo:bar'" },
     { ENGINE SESSION "stack = af_xdp:\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "stack: 'af_xdp:'" },
+    { ENGINE SESSION "stack = sim:x\tb\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "not a port spec" },
     { ENGINE SESSION "stack = af_packet:veth0\n" INSTR STRAT RISK, 9,
       "stack = af_packet:veth0 needs ip" },
     { ENGINE SESSION "ip = 10.0.0.1\n" INSTR STRAT RISK, 9, "ip without stack" },
