@@ -30,6 +30,8 @@ endfunction()
 
 # tw_test(NAME name SOURCES files... [LIBS libs...] [LABELS l...] [TIMEOUT s]
 #         [ARGS args...]): a C test program linked against libtickwire.
+# LABELS tsan: also built by the target tsan_tests and run in the TSan
+# build of scripts/test (threads and rings; keep it to those).
 function(tw_test)
   cmake_parse_arguments(A "" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;ARGS" ${ARGN})
   add_executable(${A_NAME} ${A_SOURCES})
@@ -41,6 +43,9 @@ function(tw_test)
     set(A_TIMEOUT 300)
   endif()
   set_tests_properties(${A_NAME} PROPERTIES TIMEOUT ${A_TIMEOUT} LABELS "c;${A_LABELS}")
+  if("tsan" IN_LIST A_LABELS)
+    set_property(GLOBAL APPEND PROPERTY TW_TSAN_TESTS ${A_NAME})
+  endif()
 endfunction()
 
 # tw_pytest(NAME name PATH tests/dir_or_file [TIMEOUT s]): Python tests run by

@@ -55,6 +55,24 @@ static int tw_check_failures;
         }                                                                          \
     } while (0)
 
+/* TW_TEST_ASAN / TW_TEST_TSAN: defined in the sanitizer builds, for tests
+ * that scale their work down there or skip what a sanitizer changes (it
+ * intercepts mlockall, TSan makes system calls of its own). */
+#if defined(__SANITIZE_ADDRESS__)
+#define TW_TEST_ASAN 1
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define TW_TEST_TSAN 1
+#endif
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer) && !defined(TW_TEST_ASAN)
+#define TW_TEST_ASAN 1
+#endif
+#if __has_feature(thread_sanitizer) && !defined(TW_TEST_TSAN)
+#define TW_TEST_TSAN 1
+#endif
+#endif
+
 static inline int tw_check_done(const char *name)
 {
     if (tw_check_failures) {

@@ -36,10 +36,10 @@
 #include <unistd.h>
 
 #include "common/cli_opt.h"
+#include "common/netdrv.h"
 #include "common/netenv.h"
 #include "common/portspec.h"
 #include "common/sha256.h"
-#include "tickwire/clock.h"
 #include "tickwire/net.h"
 
 int tw__bench_netrtt_run(int argc, char **argv);
@@ -144,22 +144,16 @@ static pid_t start_echo(const tw__netenv *e, unsigned port_no, int spin, int *ou
     return pid;
 }
 
-/* Drives one stack (or two) one turn; busy-poll. */
-static void spin(tw_net *a, tw_net *b)
-{
-    uint64_t now = (uint64_t)tw_clock_now_ns();
-    tw_net_poll(a, now);
-    if (b)
-        tw_net_poll(b, now);
-}
+/* One turn of the case's reactor (its one stack, or both): busy-poll. */
+static void spin(tw__netdrv *d) { (void)tw__netdrv_turn(d, 0, 0); }
 
-static int wait_state(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_state want, double secs)
+static int wait_state(tw_tcp_conn *c, tw__netdrv *d, tw_tcp_state want, double secs)
 {
-    uint64_t dl = (uint64_t)tw_clock_now_ns() + (uint64_t)(secs * 1e9);
+    uint64_t dl = tw__netdrv_now_ns() + (uint64_t)(secs * 1e9);
     while (tw_tcp_get_state(c) != want) {
-        if ((uint64_t)tw_clock_now_ns() > dl || tw_tcp_get_state(c) == TW_TCP_CLOSED)
+        if (tw__netdrv_now_ns() > dl || tw_tcp_get_state(c) == TW_TCP_CLOSED)
             return -1;
-        spin(a, b);
+        spin(d);
     }
     return 0;
 }
@@ -167,24 +161,24 @@ static int wait_state(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_state want, d
 /* n round trips on c; the server side (if srv) is the stack's conn *srv
  * echoing, polled in the same loop.  Fills lat; returns 0 or -1 on a
  * mismatch/timeout. */
-static int pingpong(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_conn **srv, uint64_t *lat,
+static int pingpong(tw_tcp_conn *c, tw__netdrv *d, tw_tcp_conn **srv, uint64_t *lat,
                     unsigned n, unsigned warm)
 {
     uint8_t msg[1024];
     for (unsigned i = 0; i < n + warm; i++) {
         tw__stream_fill(99, (uint64_t)i * msg_size, msg, msg_size);
-        uint64_t t0 = (uint64_t)tw_clock_now_ns(), dl = t0 + 5000000000ull;
+        uint64_t t0 = tw__netdrv_now_ns(), dl = t0 + 5000000000ull;
         if (tw_tcp_send(c, msg, msg_size, t0) != (long)msg_size)
             return -1;
         size_t got = 0;
         int same = 1;
         while (got < msg_size) {
-            spin(a, b);
+            spin(d);
             if (srv && *srv) {
                 const uint8_t *p;
                 size_t m;
                 while (tw_tcp_recv_peek(*srv, &p, &m) > 0) {
-                    if (tw_tcp_send(*srv, p, m, (uint64_t)tw_clock_now_ns()) != (long)m)
+                    if (tw_tcp_send(*srv, p, m, tw__netdrv_now_ns()) != (long)m)
                         return -1;
                     tw_tcp_recv_consume(*srv, m);
                 }
@@ -199,10 +193,10 @@ static int pingpong(tw_tcp_conn *c, tw_net *a, tw_net *b, tw_tcp_conn **srv, uin
                 got += m;
                 tw_tcp_recv_consume(c, m);
             }
-            if ((uint64_t)tw_clock_now_ns() > dl)
+            if (tw__netdrv_now_ns() > dl)
                 return -1;
         }
-        uint64_t t1 = (uint64_t)tw_clock_now_ns();
+        uint64_t t1 = tw__netdrv_now_ns();
         if (!same)
             return -1;
         if (i >= warm)
@@ -238,10 +232,10 @@ static tw_net *open_stack(tw_port *p, uint32_t ip, tw_error *err)
     return st;
 }
 
-static void close_conn(tw_tcp_conn *c, tw_net *a, tw_net *b)
+static void close_conn(tw_tcp_conn *c, tw__netdrv *d)
 {
-    tw_tcp_abort(c, (uint64_t)tw_clock_now_ns());
-    spin(a, b);
+    tw_tcp_abort(c, tw__netdrv_now_ns());
+    spin(d);
     tw_tcp_conn_release(c);
 }
 
@@ -259,6 +253,7 @@ typedef struct rcase {
     tw__netenv e;
     tw_port *pa, *pb;
     tw_net *a, *b;
+    tw__netdrv drv; /* the stacks (a, and b when both) on a one-core reactor */
     tw_tcp_listener l;
     tw_tcp_conn c, srv_conn;
     tw_tcp_conn *srv;
@@ -302,6 +297,10 @@ static int case_open(rcase *k)
         snprintf(k->why, sizeof(k->why), "stack: %s", err.msg);
         return -1;
     }
+    if (tw__netdrv_init(&k->drv, k->a, k->pa) != 0) {
+        snprintf(k->why, sizeof(k->why), "the stack's reactor");
+        return -1;
+    }
     if (!k->both)
         return 0;
     snprintf(spec, sizeof(spec), "%s:%s", k->kind, k->e.peer);
@@ -310,7 +309,8 @@ static int case_open(rcase *k)
         return -1;
     }
     if (!(k->b = open_stack(k->pb, TW_NETENV_PEER_IP_BE, &err)) ||
-        tw_tcp_listen(k->b, &k->l, 7500, accept_cb, k) != 0) {
+        tw_tcp_listen(k->b, &k->l, 7500, accept_cb, k) != 0 ||
+        tw__netdrv_add(&k->drv, k->b, k->pb) != 0) {
         snprintf(k->why, sizeof(k->why), "peer stack: %s", err.msg);
         return -1;
     }
@@ -384,15 +384,15 @@ static int run_client(rcase *k, unsigned r, uint64_t *lat)
     memset(&k->c, 0, sizeof(k->c));
     int ok = srv > 0 &&
              tw_tcp_connect(k->a, &k->c, TW_NETENV_PEER_IP_BE, (uint16_t)pn, 0,
-                            (uint64_t)tw_clock_now_ns()) == 0 &&
-             wait_state(&k->c, k->a, NULL, TW_TCP_ESTABLISHED, 10) == 0 &&
-             pingpong(&k->c, k->a, NULL, NULL, lat, n_msgs, 1000) == 0;
+                            tw__netdrv_now_ns()) == 0 &&
+             wait_state(&k->c, &k->drv, TW_TCP_ESTABLISHED, 10) == 0 &&
+             pingpong(&k->c, &k->drv, NULL, lat, n_msgs, 1000) == 0;
     if (ok)
         k->rs[k->nr++] = summarize(lat, n_msgs);
     else
         snprintf(k->why, sizeof(k->why), "run %u failed (state %s)", r,
                  tw_tcp_state_name(tw_tcp_get_state(&k->c)));
-    close_conn(&k->c, k->a, NULL);
+    close_conn(&k->c, &k->drv);
     if (srv > 0) {
         tw__netenv_wait(srv, 10.0);
         close(efd);
@@ -406,20 +406,20 @@ static int run_both(rcase *k, unsigned r, uint64_t *lat)
     memset(&k->c, 0, sizeof(k->c));
     k->srv = NULL;
     int ok = tw_tcp_connect(k->a, &k->c, TW_NETENV_PEER_IP_BE, 7500, 0,
-                            (uint64_t)tw_clock_now_ns()) == 0 &&
-             wait_state(&k->c, k->a, k->b, TW_TCP_ESTABLISHED, 10) == 0 &&
-             pingpong(&k->c, k->a, k->b, &k->srv, lat, n_msgs, 1000) == 0;
+                            tw__netdrv_now_ns()) == 0 &&
+             wait_state(&k->c, &k->drv, TW_TCP_ESTABLISHED, 10) == 0 &&
+             pingpong(&k->c, &k->drv, &k->srv, lat, n_msgs, 1000) == 0;
     if (ok)
         k->rs[k->nr++] = summarize(lat, n_msgs);
     else
         snprintf(k->why, sizeof(k->why), "run %u failed (state %s)", r,
                  tw_tcp_state_name(tw_tcp_get_state(&k->c)));
-    close_conn(&k->c, k->a, k->b);
+    close_conn(&k->c, &k->drv);
     for (int i = 0; i < 1000; i++)
-        spin(k->a, k->b);
+        spin(&k->drv);
     if (k->srv) {
         if (tw_tcp_get_state(k->srv) != TW_TCP_CLOSED)
-            tw_tcp_abort(k->srv, (uint64_t)tw_clock_now_ns());
+            tw_tcp_abort(k->srv, tw__netdrv_now_ns());
         tw_tcp_conn_release(k->srv);
         k->srv = NULL;
     }

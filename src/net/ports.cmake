@@ -42,6 +42,8 @@ if(TW_DPDK_FOUND)
   # pkg-config splits "-include rte_config.h" into two words; keep them.
   set_source_files_properties(port_dpdk.c TARGET_DIRECTORY tw_objs
                               PROPERTIES COMPILE_OPTIONS "${_tw_dpdk_opts}")
+  # The same options for other files that include DPDK headers (bench ring).
+  set_property(GLOBAL PROPERTY TW_DPDK_COMPILE_OPTIONS "${_tw_dpdk_opts}")
   # Shared DPDK: the drivers (net_af_packet, net_af_xdp, ...) are plugins
   # the EAL loads from its driver directory.
   tw_link(${TW_DPDK_LINK_LIBRARIES})

@@ -31,7 +31,6 @@
 #include "common/portspec.h"
 #include "common/sha256.h"
 #include "net_interop/impair.h"
-#include "tickwire/clock.h"
 #include "tickwire/net.h"
 #include "tw_check.h"
 
@@ -40,6 +39,7 @@ static const char *kind; /* the backend: named on every line we print */
 static tw__netenv env;
 static tw_port *port;     /* what the stack uses: the impairing wrapper */
 static tw_port *realport; /* the backend under test */
+static tw__netdrv drv;    /* the stack on a one-core reactor */
 static tw_net *st;
 static char kpeer_path[512];
 static uint16_t next_port = 7100;
@@ -56,15 +56,15 @@ typedef struct peer {
 static int read_line(int fd, char *buf, size_t cap, int timeout_ms)
 {
     size_t n = 0;
-    uint64_t dl = (uint64_t)tw_clock_now_ns() + (uint64_t)timeout_ms * 1000000u;
+    uint64_t dl = tw__netdrv_now_ns() + (uint64_t)timeout_ms * 1000000u;
     while (n + 1 < cap) {
         struct pollfd pf = {.fd = fd, .events = POLLIN};
         /* The stack must keep running while we wait for the peer (it may
          * still be acknowledging the peer's last bytes). */
         if (st)
-            tw__netdrv_turn(st, port, 1, 200000);
+            tw__netdrv_turn(&drv, 1, 200000);
         if (poll(&pf, 1, st ? 0 : 10) <= 0) {
-            if ((uint64_t)tw_clock_now_ns() > dl)
+            if (tw__netdrv_now_ns() > dl)
                 return -1;
             continue;
         }
@@ -123,11 +123,11 @@ static int peer_finish(peer *pr, int want_line)
  * held. */
 static int run_until(tw_tcp_conn *c, int (*cond)(tw_tcp_conn *), double timeout_s)
 {
-    uint64_t dl = (uint64_t)tw_clock_now_ns() + (uint64_t)(timeout_s * 1e9);
+    uint64_t dl = tw__netdrv_now_ns() + (uint64_t)(timeout_s * 1e9);
     while (!cond(c)) {
-        if ((uint64_t)tw_clock_now_ns() > dl)
+        if (tw__netdrv_now_ns() > dl)
             return 0;
-        tw__netdrv_turn(st, port, 1, 1000000);
+        tw__netdrv_turn(&drv, 1, 1000000);
     }
     return 1;
 }
@@ -148,7 +148,7 @@ static int connect_to(tw_tcp_conn *c, uint16_t port_no)
 {
     memset(c, 0, sizeof(*c));
     ev_seen = 0;
-    int rc = tw_tcp_connect(st, c, TW_NETENV_PEER_IP_BE, port_no, 0, (uint64_t)tw_clock_now_ns());
+    int rc = tw_tcp_connect(st, c, TW_NETENV_PEER_IP_BE, port_no, 0, tw__netdrv_now_ns());
     CHECK(rc == 0);
     if (rc)
         return -1;
@@ -161,7 +161,7 @@ static int connect_to(tw_tcp_conn *c, uint16_t port_no)
 static void finish_conn(tw_tcp_conn *c)
 {
     if (tw_tcp_get_state(c) != TW_TCP_CLOSED)
-        tw_tcp_abort(c, (uint64_t)tw_clock_now_ns());
+        tw_tcp_abort(c, tw__netdrv_now_ns());
     CHECK(tw_tcp_conn_release(c) == 0);
 }
 
@@ -185,18 +185,18 @@ static void case_echo_close(void)
             size_t len = 1u + (i * 7919u) % 1460u;
             tw__stream_fill(1000u + i, 0, msg, len);
             size_t sent = 0;
-            uint64_t dl = (uint64_t)tw_clock_now_ns() + 10000000000ull;
-            while (sent < len && (uint64_t)tw_clock_now_ns() < dl) {
-                long r = tw_tcp_send(&c, msg + sent, len - sent, (uint64_t)tw_clock_now_ns());
+            uint64_t dl = tw__netdrv_now_ns() + 10000000000ull;
+            while (sent < len && tw__netdrv_now_ns() < dl) {
+                long r = tw_tcp_send(&c, msg + sent, len - sent, tw__netdrv_now_ns());
                 if (r < 0)
                     break;
                 sent += (size_t)r;
                 if (sent < len)
-                    tw__netdrv_turn(st, port, 1, 1000000);
+                    tw__netdrv_turn(&drv, 1, 1000000);
             }
             size_t got = 0;
             int same = 1;
-            while (got < len && (uint64_t)tw_clock_now_ns() < dl &&
+            while (got < len && tw__netdrv_now_ns() < dl &&
                    tw_tcp_get_state(&c) == TW_TCP_ESTABLISHED) {
                 const uint8_t *p;
                 size_t n;
@@ -208,7 +208,7 @@ static void case_echo_close(void)
                     got += n;
                     tw_tcp_recv_consume(&c, n);
                 } else {
-                    tw__netdrv_turn(st, port, 1, 1000000);
+                    tw__netdrv_turn(&drv, 1, 1000000);
                 }
             }
             if (got == len && same)
@@ -225,15 +225,15 @@ static void case_echo_close(void)
         unsigned npp = 20000, pp = 0;
         for (; pp < npp && tw_tcp_get_state(&c) == TW_TCP_ESTABLISHED; pp++) {
             tw__stream_fill(7u, (uint64_t)pp * 64u, msg, 64);
-            if (tw_tcp_send(&c, msg, 64, (uint64_t)tw_clock_now_ns()) != 64)
+            if (tw_tcp_send(&c, msg, 64, tw__netdrv_now_ns()) != 64)
                 break;
             size_t got = 0;
             int same = 1;
-            uint64_t dl = (uint64_t)tw_clock_now_ns() + 10000000000ull;
-            while (got < 64 && (uint64_t)tw_clock_now_ns() < dl) {
+            uint64_t dl = tw__netdrv_now_ns() + 10000000000ull;
+            while (got < 64 && tw__netdrv_now_ns() < dl) {
                 const uint8_t *p;
                 size_t n;
-                tw__netdrv_turn(st, port, 0, 0);
+                tw__netdrv_turn(&drv, 0, 0);
                 while (got < 64 && tw_tcp_recv_peek(&c, &p, &n) > 0) {
                     if (n > 64 - got)
                         n = 64 - got;
@@ -259,7 +259,7 @@ static void case_echo_close(void)
         CHECK(ns->rx_tcp_bad == 0 && ns->rx_tcp_cksum_bad == 0 && ns->rx_not_for_us == 0);
         CHECK(tw_tcp_readable(&c) == 0);
         /* Graceful close: our FIN, the kernel's EOF, its FIN, TIME_WAIT. */
-        CHECK(tw_tcp_close(&c, (uint64_t)tw_clock_now_ns()) == 0);
+        CHECK(tw_tcp_close(&c, tw__netdrv_now_ns()) == 0);
         ev_seen = 0;
         run_until(&c, is_closed, 20.0);
         printf("  [%s] close: state %s, events %#x\n", kind, tw_tcp_state_name(tw_tcp_get_state(&c)),
@@ -283,7 +283,7 @@ static void case_rst(void)
     REQUIRE(peer_start(&pr, args) == 0); /* rst peer */
     static tw_tcp_conn c;
     if (connect_to(&c, pn) == 0) {
-        CHECK(tw_tcp_send(&c, "x", 1, (uint64_t)tw_clock_now_ns()) == 1);
+        CHECK(tw_tcp_send(&c, "x", 1, tw__netdrv_now_ns()) == 1);
         ev_seen = 0;
         run_until(&c, is_closed, 10.0);
         printf("  [%s] rst: state %s, events %#x, rx_rst %llu\n", kind,
@@ -315,7 +315,7 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
     tw__sha256 htx, hrx;
     tw__sha256_init(&htx);
     tw__sha256_init(&hrx);
-    uint64_t tx = 0, rx = 0, t0 = (uint64_t)tw_clock_now_ns(), bad_at = UINT64_MAX;
+    uint64_t tx = 0, rx = 0, t0 = tw__netdrv_now_ns(), bad_at = UINT64_MAX;
     static uint8_t chk[1 << 16];
     int closed_tx = 0;
     uint64_t rate_start = tw_tcp_rate_Bps(&c), rate_min = rate_start, rate_end = 0;
@@ -323,8 +323,8 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
     int lifted = 0;
     ev_seen = 0;
     uint64_t dl = t0 + 600000000000ull, last_prog = t0, last_sum = 0;
-    while ((uint64_t)tw_clock_now_ns() < dl) {
-        uint64_t now = (uint64_t)tw_clock_now_ns();
+    while (tw__netdrv_now_ns() < dl) {
+        uint64_t now = tw__netdrv_now_ns();
         uint64_t sum = tx + rx + tw_tcp_unacked(&c);
         if (sum != last_sum) {
             last_sum = sum;
@@ -346,9 +346,9 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
                     (unsigned long long)realport->tx_pkts);
             /* Does anything still arrive (kernel retransmissions)? */
             uint64_t rx0 = realport->rx_pkts, oow0 = S0->rx_tcp_out_of_window;
-            uint64_t until = (uint64_t)tw_clock_now_ns() + 5000000000ull;
-            while ((uint64_t)tw_clock_now_ns() < until)
-                tw__netdrv_turn(st, port, 1, 1000000);
+            uint64_t until = tw__netdrv_now_ns() + 5000000000ull;
+            while (tw__netdrv_now_ns() < until)
+                tw__netdrv_turn(&drv, 1, 1000000);
             fprintf(stderr, "[%s] %s: in 5 more s: %llu frames arrived, %llu out of window, "
                     "rcv_nxt %u\n", kind, label,
                     (unsigned long long)(realport->rx_pkts - rx0),
@@ -417,9 +417,9 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
         tw_tcp_state s = tw_tcp_get_state(&c);
         if (s == TW_TCP_CLOSED || s == TW_TCP_TIME_WAIT)
             break;
-        tw__netdrv_turn(st, port, 1, 1000000);
+        tw__netdrv_turn(&drv, 1, 1000000);
     }
-    double secs = (double)((uint64_t)tw_clock_now_ns() - t0) / 1e9;
+    double secs = (double)(tw__netdrv_now_ns() - t0) / 1e9;
     run_until(&c, is_closed, 20.0);
     uint8_t d[32];
     char sh_tx[65], sh_rx[65];
@@ -552,6 +552,10 @@ int main(int argc, char **argv)
     rc = tw_net_open(&st, port, &cfg, &err);
     if (rc) {
         fprintf(stderr, "FAIL: tw_net_open: %s\n", err.msg);
+        return 1;
+    }
+    if (tw__netdrv_init(&drv, st, port) != 0) {
+        fprintf(stderr, "FAIL: the stack's reactor\n");
         return 1;
     }
     printf("net_tcp_interop %s on %s (stack %s, kernel %s in %s)\n", kind, env.host,

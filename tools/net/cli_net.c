@@ -26,7 +26,6 @@
 #include "common/cli_opt.h"
 #include "common/netdrv.h"
 #include "common/portspec.h"
-#include "tickwire/clock.h"
 #include "tickwire/net.h"
 
 int tw__cli_net_echo(int argc, char **argv);
@@ -34,11 +33,15 @@ int tw__cli_net_connect(int argc, char **argv);
 
 #define ECHO_CONNS 8
 
+/* The stack on a one-core reactor (common/netdrv.h); SIGINT/SIGTERM stop
+ * it (tw_reactor_stop is async-signal-safe). */
+static tw__netdrv drv;
 static volatile sig_atomic_t quit;
 static void on_sig(int s)
 {
     (void)s;
     quit = 1;
+    tw_reactor_stop(&drv.r);
 }
 
 typedef struct opts {
@@ -178,6 +181,36 @@ static tw_tcp_conn *echo_accept(tw_tcp_listener *l, uint32_t ip, uint16_t port, 
     return NULL; /* full: refused with RST */
 }
 
+/* The echo server's poll, after the stack's in the same turn: echoes what
+ * arrived, closes what the peer closed.  Returns the bytes echoed. */
+static unsigned echo_poll(void *arg, tw_reactor_now *now)
+{
+    (void)arg;
+    unsigned work = 0;
+    for (int i = 0; i < ECHO_CONNS; i++) {
+        if (!used[i])
+            continue;
+        tw_tcp_conn *c = &conns[i];
+        unsigned ev = tw_tcp_events(c);
+        const uint8_t *b;
+        size_t n;
+        while (tw_tcp_recv_peek(c, &b, &n) > 0) {
+            long w = tw_tcp_send(c, b, n, (uint64_t)now->ns);
+            if (w <= 0)
+                break; /* ring full: the rest waits for ACKs */
+            tw_tcp_recv_consume(c, (size_t)w);
+            work += (unsigned)w;
+        }
+        if ((ev & TW_TCP_EV_PEER_FIN) && tw_tcp_get_state(c) == TW_TCP_CLOSE_WAIT)
+            tw_tcp_close(c, (uint64_t)now->ns);
+        if (tw_tcp_get_state(c) == TW_TCP_CLOSED) {
+            tw_tcp_conn_release(c);
+            used[i] = 0;
+        }
+    }
+    return work;
+}
+
 int tw__cli_net_echo(int argc, char **argv)
 {
     opts o;
@@ -197,29 +230,15 @@ int tw__cli_net_echo(int argc, char **argv)
     }
     fprintf(stderr, "net echo: %s listening on %s:%u over %s\n", p->ops->name, o.ip, o.listen,
             o.port);
-    while (!quit) {
-        tw__netdrv_turn(st, p, !o.busy, 1000000);
-        for (int i = 0; i < ECHO_CONNS; i++) {
-            if (!used[i])
-                continue;
-            tw_tcp_conn *c = &conns[i];
-            unsigned ev = tw_tcp_events(c);
-            const uint8_t *b;
-            size_t n;
-            while (tw_tcp_recv_peek(c, &b, &n) > 0) {
-                long w = tw_tcp_send(c, b, n, (uint64_t)tw_clock_now_ns());
-                if (w <= 0)
-                    break; /* ring full: the rest waits for ACKs */
-                tw_tcp_recv_consume(c, (size_t)w);
-            }
-            if ((ev & TW_TCP_EV_PEER_FIN) && tw_tcp_get_state(c) == TW_TCP_CLOSE_WAIT)
-                tw_tcp_close(c, (uint64_t)tw_clock_now_ns());
-            if (tw_tcp_get_state(c) == TW_TCP_CLOSED) {
-                tw_tcp_conn_release(c);
-                used[i] = 0;
-            }
-        }
+    if (tw__netdrv_init(&drv, st, p) != 0 ||
+        tw_reactor_add_poll(&drv.r, 0, echo_poll, NULL) != 0) {
+        fprintf(stderr, "net echo: cannot set up the reactor\n");
+        tw_net_close(st);
+        tw_port_close(p);
+        return 1;
     }
+    if (!quit)
+        tw__netdrv_run(&drv, !o.busy, 1000000);
     print_stats(st);
     tw_net_close(st);
     tw_port_close(p);
@@ -253,7 +272,14 @@ int tw__cli_net_connect(int argc, char **argv)
     if (open_all(&o, &p, &st) != 0)
         return 1;
     static tw_tcp_conn c;
-    int rc = tw_tcp_connect(st, &c, dst, (uint16_t)dport, 0, (uint64_t)tw_clock_now_ns());
+    /* stdin is one of the loop's fds: a yielding wait wakes on input. */
+    if (tw__netdrv_init(&drv, st, p) != 0 || tw_reactor_add_fd(&drv.r, 0, 0) != 0) {
+        fprintf(stderr, "net connect: cannot set up the reactor\n");
+        tw_net_close(st);
+        tw_port_close(p);
+        return 1;
+    }
+    int rc = tw_tcp_connect(st, &c, dst, (uint16_t)dport, 0, tw__netdrv_now_ns());
     if (rc != 0) {
         fprintf(stderr, "net connect: %s\n", tw_strerror(rc));
         tw_net_close(st);
@@ -265,7 +291,7 @@ int tw__cli_net_connect(int argc, char **argv)
     size_t pend = 0, pend_off = 0;
     fcntl(0, F_SETFL, fcntl(0, F_GETFL) | O_NONBLOCK);
     while (!quit) {
-        tw__netdrv_turn(st, p, !o.busy, 1000000);
+        tw__netdrv_turn(&drv, !o.busy, 1000000);
         unsigned ev = tw_tcp_events(&c);
         tw_tcp_state s = tw_tcp_get_state(&c);
         if (ev & (TW_TCP_EV_RESET | TW_TCP_EV_TIMEOUT)) {
@@ -290,12 +316,12 @@ int tw__cli_net_connect(int argc, char **argv)
                     pend_off = 0;
                 } else if (r == 0) {
                     in_open = 0;
-                    tw_tcp_close(&c, (uint64_t)tw_clock_now_ns());
+                    tw_tcp_close(&c, tw__netdrv_now_ns());
                 }
             }
             if (pend > pend_off) {
                 long w = tw_tcp_send(&c, buf + pend_off, pend - pend_off,
-                                     (uint64_t)tw_clock_now_ns());
+                                     tw__netdrv_now_ns());
                 if (w > 0)
                     pend_off += (size_t)w;
             }
@@ -305,7 +331,7 @@ int tw__cli_net_connect(int argc, char **argv)
     }
     print_stats(st);
     if (tw_tcp_get_state(&c) != TW_TCP_CLOSED)
-        tw_tcp_abort(&c, (uint64_t)tw_clock_now_ns());
+        tw_tcp_abort(&c, tw__netdrv_now_ns());
     tw_tcp_conn_release(&c);
     tw_net_close(st);
     tw_port_close(p);
