@@ -18,6 +18,11 @@
 #include "kernel/kernel_internal.h"
 
 #define CHUNK 256
+
+/* The Python binding (python/tickwire/_lib.py, __init__.py) mirrors these. */
+TW_STATIC_ASSERT(sizeof(tw_trade) == 56, "tw_trade layout");
+TW_STATIC_ASSERT(sizeof(tw_position) == 24, "tw_position layout");
+TW_STATIC_ASSERT(sizeof(tw_sweep_opts) == 40, "tw_sweep_opts layout");
 #define STREAM_MAGIC 0x7477737472656d31ull /* "twstrem1" */
 
 struct stream {
@@ -232,16 +237,15 @@ int tw_stream_update_bars(tw_stream *st, const double *close, size_t n, size_t *
     struct stream *h = hdr(st);
     if (n_changes)
         *n_changes = 0;
-    for (size_t i = 0; i < n; i++)
-        if (bad_price(close[i])) {
-            h->bad++;
-            return tw__err(err, -TW_EBADPRICE,
-                           "bad price at bar %llu (element %zu): %g (must be > 0 and "
-                           "finite, or NaN); no bar taken",
-                           (unsigned long long)(h->bars + i), i, close[i]);
-        }
+    size_t i = tw_first_bad_price(close, n);
+    if (i < n) {
+        h->bad++;
+        return tw__err(err, -TW_EBADPRICE,
+                       "bad price at bar %llu (element %zu): %g (must be > 0 and finite, or "
+                       "NaN); no bar taken", (unsigned long long)(h->bars + i), i, close[i]);
+    }
     size_t changes = 0;
-    for (size_t i = 0; i < n;) {
+    for (i = 0; i < n;) {
         size_t rem = n - i;
         if (rem >= TW_NARROW_BELOW) {
             size_t nb = rem < CHUNK ? rem : CHUNK;
