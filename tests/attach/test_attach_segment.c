@@ -6,7 +6,13 @@
 
 #include "attach_test_util.h"
 #include "tickwire/fix_session.h" /* tw_crc32c */
+#include "tickwire/strategy.h"
 #include "tw_check.h"
+
+/* The engine's records are what the journal and the rings carry. */
+_Static_assert(sizeof(tw_ev) == TW_JOURNAL_PAYLOAD, "a tw_ev is one journal payload");
+_Static_assert(sizeof(tw_out) == TW_JOURNAL_PAYLOAD && sizeof(tw_out) == TW_ATTACH_OUT_SLOT,
+               "a tw_out is one journal payload and one outbound slot");
 
 static uint8_t *seg, *work;
 static size_t seg_bytes;
