@@ -519,6 +519,21 @@ unsigned tw_fix_checksum(const char *buf, size_t n)
         acc0 = _mm_add_epi64(acc0, _mm_sad_epu8(a, zero));
         acc1 = _mm_add_epi64(acc1, _mm_sad_epu8(b, zero));
     }
+    /* The tail: the 16 bytes that end at buf + n, those already summed
+     * masked off (tail_win), rather than a loop per byte. */
+    if (n >= 16 && i < n) {
+        size_t r = n - i;
+        if (r > 16) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(buf + i));
+            acc0 = _mm_add_epi64(acc0, _mm_sad_epu8(a, zero));
+            i += 16;
+            r -= 16;
+        }
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(buf + n - 16));
+        a = _mm_and_si128(a, _mm_loadu_si128((const __m128i *)(const void *)(tail_win + 48 + r)));
+        acc1 = _mm_add_epi64(acc1, _mm_sad_epu8(a, zero));
+        i = n;
+    }
     acc0 = _mm_add_epi64(acc0, acc1);
     sum = (uint64_t)_mm_cvtsi128_si64(acc0) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc0, acc0));
 #endif
