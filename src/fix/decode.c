@@ -1073,6 +1073,7 @@ static inline __attribute__((always_inline)) int walk_md_incremental(tw__fix_ind
             int64_t cnt;
             if (dec_i64(v, n, &cnt) != 0 || cnt < 0) {
                 xbad = 1;
+                bad |= !n; /* an empty count is the parser's error, not the group's */
                 st = AFTER;
             } else {
                 nent = (uint64_t)cnt;
