@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "common/cli_opt.h"
+#include "common/stats.h"
 #include "fix_build/nos_build.h"
 #include "tickwire/clock.h"
 #include "tickwire/fix.h"
@@ -44,12 +45,6 @@ static double now_ns(void)
      * the benchmark is often descheduled, and time spent off the CPU is
      * not time spent parsing. */
     return (double)tw_clock_thread_cpu_ns();
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 /* A message from "35=...|...|": header 8/9 in front, 10 at the end. */
@@ -188,8 +183,7 @@ static double measure(loop_fn fn, const bmsg *b, int reps, double run_ms)
         sink += fn(b, iters);
         per[r] = (now_ns() - t0) / (double)iters;
     }
-    qsort(per, (size_t)reps, sizeof(double), cmp_double);
-    return per[reps / 2];
+    return tw__median_f64(per, (size_t)reps);
 }
 
 static int fail(const char *what)

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/stats.h"
 #include "fix_build/nos_build.h"
 #include "tickwire/clock.h"
 #include "tickwire/fix.h"
@@ -14,12 +15,6 @@
 #ifdef TW_HAVE_QUICKFIX
 void tw_qf_build_loop(int n, char *out, size_t cap, size_t *len);
 #endif
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
 
 /* The same message with snprintf: body first, then header and CheckSum. */
 static size_t build_snprintf(char *out, size_t cap, uint64_t seq, int64_t now_ns)
@@ -75,8 +70,7 @@ int main(void)
         }
         runs[r] = (double)(tw_clock_thread_cpu_ns() - t0) / n;
     }
-    qsort(runs, 7, sizeof(runs[0]), cmp_d);
-    double sn_ns = runs[3];
+    double sn_ns = tw__median_f64(runs, 7);
     printf("NewOrderSingle build (ns/msg, median of 7 runs)\n");
     printf("  %-28s %8.1f\n", "tickwire template builder", tw_ns);
     printf("  %-28s %8.1f   (%.1fx slower)\n", "snprintf", sn_ns, sn_ns / tw_ns);
@@ -88,8 +82,7 @@ int main(void)
         tw_qf_build_loop(n, b, sizeof(b), &ql);
         runs[r] = (double)(tw_clock_thread_cpu_ns() - t0) / n;
     }
-    qsort(runs, 7, sizeof(runs[0]), cmp_d);
-    double qf_ns = runs[3];
+    double qf_ns = tw__median_f64(runs, 7);
     size_t skip;
     TW_VERIFY(ql > 0 && tw_fix_frame(b, ql, 0, &skip) == (int)ql);
     printf("  %-28s %8.1f   (%.1fx slower)\n", "QuickFIX Message::toString", qf_ns, qf_ns / tw_ns);

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/stats.h"
 #include "tickwire/clock.h"
 #include "tickwire/fix_session.h"
 
@@ -31,12 +32,6 @@ static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int po
 static double now_s(void)
 {
     return (double)tw_clock_now_ns() * 1e-9;
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
 }
 
 static char path[256];
@@ -147,8 +142,7 @@ static double run_send(int with_store)
             TW_VERIFY(store.n == N);
         teardown(with_store);
     }
-    qsort(runs, 5, sizeof(runs[0]), cmp_d);
-    return runs[2];
+    return tw__median_f64(runs, 5);
 }
 
 static double run_recv(int with_store)
@@ -171,8 +165,7 @@ static double run_recv(int with_store)
         TW_VERIFY(app_msgs == N && sess.st.garbled == 0 && sess.next_in == (uint64_t)N + 2);
         teardown(with_store);
     }
-    qsort(runs, 5, sizeof(runs[0]), cmp_d);
-    return runs[2];
+    return tw__median_f64(runs, 5);
 }
 
 int main(void)

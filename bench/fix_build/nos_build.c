@@ -1,6 +1,7 @@
 /* The benchmarks' NewOrderSingle build (nos_build.h). */
 #include <string.h>
 
+#include "common/stats.h"
 #include "fix_build/nos_build.h"
 #include "tickwire/clock.h"
 
@@ -26,12 +27,6 @@ int tw__bench_nos_build(tw_fix_template *t, char *buf, size_t cap, uint64_t seq,
     return tw_fix_build_end(&w, msg, len);
 }
 
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 double tw__bench_nos_build_ns(int runs, long n, size_t *len_out)
 {
     tw_fix_template t;
@@ -55,8 +50,7 @@ double tw__bench_nos_build_ns(int runs, long n, size_t *len_out)
         per[r] = (double)(tw_clock_thread_cpu_ns() - t0) / (double)n;
     }
     (void)sink;
-    qsort(per, (size_t)runs, sizeof(per[0]), cmp_d);
     if (len_out)
         *len_out = len;
-    return per[runs / 2];
+    return tw__median_f64(per, (size_t)runs);
 }
