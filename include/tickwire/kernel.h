@@ -1,9 +1,15 @@
 /* The sweep kernel: HMA/HMA3 stop-and-reverse (../shared/spec/kernel.md).
  *
  * One computation serves the research sweep and the live strategy.  Every
- * implementation here (scalar reference, exact SIMD, threaded) produces
- * bit-identical results: the order of every addition is part of the
- * definition and nothing is contracted into FMA. */
+ * implementation here (scalar reference, exact SIMD, threaded, streaming)
+ * produces bit-identical results: the order of every addition is part of
+ * the definition and nothing is contracted into FMA.
+ *
+ * The exact kernel walks the bars in blocks (kernel.md "Blocks over
+ * time"), carrying per combo the last inputs of its passes and its
+ * stop-and-reverse state, so its memory is sized from the grid and the
+ * block, never from the number of bars.  The streaming kernel
+ * (tw_stream_*) is the same code with a block of one bar. */
 #ifndef TICKWIRE_KERNEL_H
 #define TICKWIRE_KERNEL_H
 
@@ -43,7 +49,18 @@ typedef struct tw_sweep_opts {
     tw_kernel_kind kernel; /* default TW_KERNEL_EXACT */
     tw_isa isa;            /* default TW_ISA_AUTO (exact kernel only) */
     double fee;            /* round-trip fee, percentage points; default 0.09 */
+    /* Bars per block of the exact kernel; 0 (default): the library's
+     * choice, so that one block's close windows (distinct windows x B
+     * doubles) stay in half of the L2 cache.  Results are the same bits
+     * for every B; B below 16 runs the streaming kernel bar by bar. */
+    size_t block_bars;
+    /* A bound dataset's cache of whole WMA passes over its close
+     * (tw_sweeper_bind), in bytes; 0: no cache.  Default 64 MiB. */
+    size_t cache_bytes;
 } tw_sweep_opts;
+
+#define TW_BLOCK_MAX ((size_t)1 << 20)
+#define TW_CACHE_BYTES_DEFAULT ((size_t)64 << 20)
 
 /* Fills o with the defaults above. */
 void tw_sweep_opts_init(tw_sweep_opts *o);
@@ -63,31 +80,152 @@ size_t tw_first_bad_price(const double *close, size_t n_bars);
 
 /* Runs every combo over close.  combos holds n_combos x 6 windows.  On
  * success writes pnl[n_combos] and trades[n_combos] and returns 0.  On bad
- * input returns the tw_sweep_check() code and writes nothing; -ENOMEM if
- * scratch memory cannot be had.  opts may be NULL (defaults). */
+ * input returns the tw_sweep_check() code and writes nothing; -EINVAL for
+ * bad options (block_bars above TW_BLOCK_MAX), -ENOMEM if memory cannot be
+ * had.  opts may be NULL (defaults). */
 int tw_sweep(const double *close, size_t n_bars, const int64_t *combos,
              size_t n_combos, const tw_sweep_opts *opts, double *pnl,
              int64_t *trades, tw_error *err);
 
-/* A reusable sweeper: threads and per-thread scratch sized once for up to
- * max_bars bars, so that a server runs request after request without
- * allocating.  Not safe for concurrent tw_sweeper_run() calls on one
- * sweeper; use one per compute thread or serialise. */
+/* A reusable sweeper: threads started once and memory kept from run to
+ * run, so that a server runs request after request without allocating.
+ * Not safe for concurrent tw_sweeper_run() calls on one sweeper; use one
+ * per compute thread or serialise. */
 typedef struct tw_sweeper tw_sweeper;
 /* tw_sweeper_create: starts threads - 1 worker threads (the caller's thread
- * computes too) and allocates everything a run needs: per thread 4 x
- * max_bars doubles (5 for the scalar kernel) and, for the exact kernel, a
- * cache of WMA passes over close bounded at 256 MiB plus one max_bars slot
- * (virtual: a run only touches the slots its distinct windows need; grids
- * with more distinct windows than fit run in several batches).  Returns
- * 0, -EINVAL (bad kernel or isa value), -ENOTSUP (opts->isa not available
- * on this CPU), -ENOMEM or -EAGAIN (threads). */
+ * computes too).  The exact kernel's memory is sized from the grid and the
+ * block (per combo its carried inputs and state, per thread a block's
+ * scratch, two blocks of close windows) at the first run that needs it
+ * and grown only when a larger grid comes, never from the number of bars;
+ * the scalar kernel takes 5 x max_bars doubles per thread here.  Runs
+ * take up to max_bars bars.  Returns 0, -EINVAL (bad kernel, isa or
+ * block_bars value), -ENOTSUP (opts->isa not available on this CPU),
+ * -ENOMEM or -EAGAIN (threads). */
 int tw_sweeper_create(tw_sweeper **out, size_t max_bars, const tw_sweep_opts *opts);
-/* As tw_sweep(); -E2BIG if n_bars exceeds the sweeper's max_bars. */
+/* As tw_sweep(); -E2BIG if n_bars exceeds the sweeper's max_bars.  Does
+ * not touch a bound dataset's cache. */
 int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
                    const int64_t *combos, size_t n_combos, double *pnl,
                    int64_t *trades, tw_error *err);
 void tw_sweeper_destroy(tw_sweeper *s);
+
+/* ---- trade log (kernel.md "Trade log") ----------------------------------- */
+
+/* One closed trade of a combo: the position `side` opened at entry_bar and
+ * closed at exit_bar by the sign flip that opened the next one. */
+typedef struct tw_trade {
+    uint64_t combo;     /* index of the combo in the sweep */
+    int64_t entry_bar;  /* bar index of the entry */
+    int64_t exit_bar;   /* bar index of the exit */
+    double entry_price; /* close[entry_bar] */
+    double exit_price;  /* close[exit_bar] */
+    double r;           /* return in percentage points, before the fee */
+    int32_t side;       /* +1 a long closed, -1 a short closed */
+} tw_trade;
+
+/* The position of a combo after the last bar (not booked as a trade). */
+typedef struct tw_position {
+    int32_t side;       /* 0 flat, +1 long, -1 short */
+    int64_t entry_bar;  /* -1 when flat */
+    double entry_price; /* 0 when flat */
+} tw_position;
+
+/* Called once per closed trade; for each combo in bar order.  In a
+ * threaded sweep, calls for different combos may come at once from
+ * different threads (one combo's calls never overlap).  Must not call
+ * back into the sweeper. */
+typedef void (*tw_trade_fn)(void *ctx, const tw_trade *t);
+
+/* tw_sweeper_run() that also gives the trade log: fn(ctx, trade) for every
+ * closed trade and, if open is not NULL, open[n_combos] the positions left
+ * after the last bar.  Summing pnl + (r - fee) over a combo's trades in
+ * order gives its pnl bit for bit, and their count its trades.  Exact
+ * kernel only (-EINVAL for the scalar one); errors as tw_sweeper_run(),
+ * nothing called or written on error. */
+int tw_sweeper_run_trades(tw_sweeper *s, const double *close, size_t n_bars,
+                          const int64_t *combos, size_t n_combos, double *pnl,
+                          int64_t *trades, tw_trade_fn fn, void *ctx, tw_position *open,
+                          tw_error *err);
+
+/* The trade log of one combo into a caller array: writes the first
+ * min(cap, total) closed trades to out, the total to *n_trades, the open
+ * position to *open and the totals to *pnl / *trades (each may be NULL).
+ * Returns 0, -ENOSPC when total > cap (everything else still written: call
+ * again with cap = *n_trades), or the tw_sweep_check() codes (nothing
+ * written); -ENOMEM. */
+int tw_trades(const double *close, size_t n_bars, const int64_t *combo, double fee,
+              tw_trade *out, size_t cap, size_t *n_trades, tw_position *open, double *pnl,
+              int64_t *trades, tw_error *err);
+
+/* ---- the streaming kernel (live.md "The kernel, streaming") ------------
+ *
+ * One instrument's bars, one call per bar, every combo on it updated: the
+ * sweep with a block of one bar, so that its positions, trades and PnL are
+ * the same bits as a sweep over the same bars.  The state lives in caller
+ * memory, sized once from the combos: tw_stream_memsize() bytes, any
+ * alignment, not moved or copied while in use; nothing is allocated after
+ * tw_stream_init() (which allocates only scratch for planning, freed
+ * before it returns).  Not thread-safe: one thread per stream. */
+typedef struct tw_stream tw_stream;
+
+/* The state of one combo of a stream. */
+typedef struct tw_combo_state {
+    int32_t position;   /* 0 flat, +1 long, -1 short (units) */
+    int64_t entry_bar;  /* bar of the open position's entry, -1 when flat */
+    double entry_price; /* its close, 0 when flat */
+    double pnl;         /* realised, percentage points, fees included */
+    int64_t trades;     /* closed round trips */
+} tw_combo_state;
+
+/* Bytes a stream of these combos needs; 0 if the combos are bad (as
+ * tw_stream_init would refuse them) or the size overflows. */
+size_t tw_stream_memsize(const int64_t *combos, size_t n_combos);
+
+/* Sets up a stream in st[0..mem_bytes): validates the windows (-TW_ENODATA
+ * for no combos, -TW_EBADWINDOW naming the combo and window; -EINVAL for a
+ * NULL st, a fee that is not finite, or mem_bytes below
+ * tw_stream_memsize()), copies the combos and resets: flat, no bars.
+ * -ENOMEM if planning scratch cannot be had.  On error st is unusable. */
+int tw_stream_init(tw_stream *st, size_t mem_bytes, const int64_t *combos, size_t n_combos,
+                   double fee, tw_error *err);
+
+/* One bar: close is the bar's price (NaN for a gap).  Updates every combo
+ * and returns how many changed position, their indices ascending in
+ * changed[] (capacity n_combos; may be NULL).  A bad price (<= 0 or
+ * +-Inf) is refused: returns 0, leaves the state as it was and counts it
+ * (tw_stream_bad_prices); tw_stream_push says why. */
+size_t tw_stream_update(tw_stream *st, double close, uint32_t *changed);
+
+/* tw_stream_update() with an error form: 0 with *n_changed set, or
+ * -TW_EBADPRICE (state unchanged, counted, err names the price). */
+int tw_stream_push(tw_stream *st, double close, uint32_t *changed, size_t *n_changed,
+                   tw_error *err);
+
+/* n bars at once (the same bits as n calls of tw_stream_update; longer
+ * runs go through the block kernel).  All prices are checked first:
+ * -TW_EBADPRICE naming the first bad one and nothing applied.  *n_changes
+ * (may be NULL) gets the number of position changes over the bars. */
+int tw_stream_update_bars(tw_stream *st, const double *close, size_t n, size_t *n_changes,
+                          tw_error *err);
+
+/* Closed trades as they happen (fn NULL: off). */
+void tw_stream_set_trade_fn(tw_stream *st, tw_trade_fn fn, void *ctx);
+
+/* Forgets every bar: flat, no bars seen (the combos and fee stay). */
+void tw_stream_reset(tw_stream *st);
+
+size_t tw_stream_combos(const tw_stream *st);
+uint64_t tw_stream_bars(const tw_stream *st);       /* bars taken so far */
+uint64_t tw_stream_bad_prices(const tw_stream *st); /* bars refused */
+tw_isa tw_stream_isa(const tw_stream *st);
+double tw_stream_fee(const tw_stream *st);
+
+/* The state of combo k: 0, or -EINVAL if k >= n_combos. */
+int tw_stream_get(const tw_stream *st, size_t k, tw_combo_state *out);
+
+/* Every combo's state into arrays of n_combos (each may be NULL). */
+void tw_stream_read(const tw_stream *st, int32_t *position, int64_t *entry_bar,
+                    double *entry_price, double *pnl, int64_t *trades);
 
 /* ---- bound datasets ------------------------------------------------------
  *
@@ -118,20 +256,24 @@ void tw_sweeper_destroy(tw_sweeper *s);
  *
  * tw_sweeper_run_bound: as tw_sweeper_run() on the bound data: windows
  * are validated (-TW_ENODATA for n_combos == 0, -TW_EBADWINDOW), nothing
- * partial is written on error; -EINVAL if nothing is bound.  The cache is
- * bounded as for tw_sweeper_run(); when a run needs more distinct windows
- * than fit, the cache is emptied and refilled.
+ * partial is written on error; -EINVAL if nothing is bound.  The cache
+ * holds whole passes (n_bars doubles each), as many as opts->cache_bytes
+ * allows (at most 1024); a run computes the windows it needs that the
+ * cache lacks into free slots, evicting the least recently used windows
+ * this run does not need, and block by block whatever does not fit.
  *
- * tw_sweeper_run() on a bound sweeper empties the cache (the two share
- * it) but keeps the binding.  tw_sweeper_unbind() forgets the dataset and
- * the cache; tw_sweeper_bound_tag() gives the bound tag (0 and returns 0
- * when unbound, 1 when bound). */
+ * tw_sweeper_run() on a bound sweeper leaves the cache alone.
+ * tw_sweeper_unbind() forgets the dataset and the cache;
+ * tw_sweeper_bound_tag() gives the bound tag (0 and returns 0 when
+ * unbound, 1 when bound); tw_sweeper_cache_bytes() the bytes the cache
+ * holds now (filled passes). */
 int tw_sweeper_bind(tw_sweeper *s, const double *close, size_t n_bars, uint64_t tag,
                     tw_error *err);
 int tw_sweeper_run_bound(tw_sweeper *s, const int64_t *combos, size_t n_combos,
                          double *pnl, int64_t *trades, tw_error *err);
 void tw_sweeper_unbind(tw_sweeper *s);
 int tw_sweeper_bound_tag(const tw_sweeper *s, uint64_t *tag);
+size_t tw_sweeper_cache_bytes(const tw_sweeper *s);
 
 /* The ISA a sweeper's exact kernel runs (TW_ISA_SCALAR for the scalar
  * kernel; never AUTO) and its thread count (the caller's thread included:
@@ -140,9 +282,10 @@ tw_isa tw_sweeper_isa(const tw_sweeper *s);
 unsigned tw_sweeper_threads(const tw_sweeper *s);
 
 /* Progress: fn(ctx, done, total) is called on the thread that called
- * tw_sweeper_run(), after combos it finished itself and once at the end
- * (done == total); done counts combos finished by any thread.  It must be
- * quick and must not call back into the sweeper.  fn NULL turns it off. */
+ * tw_sweeper_run(), from time to time and once at the end (done ==
+ * total); done is in combos, the share of the bar blocks every thread has
+ * finished times total.  It must be quick and must not call back into the
+ * sweeper.  fn NULL turns it off. */
 typedef void (*tw_progress_fn)(void *ctx, size_t done, size_t total);
 void tw_sweeper_set_progress(tw_sweeper *s, tw_progress_fn fn, void *ctx);
 
@@ -192,6 +335,17 @@ int tw_read_raw(const char *path, double **close, size_t *n, tw_error *err);
 int tw_read_npy(const char *path, double **close, size_t *n, tw_error *err);
 int tw_read_csv(const char *path, const char *column, double **close,
                 size_t *n, tw_error *err);
+
+/* Reads a grid file: CSV with a header, either the six window columns
+ * h_half,h_full,h_sqrt,t_third,t_half,t_full (any order, other columns
+ * ignored) or one column `length` (each length L gives
+ * tw_combo_from_length(L), L in [1, 200000]).  On success *combos is
+ * malloc'd (caller frees, n_combos x 6) and *n_combos set.  Errors name the
+ * file, the row or the column at fault: -TW_EFORMAT (a value that is not
+ * an integer, a length out of range, neither kind of header), -TW_ENODATA
+ * (no rows), -errno.  Window ranges are checked by the sweep, which names
+ * the combo. */
+int tw_read_grid(const char *path, int64_t **combos, size_t *n_combos, tw_error *err);
 
 /* Writes closes as raw float64, .npy (v1.0, '<f8', shape (n,)) or CSV (a
  * `close` column, %.17g so that values read back exactly), by extension

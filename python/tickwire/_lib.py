@@ -45,12 +45,14 @@ class TwError(ctypes.Structure):
 
 
 class SweepOpts(ctypes.Structure):
-    # Mirrors `tw_sweep_opts` in kernel.h (unsigned, two enums, double).
+    # Mirrors `tw_sweep_opts` in kernel.h (unsigned, two enums, double, two size_t).
     _fields_ = [
         ("threads", ctypes.c_uint),
         ("kernel", ctypes.c_int),
         ("isa", ctypes.c_int),
         ("fee", ctypes.c_double),
+        ("block_bars", ctypes.c_size_t),
+        ("cache_bytes", ctypes.c_size_t),
     ]
 
 

@@ -567,3 +567,81 @@ int tw_write_closes(const char *path, const double *close, size_t n, tw_error *e
         return tw__err(err, -EIO, "%s: write error", path);
     return 0;
 }
+
+/* ---- grid files ---------------------------------------------------------- */
+
+static const char *const grid_cols[TW_COMBO_WINDOWS] = {
+    "h_half", "h_full", "h_sqrt", "t_third", "t_half", "t_full",
+};
+
+/* An integral value of the grid file (its range is the sweep's to check,
+ * which names the combo). */
+static int grid_int(const char *path, const char *col, size_t row, double v, int64_t *out,
+                    tw_error *err)
+{
+    if (!(v == v) || v != floor(v) || fabs(v) > 1e15)
+        return tw__err(err, -TW_EFORMAT, "%s: row %zu: %s = %g is not an integer", path,
+                       row + 1, col, v);
+    *out = (int64_t)v;
+    return 0;
+}
+
+int tw_read_grid(const char *path, int64_t **combos_out, size_t *n_out, tw_error *err)
+{
+    uint8_t *raw;
+    size_t len;
+    int rc = read_file(path, &raw, &len, err);
+    if (rc)
+        return rc;
+    const char *buf = (const char *)raw;
+    double *col[TW_COMBO_WINDOWS] = {0}, *lens = NULL;
+    int64_t *combos = NULL;
+    size_t rows = 0;
+    tw_error e2;
+    /* Six window columns, or else one `length` column. */
+    rc = tw__csv_parse(buf, len, grid_cols[0], path, &col[0], &rows, &e2);
+    if (rc == 0) {
+        for (int j = 1; j < TW_COMBO_WINDOWS && rc == 0; j++) {
+            size_t r2;
+            rc = tw__csv_parse(buf, len, grid_cols[j], path, &col[j], &r2, err);
+            if (rc == 0 && r2 != rows)
+                rc = tw__err(err, -TW_EFORMAT, "%s: column %s has %zu rows, h_half %zu", path,
+                             grid_cols[j], r2, rows);
+        }
+        if (rc == 0 && !(combos = malloc(rows * TW_COMBO_WINDOWS * sizeof(int64_t))))
+            rc = tw__err(err, -ENOMEM, "%s: out of memory", path);
+        for (size_t r = 0; rc == 0 && r < rows; r++)
+            for (int j = 0; rc == 0 && j < TW_COMBO_WINDOWS; j++)
+                rc = grid_int(path, grid_cols[j], r, col[j][r],
+                              &combos[r * TW_COMBO_WINDOWS + (size_t)j], err);
+    } else if (strstr(e2.msg, "no column") &&
+               (rc = tw__csv_parse(buf, len, "length", path, &lens, &rows, &e2)) == 0) {
+        if (!(combos = malloc(rows * TW_COMBO_WINDOWS * sizeof(int64_t))))
+            rc = tw__err(err, -ENOMEM, "%s: out of memory", path);
+        for (size_t r = 0; rc == 0 && r < rows; r++) {
+            int64_t L = 0;
+            rc = grid_int(path, "length", r, lens[r], &L, err);
+            if (rc == 0 && (L < 1 || L > 2 * TW_WINDOW_MAX))
+                rc = tw__err(err, -TW_EFORMAT, "%s: row %zu: length %lld outside [1, %d]",
+                             path, r + 1, (long long)L, 2 * TW_WINDOW_MAX);
+            if (rc == 0)
+                tw_combo_from_length(L, combos + r * TW_COMBO_WINDOWS);
+        }
+    } else if (strstr(e2.msg, "no column")) {
+        rc = tw__err(err, -TW_EFORMAT, "%s: the grid needs the columns "
+                     "h_half,h_full,h_sqrt,t_third,t_half,t_full or a column length", path);
+    } else {
+        rc = tw__err(err, e2.code, "%s", e2.msg);
+    }
+    for (int j = 0; j < TW_COMBO_WINDOWS; j++)
+        free(col[j]);
+    free(lens);
+    free(raw);
+    if (rc) {
+        free(combos);
+        return rc;
+    }
+    *combos_out = combos;
+    *n_out = rows;
+    return 0;
+}

@@ -17,5 +17,6 @@
 #define V_DIV(a, b) _mm256_div_pd((a), (b))
 #define V_GT0(v) ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd((v), _mm256_setzero_pd(), _CMP_GT_OQ)))
 #define V_LT0(v) ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd((v), _mm256_setzero_pd(), _CMP_LT_OQ)))
+#define V_ADD_POS(a, p, w) _mm256_add_pd((a), _mm256_and_pd((p), _mm256_cmp_pd((w), _mm256_setzero_pd(), _CMP_GT_OQ)))
 
 #include "kernel/exact_impl.h"

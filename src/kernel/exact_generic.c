@@ -16,5 +16,6 @@
 #define V_DIV(a, b) ((a) / (b))
 #define V_GT0(v) ((unsigned)((v) > 0.0))
 #define V_LT0(v) ((unsigned)((v) < 0.0))
+#define V_ADD_POS(a, p, w) ((w) > 0.0 ? (a) + (p) : (a))
 
 #include "kernel/exact_impl.h"

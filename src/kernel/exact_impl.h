@@ -18,6 +18,9 @@
  *   V_ADD, V_SUB, V_MUL, V_DIV
  *   V_GT0(v), V_LT0(v)  bit l set iff lane l is > 0.0 / < 0.0 (ordered:
  *                       NaN sets neither)
+ *   V_ADD_POS(a, p, w)  a + p in the lanes where w > 0.0, a elsewhere (a
+ *                       sum of the reference's never is -0.0, so adding
+ *                       +0.0 in a masked lane is the same as not adding)
  */
 #include <math.h>
 #include <stddef.h>
@@ -27,11 +30,11 @@
 
 /* Scalar WMA of one output, in the reference order.  Used for the edges
  * of every vector loop so that edges and body agree bit for bit. */
-static inline double wma_at(const double *x, size_t i, int64_t w, double den)
+static inline double wma_at(const double *x, ptrdiff_t i, int64_t w, double den)
 {
     double num = 0.0;
     for (int64_t j = 0; j < w; j++)
-        num += x[i - (size_t)j] * (double)(w - j);
+        num += x[i - (ptrdiff_t)j] * (double)(w - j);
     return num / den;
 }
 
@@ -48,102 +51,122 @@ static inline double wma_den(int64_t w)
  * product for weight c is computed once and added to the accumulator of
  * every window with w >= c, starting with the largest window (c runs down,
  * which is each window's own j = 0, 1, ... order).  One load and one
- * multiply then feed TW_GROUP adds, which keeps the loop on the adders. */
-static void SFX(tw__wma_group)(const double *x, size_t n, const int64_t *w,
-                        double *const *out, const double *wt, size_t kb,
-                        size_t ke)
+ * multiply then feed TW_GROUP adds, which keeps the loop on the adders.
+ *
+ * A block of output bars [t0, t1) needs, for window w, the anchors
+ * [t0 - w + 1, t1 - w + 1): the group walks their union, so a window
+ * smaller than the largest produces a few outputs outside the block too
+ * (the group's spread, which the driver keeps small against the block);
+ * those are not stored.  Output i of window g goes to out[g][i - t0];
+ * out[g] NULL marks a padding slot (its window must be 1).  x is indexed
+ * by bar and must be readable on [t0 - w[0] + 1, avail): the vector loop
+ * reads up to avail - 1, past t1 when avail allows (the windows that
+ * finish later need it); outputs whose inputs end beyond avail come from
+ * the scalar edge loop instead. */
+static void SFX(tw__wma_group_block)(const double *x, ptrdiff_t avail, const int64_t *w,
+                                     double *const *out, const double *wt, ptrdiff_t t0,
+                                     ptrdiff_t t1)
 {
     TW_STATIC_ASSERT(TW_GROUP == 8, "the phase loops below are written for 8");
     const int64_t wmax = w[0];
+    int64_t wmin = wmax;
     double den[TW_GROUP];
     VD vden[TW_GROUP];
     for (int g = 0; g < TW_GROUP; g++) {
         TW_ASSERT(g == 0 || w[g] <= w[g - 1]);
+        TW_ASSERT(out[g] || w[g] == 1);
+        if (out[g] && w[g] < wmin)
+            wmin = w[g];
         den[g] = wma_den(w[g]);
         vden[g] = V_SET1(den[g]);
     }
-
-    /* Vector part: anchors whose outputs exist for every window of the
-     * group (k0 + VL - 1 <= n - wmax). */
-    size_t k0 = kb;
-    if ((size_t)wmax <= n) {
-        size_t kv_end = n - (size_t)wmax + 1; /* anchors valid for wmax */
-        if (kv_end > ke)
-            kv_end = ke;
-        for (; k0 + VL <= kv_end; k0 += VL) {
-            const double *xk = x + k0; /* term c reads xk[c - 1] */
-            VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
-            VD a4 = V_ZERO(), a5 = V_ZERO(), a6 = V_ZERO(), a7 = V_ZERO();
-            int64_t c = wmax;
+    const ptrdiff_t nb = t1 - t0;
+    ptrdiff_t k0 = t0 - (ptrdiff_t)wmax + 1;
+    ptrdiff_t kv_end = t1 - (ptrdiff_t)wmin + 1;           /* anchors any output needs */
+    if (kv_end > avail - (ptrdiff_t)wmax + 1)
+        kv_end = avail - (ptrdiff_t)wmax + 1;              /* inputs that exist */
+    for (; k0 + VL <= kv_end; k0 += VL) {
+        const double *xk = x + k0; /* term c reads xk[c - 1] */
+        VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
+        VD a4 = V_ZERO(), a5 = V_ZERO(), a6 = V_ZERO(), a7 = V_ZERO();
+        int64_t c = wmax;
 #define TERM() VD p = V_MUL(V_LOAD(xk + c - 1), V_BCAST(wt + c))
-            for (; c > w[1]; c--) { TERM(); a0 = V_ADD(a0, p); }
-            for (; c > w[2]; c--) { TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); }
-            for (; c > w[3]; c--) {
-                TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
-            }
-            for (; c > w[4]; c--) {
-                TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
-                a3 = V_ADD(a3, p);
-            }
-            for (; c > w[5]; c--) {
-                TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
-                a3 = V_ADD(a3, p); a4 = V_ADD(a4, p);
-            }
-            for (; c > w[6]; c--) {
-                TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
-                a3 = V_ADD(a3, p); a4 = V_ADD(a4, p); a5 = V_ADD(a5, p);
-            }
-            for (; c > w[7]; c--) {
-                TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
-                a3 = V_ADD(a3, p); a4 = V_ADD(a4, p); a5 = V_ADD(a5, p);
-                a6 = V_ADD(a6, p);
-            }
-            for (; c > 0; c--) {
-                TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
-                a3 = V_ADD(a3, p); a4 = V_ADD(a4, p); a5 = V_ADD(a5, p);
-                a6 = V_ADD(a6, p); a7 = V_ADD(a7, p);
-            }
-#undef TERM
-            /* Output i = k0 + w - 1; duplicate windows (group padding)
-             * store the same values to the same place. */
-            V_STORE(out[0] + k0 + (size_t)w[0] - 1, V_DIV(a0, vden[0]));
-            V_STORE(out[1] + k0 + (size_t)w[1] - 1, V_DIV(a1, vden[1]));
-            V_STORE(out[2] + k0 + (size_t)w[2] - 1, V_DIV(a2, vden[2]));
-            V_STORE(out[3] + k0 + (size_t)w[3] - 1, V_DIV(a3, vden[3]));
-            V_STORE(out[4] + k0 + (size_t)w[4] - 1, V_DIV(a4, vden[4]));
-            V_STORE(out[5] + k0 + (size_t)w[5] - 1, V_DIV(a5, vden[5]));
-            V_STORE(out[6] + k0 + (size_t)w[6] - 1, V_DIV(a6, vden[6]));
-            V_STORE(out[7] + k0 + (size_t)w[7] - 1, V_DIV(a7, vden[7]));
+        for (; c > w[1]; c--) { TERM(); a0 = V_ADD(a0, p); }
+        for (; c > w[2]; c--) { TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); }
+        for (; c > w[3]; c--) {
+            TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
         }
+        for (; c > w[4]; c--) {
+            TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
+            a3 = V_ADD(a3, p);
+        }
+        for (; c > w[5]; c--) {
+            TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
+            a3 = V_ADD(a3, p); a4 = V_ADD(a4, p);
+        }
+        for (; c > w[6]; c--) {
+            TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
+            a3 = V_ADD(a3, p); a4 = V_ADD(a4, p); a5 = V_ADD(a5, p);
+        }
+        for (; c > w[7]; c--) {
+            TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
+            a3 = V_ADD(a3, p); a4 = V_ADD(a4, p); a5 = V_ADD(a5, p);
+            a6 = V_ADD(a6, p);
+        }
+        for (; c > 0; c--) {
+            TERM(); a0 = V_ADD(a0, p); a1 = V_ADD(a1, p); a2 = V_ADD(a2, p);
+            a3 = V_ADD(a3, p); a4 = V_ADD(a4, p); a5 = V_ADD(a5, p);
+            a6 = V_ADD(a6, p); a7 = V_ADD(a7, p);
+        }
+#undef TERM
+        /* Output i = k0 + w - 1 + lane, kept when inside the block (the
+         * group's first and last vectors straddle its edges). */
+#define GSTORE(g, a)                                                            \
+        if (out[g]) {                                                           \
+            ptrdiff_t o_ = k0 + (ptrdiff_t)w[g] - 1 - t0;                       \
+            if (o_ >= 0 && o_ + VL <= nb) {                                     \
+                V_STORE(out[g] + o_, V_DIV(a, vden[g]));                        \
+            } else if (o_ + VL > 0 && o_ < nb) {                                \
+                double tmp_[VL];                                                \
+                V_STORE(tmp_, V_DIV(a, vden[g]));                               \
+                for (ptrdiff_t l_ = 0; l_ < VL; l_++)                           \
+                    if (o_ + l_ >= 0 && o_ + l_ < nb)                           \
+                        out[g][o_ + l_] = tmp_[l_];                             \
+            }                                                                   \
+        }
+        GSTORE(0, a0) GSTORE(1, a1) GSTORE(2, a2) GSTORE(3, a3)
+        GSTORE(4, a4) GSTORE(5, a5) GSTORE(6, a6) GSTORE(7, a7)
+#undef GSTORE
     }
 
-    /* Edges: the remaining anchors of this range, window by window. */
+    /* Edges: the block's outputs whose anchors the vector loop did not
+     * reach, window by window. */
     for (int g = 0; g < TW_GROUP; g++) {
-        if ((size_t)w[g] > n)
+        if (!out[g])
             continue;
-        size_t kend = n - (size_t)w[g] + 1;
-        if (kend > ke)
-            kend = ke;
-        for (size_t k = k0; k < kend; k++) {
-            size_t i = k + (size_t)w[g] - 1;
-            out[g][i] = wma_at(x, i, w[g], den[g]);
-        }
+        ptrdiff_t i = k0 + (ptrdiff_t)w[g] - 1;
+        if (i < t0)
+            i = t0;
+        for (; i < t1; i++)
+            out[g][i - t0] = wma_at(x, i, w[g], den[g]);
     }
 }
 
 /* ---- one window over one series ---------------------------------------
  *
- * Outputs [ib, ie) of WMA(x, w) (NaN below w - 1); x holds every input
- * from 0.  Lanes over output bars, four or eight independent vectors in
- * flight so that the adder's latency is hidden (each vector is its own
- * chain of w adds). */
-static void SFX(tw__wma_range)(const double *x, int64_t w, double *out,
-                               const double *wt, size_t ib, size_t ie)
+ * Outputs [ib, ie) of WMA(x, w) into out[i - ib] (NaN below w - 1); x is
+ * indexed by bar and readable from max(ib - w + 1, 0).  Lanes over output
+ * bars, four or eight independent vectors in flight so that the adder's
+ * latency is hidden (each vector is its own chain of w adds). */
+static void SFX(tw__wma_range)(const double *x, int64_t w, double *out_b,
+                               const double *wt, ptrdiff_t ib, ptrdiff_t ie)
 {
     const size_t ws = (size_t)w;
-    size_t i = ib;
-    for (; i < ie && i + 1 < ws; i++)
-        out[i] = NAN;
+    ptrdiff_t i = ib;
+    /* out(i): where output i goes. */
+#define OUT(i) (out_b + ((i) - ib))
+    for (; i < ie && i + 1 < (ptrdiff_t)ws; i++)
+        *OUT(i) = NAN;
     if (i >= ie)
         return;
     const double den = wma_den(w);
@@ -196,14 +219,14 @@ static void SFX(tw__wma_range)(const double *x, int64_t w, double *out,
             SK_RUN(0, 2, W - 2 * L);
             SK_RUN(0, 1, W - L);
             SK_RUN(0, 0, W);
-            V_STORE(out + i, V_DIV(a0, vden));
-            V_STORE(out + i + VL, V_DIV(a1, vden));
-            V_STORE(out + i + 2 * VL, V_DIV(a2, vden));
-            V_STORE(out + i + 3 * VL, V_DIV(a3, vden));
-            V_STORE(out + i + 4 * VL, V_DIV(a4, vden));
-            V_STORE(out + i + 5 * VL, V_DIV(a5, vden));
-            V_STORE(out + i + 6 * VL, V_DIV(a6, vden));
-            V_STORE(out + i + 7 * VL, V_DIV(a7, vden));
+            V_STORE(OUT(i), V_DIV(a0, vden));
+            V_STORE(OUT(i) + VL, V_DIV(a1, vden));
+            V_STORE(OUT(i) + 2 * VL, V_DIV(a2, vden));
+            V_STORE(OUT(i) + 3 * VL, V_DIV(a3, vden));
+            V_STORE(OUT(i) + 4 * VL, V_DIV(a4, vden));
+            V_STORE(OUT(i) + 5 * VL, V_DIV(a5, vden));
+            V_STORE(OUT(i) + 6 * VL, V_DIV(a6, vden));
+            V_STORE(OUT(i) + 7 * VL, V_DIV(a7, vden));
         }
     }
     if (ws >= 4 * VL) {
@@ -221,10 +244,10 @@ static void SFX(tw__wma_range)(const double *x, int64_t w, double *out,
             SK_RUN(0, 1, W - L);
             SK_RUN(0, 0, W);
             (void)a4, (void)a5, (void)a6, (void)a7;
-            V_STORE(out + i, V_DIV(a0, vden));
-            V_STORE(out + i + VL, V_DIV(a1, vden));
-            V_STORE(out + i + 2 * VL, V_DIV(a2, vden));
-            V_STORE(out + i + 3 * VL, V_DIV(a3, vden));
+            V_STORE(OUT(i), V_DIV(a0, vden));
+            V_STORE(OUT(i) + VL, V_DIV(a1, vden));
+            V_STORE(OUT(i) + 2 * VL, V_DIV(a2, vden));
+            V_STORE(OUT(i) + 3 * VL, V_DIV(a3, vden));
         }
     }
 #undef SK_RUN
@@ -235,7 +258,7 @@ static void SFX(tw__wma_range)(const double *x, int64_t w, double *out,
     for (; i + 4 * VL <= ie; i += 4 * VL) {
         VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
         const double *xi = x + i;
-        for (size_t j = 0; j < ws; j++) {
+        for (ptrdiff_t j = 0; j < (ptrdiff_t)ws; j++) {
             VD c = V_BCAST(wj - j);
             const double *p = xi - j;
             a0 = V_ADD(a0, V_MUL(V_LOAD(p), c));
@@ -243,25 +266,26 @@ static void SFX(tw__wma_range)(const double *x, int64_t w, double *out,
             a2 = V_ADD(a2, V_MUL(V_LOAD(p + 2 * VL), c));
             a3 = V_ADD(a3, V_MUL(V_LOAD(p + 3 * VL), c));
         }
-        V_STORE(out + i, V_DIV(a0, vden));
-        V_STORE(out + i + VL, V_DIV(a1, vden));
-        V_STORE(out + i + 2 * VL, V_DIV(a2, vden));
-        V_STORE(out + i + 3 * VL, V_DIV(a3, vden));
+        V_STORE(OUT(i), V_DIV(a0, vden));
+        V_STORE(OUT(i) + VL, V_DIV(a1, vden));
+        V_STORE(OUT(i) + 2 * VL, V_DIV(a2, vden));
+        V_STORE(OUT(i) + 3 * VL, V_DIV(a3, vden));
     }
     for (; i + VL <= ie; i += VL) {
         VD a0 = V_ZERO();
-        for (size_t j = 0; j < ws; j++)
+        for (ptrdiff_t j = 0; j < (ptrdiff_t)ws; j++)
             a0 = V_ADD(a0, V_MUL(V_LOAD(x + i - j), V_BCAST(wj - j)));
-        V_STORE(out + i, V_DIV(a0, vden));
+        V_STORE(OUT(i), V_DIV(a0, vden));
     }
     for (; i < ie; i++)
-        out[i] = wma_at(x, i, w, den);
+        *OUT(i) = wma_at(x, i, w, den);
+#undef OUT
 }
 
 static void SFX(tw__wma_one)(const double *x, size_t n, int64_t w, double *out,
                              const double *wt)
 {
-    SFX(tw__wma_range)(x, w, out, wt, 0, n);
+    SFX(tw__wma_range)(x, w, out, wt, 0, (ptrdiff_t)n);
 }
 
 /* d[i] = 2.0*a[i] - b[i] and e[i] = (3.0*p3[i] - p2[i]) - p1[i], exactly as
@@ -294,9 +318,11 @@ static void SFX(tw__combine_e)(const double *p3, const double *p2, const double 
  * opposite to the position (or on the first bar with any sign).  So v's
  * signs are turned into two bit words per 64 bars and the loop jumps from
  * one acting bar to the next with count-trailing-zeros; each trade is
- * booked with the reference's own expressions, in bar order. */
+ * booked with the reference's own expressions, in bar order
+ * (tw__sar_act). */
 static inline void sar_word(const double *close, size_t base, uint64_t pbits,
-                            uint64_t nbits, double fee, struct tw__sar_state *st)
+                            uint64_t nbits, double fee, struct tw__sar_state *st,
+                            int64_t bar0, const struct tw__trade_sink *sink, uint32_t combo)
 {
     for (;;) {
         uint64_t m = st->pos == 0 ? (pbits | nbits) : st->pos == 1 ? nbits : pbits;
@@ -304,15 +330,8 @@ static inline void sar_word(const double *close, size_t base, uint64_t pbits,
             return;
         unsigned b = (unsigned)__builtin_ctzll(m);
         size_t i = base + b;
-        int s = (pbits >> b) & 1 ? 1 : -1;
-        if (st->pos != 0) {
-            double r = st->pos == 1 ? (close[i] / st->entry - 1.0) * 100.0
-                                    : (1.0 - close[i] / st->entry) * 100.0;
-            st->pnl = st->pnl + (r - fee);
-            st->trades += 1;
-        }
-        st->pos = s;
-        st->entry = close[i];
+        tw__sar_act(st, (pbits >> b) & 1 ? 1 : -1, close[i], bar0 + (int64_t)i, fee, sink,
+                    combo);
         /* Drop bars up to and including b (two shifts: b may be 63). */
         uint64_t keep = (~0ull << b) << 1;
         pbits &= keep;
@@ -320,46 +339,121 @@ static inline void sar_word(const double *close, size_t base, uint64_t pbits,
     }
 }
 
-/* Bars [ib, ie) of the loop, state carried in st (zeroed before bar 0). */
-static void SFX(tw__sar_range)(const double *close, const double *hma,
-                               const double *hma3, size_t ib, size_t ie,
-                               double fee, struct tw__sar_state *st)
+/* Bars [0, nb) of the loop, bar 0 being bar0 of the series; state carried
+ * in st (zeroed before the series' first bar). */
+static void SFX(tw__sar_range)(const double *close, const double *hma, const double *hma3,
+                               size_t nb, double fee, struct tw__sar_state *st, int64_t bar0,
+                               const struct tw__trade_sink *sink, uint32_t combo)
 {
-    size_t base = ib;
-    for (; base + 64 <= ie; base += 64) {
-        uint64_t pb = 0, nb = 0;
+    size_t base = 0;
+    for (; base + 64 <= nb; base += 64) {
+        uint64_t pb = 0, nbits = 0;
         for (unsigned l = 0; l < 64; l += VL) {
             VD v = V_SUB(V_LOAD(hma3 + base + l), V_LOAD(hma + base + l));
             pb |= (uint64_t)V_GT0(v) << l;
-            nb |= (uint64_t)V_LT0(v) << l;
+            nbits |= (uint64_t)V_LT0(v) << l;
         }
-        if (pb | nb)
-            sar_word(close, base, pb, nb, fee, st);
+        if (pb | nbits)
+            sar_word(close, base, pb, nbits, fee, st, bar0, sink, combo);
     }
-    uint64_t pb = 0, nb = 0;
-    for (size_t i = base; i < ie; i++) {
+    uint64_t pb = 0, nbits = 0;
+    for (size_t i = base; i < nb; i++) {
         double v = hma3[i] - hma[i];
         pb |= (uint64_t)(v > 0.0) << (i - base);
-        nb |= (uint64_t)(v < 0.0) << (i - base);
+        nbits |= (uint64_t)(v < 0.0) << (i - base);
     }
-    sar_word(close, base, pb, nb, fee, st);
+    sar_word(close, base, pb, nbits, fee, st, bar0, sink, combo);
 }
 
-static void SFX(tw__sar)(const double *close, const double *hma, const double *hma3,
-                         size_t n, double fee, double *pnl_out, int64_t *trades_out)
+/* ---- one bar, lanes across windows or combos ------------------------------
+ *
+ * The streaming kernel computes one output per window, so the lanes go
+ * across windows (of close: every lane reads the same input, broadcast) or
+ * across combos (of d and e: each lane its own series, stored interleaved
+ * so that a step loads one vector).  Lane l of vector k at step j adds
+ * x_l[now - j] * (w_l - j) for j < w_l: its own terms in its own order, so
+ * each output is the reference's.  The weights w_l - j are made, not
+ * loaded: the lane windows plus -j, exact in doubles (a table of them per
+ * vector would be streamed from L2 on every bar, and that is what bounded
+ * this loop).  A set holds TW_NSET vectors whose windows are sorted,
+ * largest first, across the whole set (wmin[k] >= wmax[k+1]), so at any
+ * step every vector is either fully active, done, or the one in its tail,
+ * where lanes whose window has ended (weight <= 0) are masked: their
+ * product is dropped, not added, because x may be NaN there.  The steps
+ * split into a staircase of loops over the active vectors, each with a
+ * constant vector range the compiler unrolls: eight chains in flight for
+ * most of the work. */
+static inline __attribute__((always_inline)) void SFX(narrow_set)(const struct tw__nset *s,
+                                                                  const double *xb, size_t f,
+                                                                  const double *wt)
 {
-    struct tw__sar_state st = {0, 0.0, 0.0, 0};
-    SFX(tw__sar_range)(close, hma, hma3, 0, n, fee, &st);
-    *pnl_out = st.pnl;
-    *trades_out = st.trades;
+    const ptrdiff_t ST = TW_NSET * VL; /* doubles per ring entry */
+    const double *hd = xb ? NULL : s->ring + (size_t)(s->wmax[0] - 1 + (int64_t)f) * (size_t)ST;
+    const double *wn = s->win;
+    VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
+    VD a4 = V_ZERO(), a5 = V_ZERO(), a6 = V_ZERO(), a7 = V_ZERO();
+    int64_t j = 0;
+#define NX(k) (xb ? xv : V_LOAD(hd - j * ST + (k) * VL))
+#define NW(k) V_SUB(V_LOAD(wn + (k) * VL), jv)
+#define NU(k, hi) if ((k) <= (hi)) a##k = V_ADD(a##k, V_MUL(NX(k), NW(k)))
+#define NM(k, m)                                                                \
+    if ((k) == (m)) {                                                           \
+        VD w_ = NW(k);                                                          \
+        a##k = V_ADD_POS(a##k, V_MUL(NX(k), w_), w_);                            \
+    }
+#define NSTEP(hi, m)                                                            \
+    do {                                                                        \
+        VD xv = xb ? V_BCAST(xb - j) : V_ZERO();                                \
+        VD jv = V_BCAST(wt + j); /* j, a load: no arithmetic */                 \
+        (void)xv;                                                               \
+        NU(0, hi); NU(1, hi); NU(2, hi); NU(3, hi);                             \
+        NU(4, hi); NU(5, hi); NU(6, hi); NU(7, hi);                             \
+        NM(0, m); NM(1, m); NM(2, m); NM(3, m);                                 \
+        NM(4, m); NM(5, m); NM(6, m); NM(7, m);                                 \
+    } while (0)
+    /* For v = 7 .. 0: vectors 0..v all active up to wmin[v], then v in its
+     * tail up to wmax[v]. */
+#define NSTAIR(v)                                                               \
+    for (; j < s->wmin[v]; j++) NSTEP(v, -1);                                   \
+    for (; j < s->wmax[v]; j++) NSTEP((v) - 1, v);
+    NSTAIR(7) NSTAIR(6) NSTAIR(5) NSTAIR(4) NSTAIR(3) NSTAIR(2) NSTAIR(1) NSTAIR(0)
+#undef NSTAIR
+#undef NSTEP
+#undef NM
+#undef NU
+#undef NW
+#undef NX
+    /* Padding vectors (wmax 0, only at the end of the last set) are not
+     * divided: a division costs more than a step. */
+#define NOUT(k)                                                                 \
+    if ((k) == 0 || s->wmax[k] > 0)                                             \
+        V_STORE(s->out + (k) * VL, V_DIV(a##k, V_LOAD(s->den + (k) * VL)));
+    NOUT(0) NOUT(1) NOUT(2) NOUT(3) NOUT(4) NOUT(5) NOUT(6) NOUT(7)
+#undef NOUT
+}
+
+/* Every set: xb != NULL broadcasts xb[-j] to every lane (close windows),
+ * else each set reads its own ring at fill f (d and e). */
+static void SFX(tw__narrow)(const struct tw__nset *sets, size_t n_sets, const double *xb,
+                            size_t f, const double *wt)
+{
+    TW_STATIC_ASSERT(TW_NSET == 8, "narrow_set is written for 8 vectors");
+    if (xb) {
+        for (size_t i = 0; i < n_sets; i++)
+            SFX(narrow_set)(sets + i, xb, f, wt);
+    } else {
+        for (size_t i = 0; i < n_sets; i++)
+            SFX(narrow_set)(sets + i, NULL, f, wt);
+    }
 }
 
 const struct tw__exact_ops SFX(tw__exact_ops) = {
-    .wma_group = SFX(tw__wma_group),
+    .vl = VL,
+    .wma_group_block = SFX(tw__wma_group_block),
     .wma_one = SFX(tw__wma_one),
     .wma_range = SFX(tw__wma_range),
     .combine_d = SFX(tw__combine_d),
     .combine_e = SFX(tw__combine_e),
-    .sar = SFX(tw__sar),
     .sar_range = SFX(tw__sar_range),
+    .narrow = SFX(tw__narrow),
 };

@@ -1,26 +1,34 @@
-/* The sweep driver: a pool of persistent threads, per-thread scratch and a
- * per-sweep cache of the WMA passes over `close`, all sized once at
- * tw_sweeper_create().
+/* The sweep driver: a pool of persistent threads running the tiled kernel
+ * (tile.c) over the bars block by block.
  *
- * Why a cache: five of a combo's seven WMA passes read `close` and depend
- * on nothing but their window, and across a grid the same windows recur
- * (h_half == t_full in every combo of the default grid; the 80 combos use
- * 136 distinct close windows for 400 close passes).  So a sweep runs in
- * batches of combos; each batch first computes every distinct close window
- * once (phase A: tasks = groups of TW_GROUP windows x bar chunks), then the
- * per-combo work (phase B: the two passes over d and e and the
- * stop-and-reverse loop).  Both phases hand out tasks through one atomic
- * counter, so threads balance themselves; results go to the combo's own
- * index, so they come out in combo order whatever thread computed them.
+ * A block of B bars has two phases: A computes the block's outputs of
+ * every distinct close window (each window once, shared by every combo
+ * that uses it), B runs each combo's passes over d and e and its
+ * stop-and-reverse loop on them.  Work is split statically: each phase A
+ * task and each combo belongs to one thread for the whole run (so a
+ * combo's carried state never changes hands), balanced by cost.  The
+ * threads run a pipeline without a global barrier: in round r each does
+ * its share of A for block r, then its share of B for block r - 1, with
+ * two buffers of close windows alternating.  B(r - 1) waits until every
+ * thread finished A(r - 1) (done in round r - 1, so normally already); A(r)
+ * waits until every thread finished B(r - 2), the last reader of its
+ * buffer.  Two monotone counters carry those conditions.
  *
- * A bound dataset (tw_sweeper_bind) keeps the cache between runs: a run
- * computes only the windows no earlier run left in it, so a client that
- * sends one combo per call pays each distinct window once, as a batched
- * call does, and a repeated sweep pays phase B only.  A plain run, or a
- * run needing more windows than free slots, empties the cache first. */
+ * Memory is sized from the grid and B only: the plan, per combo its
+ * carried inputs and state, two blocks of close windows, per thread one
+ * block's scratch, and a prefix of the series padded with NaN for the
+ * first blocks (whose windows reach before bar 0).  It grows when a larger
+ * grid comes and is kept between runs.
+ *
+ * A bound dataset (tw_sweeper_bind) may also keep whole WMA passes over
+ * its close in a cache bounded by opts.cache_bytes: a run reads the cached
+ * windows instead of computing them, and computes the ones it lacks
+ * straight into free cache slots, so a client that sends one combo per
+ * call pays each distinct window once. */
 #include <errno.h>
 #include <math.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,56 +37,72 @@
 
 #include "kernel/kernel_internal.h"
 
-/* Default bound on the close-window cache.  Only the slots a batch uses
- * are touched, so the rest stays virtual. */
-#define CACHE_BYTES_DEFAULT ((size_t)256 << 20)
-#define SLOTS_MAX 1024
-#define SLOTS_MIN 5 /* one combo's close windows */
-#define BATCH_MAX 4096
-#define CHUNK_ANCHORS 16384 /* phase A splits the bars in chunks this long */
 #define THREADS_MAX 256
-#define TILE_BARS 4096 /* phase B's bar tile: a multiple of 64 */
-#define SINGLES_BELOW 4 /* batch_build: fewer fresh windows go one by one */
+#define CACHE_SLOTS_MAX 1024
+#define SPIN_BEFORE_YIELD 2000
 
 struct worker {
     pthread_t th;
     struct tw_sweeper *s;
-    double *scratch;
+    unsigned id;
+    /* Pipeline progress of this thread in the current run: blocks whose
+     * phase A / phase B share it has finished.  Each is stored (release)
+     * only by its own thread after writing that share's outputs, and
+     * loaded (acquire) by the others before reading them (wait_all). */
+    atomic_size_t a_blocks, b_blocks;
 } TW_CACHE_ALIGNED;
 
-typedef void (*job_fn)(struct tw_sweeper *s, size_t task, double *scratch);
+typedef void (*job_fn)(struct tw_sweeper *s, unsigned tid);
+
+/* An item of the static split: a phase A task or a combo. */
+struct item {
+    uint64_t cost;
+    uint32_t idx;
+    uint16_t is_task;
+    uint16_t owner;
+};
 
 struct tw_sweeper {
     tw_sweep_opts opts;
     size_t max_bars;
     unsigned nthreads;
-    tw_isa isa;                       /* resolved (never AUTO) */
-    const struct tw__exact_ops *ops;  /* NULL for the scalar kernel */
-    const double *wt;
-    size_t per_thread;                /* scratch doubles per thread */
-    struct worker *workers;           /* [nthreads]; [0] is the caller */
+    tw_isa isa;                      /* resolved (never AUTO) */
+    const struct tw__exact_ops *ops; /* NULL for the scalar kernel */
+    struct worker *workers;          /* [nthreads]; [0] is the caller */
+    double *scalar_scratch;          /* scalar kernel: 5 x max_bars per thread */
 
-    /* Close-window cache and the current batch. */
-    double *cache;
-    double *pad_out;                  /* [max_bars] where padding windows write */
-    size_t slots;
-    int32_t *slot_of;                 /* [TW_WINDOW_MAX + 1], -1: none */
-    int64_t *win;                     /* [slots] the batch's windows */
-    size_t n_win;
-    int64_t *group_w;                 /* [n_groups * TW_GROUP] */
-    double **group_out;               /* [n_groups * TW_GROUP] */
-    size_t n_groups, n_chunks;
-    int64_t *single_w;                /* [slots] windows computed one by one */
-    size_t n_singles;
-    uint64_t *order;                  /* [BATCH_MAX] cost << 32 | combo - batch_start */
-    size_t n_order, batch_start;
+    /* The exact kernel's memory, grown as grids need. */
+    void *plan_mem;
+    size_t plan_cap;
+    void *state_mem;
+    size_t state_cap;
+    struct tw__tile tile;
+    size_t block;          /* B of the run */
+    int narrow;            /* the run goes bar by bar */
+    double *bufs[2];       /* [n_win * block] close windows of a block */
+    double *prefix;        /* NaN x (wmax_c - 1), then close[0 .. prefix_bars) */
+    size_t prefix_bars;
+    double *scratch;       /* [nthreads * scratch_per] */
+    size_t scratch_per;
+    uint32_t *combo_list;  /* [n_combos] combos grouped by owner thread */
+    size_t *combo_off;     /* [nthreads + 1] */
+    double **slot_cache;   /* [n_win] a bound run's cache pointer per slot, or NULL */
+    uint8_t *slot_skip;    /* [n_win] 1: the cache holds the window already */
+    struct item *items;    /* [n_tasks + n_combos] the split's scratch */
+    uint16_t *combo_owner_tmp; /* [n_combos] */
 
-    /* The bound dataset (tw_sweeper_bind): while bound, the cache's slots
-     * hold WMA passes over b_close and stay valid across runs. */
+    /* The bound dataset and its cache of whole passes over b_close. */
     int bound;
     const double *b_close;
     size_t b_n;
     uint64_t b_tag;
+    double *cache;         /* [cache_slots * b_n] (virtual until filled) */
+    size_t cache_slots, cache_alloc_bytes;
+    int64_t *cache_win;    /* [cache_slots] window held, 0: free */
+    uint8_t *cache_full;   /* [cache_slots] */
+    uint64_t *cache_used;  /* [cache_slots] run stamp of the last use */
+    int32_t *cache_of;     /* [TW_WINDOW_MAX + 1] cache slot of a window, -1: none */
+    uint64_t run_stamp;
 
     /* The current run. */
     const double *close;
@@ -87,10 +111,18 @@ struct tw_sweeper {
     size_t n_combos;
     double *pnl;
     int64_t *trades;
+    size_t n_blocks;
+    unsigned t_run;        /* threads taking part */
+    struct tw__trade_sink sink_store;
+    const struct tw__trade_sink *sink;
 
     tw_progress_fn progress;
     void *progress_ctx;
-    atomic_size_t combos_done;
+    double last_reported;
+
+    /* Scalar kernel: the next combo, fetch_add by every thread (relaxed:
+     * the inputs were published by the pool's mutex). */
+    atomic_size_t next;
 
     /* The pool.  Job fields are written under mu before gen is bumped and
      * read by workers under mu after they see the new gen, so the mutex
@@ -101,22 +133,17 @@ struct tw_sweeper {
     uint64_t gen;
     unsigned running;
     int quit;
-    unsigned started;                 /* worker threads created */
+    unsigned started;      /* worker threads created */
     job_fn job;
-    size_t n_tasks;
-    /* Task counter: fetch_add by every thread; relaxed is enough, the
-     * tasks' inputs were published by the mutex above. */
-    atomic_size_t next;
 };
 
-/* Large buffers (the cache, the scratch) on transparent huge pages where
- * the kernel allows it: a fresh sweeper faults its buffers in on first
- * use, and 2 MiB pages make that ~500 times fewer faults. */
+/* Large buffers on transparent huge pages where the kernel allows it:
+ * 2 MiB pages make faulting a fresh buffer in ~500 times cheaper. */
 static void *big_alloc(size_t bytes)
 {
     const size_t huge = (size_t)2 << 20;
     if (bytes < 2 * huge)
-        return malloc(bytes);
+        return malloc(bytes ? bytes : 1);
     size_t rounded = (bytes + huge - 1) / huge * huge;
     void *p = aligned_alloc(huge, rounded);
 #ifdef MADV_HUGEPAGE
@@ -187,92 +214,7 @@ const struct tw__exact_ops *tw__exact_ops_for(tw_isa isa)
     }
 }
 
-/* ---- jobs --------------------------------------------------------------- */
-
-static void job_scalar(struct tw_sweeper *s, size_t k, double *scratch)
-{
-    tw__backtest_scalar(s->close, s->n, s->combos + k * TW_COMBO_WINDOWS,
-                        s->opts.fee, scratch, s->pnl + k, s->trades + k);
-}
-
-static double *slot_ptr(struct tw_sweeper *s, int64_t w)
-{
-    int32_t slot = s->slot_of[w];
-    TW_VERIFY(slot >= 0);
-    return s->cache + (size_t)slot * s->n;
-}
-
-/* Phase A: one group of close windows over one chunk of anchors. */
-static void job_group(struct tw_sweeper *s, size_t task, double *scratch)
-{
-    (void)scratch;
-    if (task >= s->n_groups * s->n_chunks) {
-        /* A window on its own: outputs [ib, ie), NaN prefix included. */
-        task -= s->n_groups * s->n_chunks;
-        int64_t w = s->single_w[task / s->n_chunks];
-        size_t ib = task % s->n_chunks * CHUNK_ANCHORS;
-        size_t ie = ib + CHUNK_ANCHORS < s->n ? ib + CHUNK_ANCHORS : s->n;
-        s->ops->wma_range(s->close, w, slot_ptr(s, w), s->wt, ib, ie);
-        return;
-    }
-    size_t g = task / s->n_chunks, ch = task % s->n_chunks;
-    const int64_t *w = s->group_w + g * TW_GROUP;
-    double *const *out = s->group_out + g * TW_GROUP;
-    size_t kb = ch * CHUNK_ANCHORS, ke = kb + CHUNK_ANCHORS;
-    if (ke > s->n)
-        ke = s->n;
-    if (ch == 0)
-        for (int j = 0; j < TW_GROUP; j++)
-            for (size_t i = 0; i < s->n && i + 1 < (size_t)w[j]; i++)
-                out[j][i] = NAN;
-    s->ops->wma_group(s->close, s->n, w, out, s->wt, kb, ke);
-}
-
-/* Phase B: the rest of one combo, from the cached close windows, in bar
- * tiles so that d, e, hma and hma3 are consumed while still in the core's
- * own cache (each pass reads back at most a window into earlier tiles). */
-static void job_combo(struct tw_sweeper *s, size_t task, double *scratch)
-{
-    size_t k = s->batch_start + (size_t)(s->order[task] & 0xffffffffu);
-    const int64_t *c = s->combos + k * TW_COMBO_WINDOWS;
-    const struct tw__exact_ops *ops = s->ops;
-    size_t n = s->n;
-    double *d = scratch, *e = scratch + n, *hma = scratch + 2 * n, *hma3 = scratch + 3 * n;
-    const double *a = slot_ptr(s, c[TW_H_HALF]), *b = slot_ptr(s, c[TW_H_FULL]);
-    const double *p3 = slot_ptr(s, c[TW_T_THIRD]), *p2 = slot_ptr(s, c[TW_T_HALF]);
-    const double *p1 = slot_ptr(s, c[TW_T_FULL]);
-    struct tw__sar_state st = {0, 0.0, 0.0, 0};
-    for (size_t t0 = 0; t0 < n; t0 += TILE_BARS) {
-        size_t t1 = t0 + TILE_BARS < n ? t0 + TILE_BARS : n;
-        ops->combine_d(a + t0, b + t0, t1 - t0, d + t0);
-        ops->wma_range(d, c[TW_H_SQRT], hma, s->wt, t0, t1);
-        ops->combine_e(p3 + t0, p2 + t0, p1 + t0, t1 - t0, e + t0);
-        ops->wma_range(e, c[TW_T_FULL], hma3, s->wt, t0, t1);
-        ops->sar_range(s->close, hma, hma3, t0, t1, s->opts.fee, &st);
-    }
-    s->pnl[k] = st.pnl;
-    s->trades[k] = st.trades;
-}
-
 /* ---- the pool ----------------------------------------------------------- */
-
-static void work(struct tw_sweeper *s, job_fn job, size_t n_tasks,
-                 double *scratch, int report)
-{
-    for (;;) {
-        size_t t = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
-        if (t >= n_tasks)
-            return;
-        job(s, t, scratch);
-        if (job != job_group) {
-            /* Pairs with the caller's relaxed load below: a count only. */
-            size_t d = atomic_fetch_add_explicit(&s->combos_done, 1,
-                                                 memory_order_relaxed) + 1;
-            if (report && s->progress)
-                s->progress(s->progress_ctx, d, s->n_combos);
-        }
-    }
-}
 
 static void *worker_main(void *arg)
 {
@@ -287,9 +229,10 @@ static void *worker_main(void *arg)
             break;
         seen = s->gen;
         job_fn job = s->job;
-        size_t n_tasks = s->n_tasks;
+        int mine = me->id < s->t_run;
         pthread_mutex_unlock(&s->mu);
-        work(s, job, n_tasks, me->scratch, 0);
+        if (mine)
+            job(s, me->id);
         pthread_mutex_lock(&s->mu);
         if (--s->running == 0)
             pthread_cond_signal(&s->done);
@@ -298,24 +241,20 @@ static void *worker_main(void *arg)
     return NULL;
 }
 
-/* Runs n_tasks tasks of job on every thread, the caller included, and
- * returns when all are done.  A single task runs on the caller alone:
- * waking the pool (and waiting for every worker to check back in) costs
- * more than nothing, which is all the workers would find to do. */
-static void run_phase(struct tw_sweeper *s, job_fn job, size_t n_tasks)
+/* Runs job(s, tid) on threads 0 .. t_run - 1 (0 is the caller) and
+ * returns when all are done. */
+static void run_job(struct tw_sweeper *s, job_fn job)
 {
-    atomic_store_explicit(&s->next, 0, memory_order_relaxed);
-    int wake = s->started > 0 && n_tasks > 1;
+    int wake = s->started > 0 && s->t_run > 1;
     if (wake) {
         pthread_mutex_lock(&s->mu);
         s->job = job;
-        s->n_tasks = n_tasks;
         s->running = s->started;
         s->gen++;
         pthread_cond_broadcast(&s->go);
         pthread_mutex_unlock(&s->mu);
     }
-    work(s, job, n_tasks, s->workers[0].scratch, 1);
+    job(s, 0);
     if (wake) {
         pthread_mutex_lock(&s->mu);
         while (s->running > 0)
@@ -324,105 +263,444 @@ static void run_phase(struct tw_sweeper *s, job_fn job, size_t n_tasks)
     }
 }
 
-/* ---- batches of the exact kernel ---------------------------------------- */
-
-static int cmp_i64_desc(const void *a, const void *b)
+static inline void cpu_relax(void)
 {
-    int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-    return (x < y) - (x > y);
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#endif
 }
 
-static int cmp_u64_desc(const void *a, const void *b)
+/* Waits until every thread of the run has finished `target` blocks of a
+ * phase (b: phase B, else A): spins a little (the others are a phase away
+ * at most), then yields, so a machine with fewer cores than threads is not
+ * starved. */
+static void wait_all(struct tw_sweeper *s, int b, size_t target)
 {
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x < y) - (x > y);
+    for (unsigned q = 0; q < s->t_run; q++) {
+        atomic_size_t *c = b ? &s->workers[q].b_blocks : &s->workers[q].a_blocks;
+        unsigned spins = 0;
+        /* Acquire pairs with thread q's release store after its share:
+         * its outputs are visible once this sees the count. */
+        while (atomic_load_explicit(c, memory_order_acquire) < target) {
+            if (++spins < SPIN_BEFORE_YIELD)
+                cpu_relax();
+            else
+                sched_yield();
+        }
+    }
 }
 
-/* Close windows of a combo: the five that read `close`. */
-static const int close_idx[5] = {TW_H_HALF, TW_H_FULL, TW_T_THIRD, TW_T_HALF, TW_T_FULL};
+/* ---- the scalar kernel --------------------------------------------------- */
 
-/* Fills the batch from combo `start` on: as many combos as the free cache
- * slots and BATCH_MAX allow.  Windows already in the cache (slot_of >= 0:
- * a bound dataset's earlier runs) are reused; only the fresh ones, given
- * slots from n_win on, go into the phase A groups.  Returns the end index;
- * == start when even the first combo's fresh windows do not fit (only
- * possible with a partly full cache: an empty one has SLOTS_MIN slots). */
-static size_t batch_build(struct tw_sweeper *s, size_t start, size_t n_combos)
+static void job_scalar(struct tw_sweeper *s, unsigned tid)
 {
-    const size_t first = s->n_win;
-    s->n_order = 0;
-    s->batch_start = start;
-    size_t k = start;
-    for (; k < n_combos && s->n_order < BATCH_MAX; k++) {
+    double *scratch = s->scalar_scratch + (size_t)tid * 5 * s->max_bars;
+    for (;;) {
+        size_t k = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
+        if (k >= s->n_combos)
+            return;
+        tw__backtest_scalar(s->close, s->n, s->combos + k * TW_COMBO_WINDOWS, s->opts.fee,
+                            scratch, s->pnl + k, s->trades + k);
+    }
+}
+
+/* ---- the exact kernel ---------------------------------------------------- */
+
+/* Where block r starts, its length, and the series to read it from: the
+ * caller's array once every window's span starts at bar 0 or later, the
+ * NaN-padded prefix before. */
+struct block_geo {
+    ptrdiff_t t0;
+    size_t nb;
+    const double *x;
+    ptrdiff_t avail;
+};
+
+static struct block_geo geo(const struct tw_sweeper *s, size_t r)
+{
+    struct block_geo g;
+    g.t0 = (ptrdiff_t)(r * s->block);
+    g.nb = s->n - (size_t)g.t0 < s->block ? s->n - (size_t)g.t0 : s->block;
+    if (g.t0 >= (ptrdiff_t)s->tile.wmax_c - 1) {
+        g.x = s->close;
+        g.avail = (ptrdiff_t)s->n;
+    } else {
+        g.x = s->prefix + (s->tile.wmax_c - 1);
+        g.avail = (ptrdiff_t)s->prefix_bars;
+    }
+    return g;
+}
+
+static struct tw__view view_of(const struct tw_sweeper *s, size_t r, ptrdiff_t t0)
+{
+    struct tw__view v = {s->bufs[r % 2], s->block, s->slot_cache, t0};
+    return v;
+}
+
+static void report(struct tw_sweeper *s, size_t rounds_done)
+{
+    if (!s->progress)
+        return;
+    size_t done = s->n_blocks ? s->n_combos * rounds_done / s->n_blocks : s->n_combos;
+    if (done < s->n_combos)
+        s->progress(s->progress_ctx, done, s->n_combos);
+}
+
+static void job_pipeline(struct tw_sweeper *s, unsigned tid)
+{
+    struct tw__tile *t = &s->tile;
+    const size_t R = s->n_blocks;
+    double *scratch = s->scratch + (size_t)tid * s->scratch_per;
+    const uint32_t *mine = s->combo_list + s->combo_off[tid];
+    const size_t n_mine = s->combo_off[tid + 1] - s->combo_off[tid];
+    struct worker *me = &s->workers[tid];
+    for (size_t r = 0; r <= R; r++) {
+        if (r < R) {
+            if (r >= 2)
+                wait_all(s, 1, r - 1); /* B(r - 2) read this buffer */
+            struct block_geo g = geo(s, r);
+            struct tw__view v = view_of(s, r, g.t0);
+            for (size_t i = 0; i < t->n_tasks; i++)
+                if (t->tasks[i].thread == tid)
+                    tw__tile_a_task(t, i, g.x, g.avail, g.t0, g.nb, &v);
+            /* Release pairs with the acquire in wait_all. */
+            atomic_store_explicit(&me->a_blocks, r + 1, memory_order_release);
+        }
+        if (r >= 1) {
+            wait_all(s, 0, r); /* A(r - 1) by everyone */
+            struct block_geo g = geo(s, r - 1);
+            struct tw__view v = view_of(s, r - 1, g.t0);
+            for (size_t i = 0; i < n_mine; i++)
+                tw__tile_b_combo(t, mine[i], g.x, g.t0, g.nb, &v, scratch, s->sink, g.t0);
+            atomic_store_explicit(&me->b_blocks, r, memory_order_release);
+            if (tid == 0)
+                report(s, r);
+        }
+    }
+}
+
+/* The narrow run: the streaming kernel over the series, bar by bar, on
+ * the caller's thread. */
+static void run_narrow(struct tw_sweeper *s)
+{
+    struct tw__tile *t = &s->tile;
+    const size_t pad = (size_t)t->wmax_c - 1;
+    for (size_t i = 0; i < s->n; i++) {
+        const double *x = i < pad ? s->prefix + pad + i : s->close + i;
+        tw__tile_bar(t, x, (int64_t)i, NULL, s->sink);
+        if (s->progress && (i & 0xffff) == 0 && i)
+            s->progress(s->progress_ctx, s->n_combos * i / s->n, s->n_combos);
+    }
+}
+
+static int cmp_item_desc(const void *a, const void *b)
+{
+    const struct item *x = a, *y = b;
+    if (x->cost != y->cost)
+        return x->cost < y->cost ? 1 : -1;
+    if (x->is_task != y->is_task)
+        return (int)y->is_task - (int)x->is_task;
+    return (x->idx > y->idx) - (x->idx < y->idx);
+}
+
+/* The static split: every phase A task and every combo to the thread with
+ * the least work so far, costliest first (so each thread's round, its A
+ * share then its B share, takes about as long as the others'). */
+static void split(struct tw_sweeper *s)
+{
+    struct tw__tile *t = &s->tile;
+    struct item *items = s->items;
+    size_t n = 0;
+    for (size_t i = 0; i < t->n_tasks; i++)
+        items[n++] = (struct item){t->tasks[i].cost, (uint32_t)i, 1, 0};
+    for (size_t k = 0; k < s->n_combos; k++) {
         const int64_t *c = s->combos + k * TW_COMBO_WINDOWS;
-        size_t fresh = 0;
-        for (int j = 0; j < 5; j++) {
-            int64_t w = c[close_idx[j]];
-            int dup = s->slot_of[w] >= 0;
-            for (int q = 0; q < j && !dup; q++)
-                dup = c[close_idx[q]] == w;
-            fresh += !dup;
-        }
-        if (s->n_win + fresh > s->slots)
-            break;
-        for (int j = 0; j < 5; j++) {
-            int64_t w = c[close_idx[j]];
-            if (s->slot_of[w] < 0) {
-                s->slot_of[w] = (int32_t)s->n_win;
-                s->win[s->n_win++] = w;
-            }
-        }
-        uint64_t cost = (uint64_t)(c[TW_H_SQRT] + c[TW_T_FULL]);
-        s->order[s->n_order++] = cost << 32 | (uint64_t)(k - start);
+        uint64_t cost = (uint64_t)(c[TW_H_SQRT] + c[TW_T_FULL]) * 3 / 2 + 12;
+        items[n++] = (struct item){cost, (uint32_t)k, 0, 0};
     }
-    if (k == start)
-        return k;
-
-    /* Groups of TW_GROUP windows, largest first (so the costliest tasks
-     * are handed out first).  The last group is padded with windows of 1
-     * written to pad_out: in the lockstep loop a window of 1 costs one add
-     * per output, where a copy of a real window would cost that window's
-     * length (a bound dataset's run often has one or two fresh windows,
-     * and padding them with copies made its phase A up to 8 times dearer).
-     * Only the last group is padded and its chunks write disjoint ranges,
-     * so pad_out is never written twice at once. */
-    int64_t sorted[SLOTS_MAX];
-    size_t n_fresh = s->n_win - first;
-    memcpy(sorted, s->win + first, n_fresh * sizeof(sorted[0]));
-    if (n_fresh > 1)
-        qsort(sorted, n_fresh, sizeof(sorted[0]), cmp_i64_desc);
-    /* A group's windows add in lockstep, one dependency chain per window:
-     * with few windows the chains cannot hide the adder's latency (and
-     * stretches where only the largest window is active run one chain
-     * anyway), while wma_range keeps eight independent blocks in flight.
-     * So a remainder of fewer than SINGLES_BELOW windows (the usual case
-     * of a bound dataset's run: one to four fresh windows) is computed
-     * window by window. */
-    size_t rem = n_fresh % TW_GROUP;
-    s->n_singles = rem < SINGLES_BELOW ? rem : 0;
-    for (size_t i = 0; i < s->n_singles; i++)
-        s->single_w[i] = sorted[n_fresh - s->n_singles + i];
-    n_fresh -= s->n_singles;
-    s->n_groups = (n_fresh + TW_GROUP - 1) / TW_GROUP;
-    for (size_t i = 0; i < s->n_groups * TW_GROUP; i++) {
-        if (i < n_fresh) {
-            s->group_w[i] = sorted[i];
-            s->group_out[i] = slot_ptr(s, sorted[i]);
-        } else {
-            s->group_w[i] = 1;
-            s->group_out[i] = s->pad_out;
-        }
+    uint64_t load[THREADS_MAX] = {0};
+    size_t count[THREADS_MAX] = {0};
+    if (s->t_run > 1)
+        qsort(items, n, sizeof(items[0]), cmp_item_desc);
+    for (size_t i = 0; i < n; i++) {
+        unsigned best = 0;
+        for (unsigned q = 1; q < s->t_run; q++)
+            if (load[q] < load[best])
+                best = q;
+        load[best] += items[i].cost;
+        items[i].owner = (uint16_t)best;
+        if (items[i].is_task)
+            t->tasks[items[i].idx].thread = best;
+        else
+            count[best]++;
     }
-    if (s->n_order > 1)
-        qsort(s->order, s->n_order, sizeof(s->order[0]), cmp_u64_desc);
-    return k;
+    s->combo_off[0] = 0;
+    for (unsigned q = 0; q < s->t_run; q++)
+        s->combo_off[q + 1] = s->combo_off[q] + count[q];
+    /* Each thread's combos in combo order (deterministic; one thread's
+     * trade log calls then come in combo order). */
+    size_t fill[THREADS_MAX] = {0};
+    for (size_t k = 0; k < s->n_combos; k++)
+        s->combo_owner_tmp[k] = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!items[i].is_task)
+            s->combo_owner_tmp[items[i].idx] = items[i].owner;
+    for (size_t k = 0; k < s->n_combos; k++) {
+        unsigned q = s->combo_owner_tmp[k];
+        s->combo_list[s->combo_off[q] + fill[q]++] = (uint32_t)k;
+    }
 }
 
-static void batch_clear(struct tw_sweeper *s)
+/* Grows a buffer to at least bytes (contents not kept). */
+static int grow(void **p, size_t *cap, size_t bytes)
 {
-    for (size_t i = 0; i < s->n_win; i++)
-        s->slot_of[s->win[i]] = -1;
-    s->n_win = 0;
+    if (*cap >= bytes)
+        return 0;
+    free(*p);
+    *p = big_alloc(bytes);
+    *cap = *p ? bytes : 0;
+    return *p ? 0 : -ENOMEM;
+}
+
+static size_t add_sz(size_t a, size_t b) { return a > SIZE_MAX - b ? SIZE_MAX : a + b; }
+static size_t mul_sz(size_t a, size_t b) { return b && a > SIZE_MAX / b ? SIZE_MAX : a * b; }
+
+/* Plans the run and sizes its memory.  0 or -ENOMEM (nothing computed). */
+static int prepare(struct tw_sweeper *s, tw_error *err)
+{
+    struct tw__tile *t = &s->tile;
+    const size_t K = s->n_combos;
+    size_t plan = tw__tile_plan_bytes(K);
+    size_t extra_off = (plan + 63) / 64 * 64;
+    /* combo_list, combo_off, slot_cache, slot_skip, items, combo_owner_tmp */
+    size_t extra = mul_sz(K, sizeof(uint32_t) + sizeof(uint16_t)) +
+                   (THREADS_MAX + 2) * sizeof(size_t) + 64 * 6 +
+                   mul_sz(5 * K, sizeof(double *) + 1) +
+                   mul_sz(add_sz(5 * K, K), sizeof(struct item));
+    if (plan == 0 || grow(&s->plan_mem, &s->plan_cap, add_sz(extra_off, extra)))
+        return tw__err(err, -ENOMEM, "no memory to plan a sweep of %zu combos", K);
+    size_t b = s->opts.block_bars;
+    /* The plan needs B for its task groups and B needs the plan's window
+     * count: plan with a provisional B, then rebuild the tasks. */
+    tw__tile_plan(t, s->plan_mem, s->combos, K, b ? b : 256);
+    if (!b) {
+        b = tw__default_block(t->n_win);
+        tw__tile_tasks(t, b, NULL);
+    }
+    s->block = b;
+    s->narrow = b < TW_NARROW_BELOW;
+    char *x = (char *)s->plan_mem + extra_off;
+    s->combo_list = (uint32_t *)(void *)x;
+    x += (K * sizeof(uint32_t) + 63) / 64 * 64;
+    s->combo_off = (size_t *)(void *)x;
+    x += ((THREADS_MAX + 2) * sizeof(size_t) + 63) / 64 * 64;
+    s->slot_cache = (double **)(void *)x;
+    x += (5 * K * sizeof(double *) + 63) / 64 * 64;
+    s->slot_skip = (uint8_t *)x;
+    x += (5 * K + 63) / 64 * 64;
+    s->items = (struct item *)(void *)x;
+    x += ((5 * K + K) * sizeof(struct item) + 63) / 64 * 64;
+    s->combo_owner_tmp = (uint16_t *)(void *)x;
+
+    /* Threads: no more than there are things to split; one for a run
+     * too small to be worth waking the pool. */
+    s->t_run = s->narrow ? 1 : s->nthreads;
+    size_t things = K + t->n_win;
+    if (s->t_run > things)
+        s->t_run = (unsigned)things;
+
+    size_t state = tw__tile_state_bytes(t, s->ops, s->narrow);
+    size_t bufs = s->narrow ? 0 : mul_sz(mul_sz(t->n_win, b), sizeof(double));
+    size_t pad = (size_t)t->wmax_c - 1;
+    s->prefix_bars = s->n < pad + 2 * b ? s->n : pad + 2 * b;
+    size_t prefix = mul_sz(add_sz(pad, s->prefix_bars), sizeof(double));
+    s->scratch_per = (tw__tile_scratch(t, b) + 7) / 8 * 8;
+    size_t scratch = s->narrow ? 0 : mul_sz(mul_sz(s->scratch_per, s->t_run), sizeof(double));
+    size_t total = add_sz(add_sz(add_sz(state, 2 * bufs), add_sz(prefix, scratch)), 6 * 64);
+    if (total == SIZE_MAX || grow(&s->state_mem, &s->state_cap, total))
+        return tw__err(err, -ENOMEM, "no memory for a sweep of %zu combos (%zu bytes)", K, total);
+    char *m = s->state_mem;
+    tw__tile_state_init(t, m, s->ops, s->narrow, s->opts.fee);
+    m += (state + 63) / 64 * 64;
+    s->bufs[0] = (double *)(void *)m;
+    m += (bufs + 63) / 64 * 64;
+    s->bufs[1] = (double *)(void *)m;
+    m += (bufs + 63) / 64 * 64;
+    s->prefix = (double *)(void *)m;
+    m += (prefix + 63) / 64 * 64;
+    s->scratch = (double *)(void *)m;
+    for (size_t i = 0; i < pad; i++)
+        s->prefix[i] = NAN;
+    memcpy(s->prefix + pad, s->close, s->prefix_bars * sizeof(double));
+    for (size_t i = 0; i < t->n_win; i++) {
+        s->slot_cache[i] = NULL;
+        s->slot_skip[i] = 0;
+    }
+    s->n_blocks = (s->n + b - 1) / b;
+    split(s);
+    return 0;
+}
+
+static void finish(struct tw_sweeper *s, tw_position *open)
+{
+    const struct tw__tile *t = &s->tile;
+    for (size_t k = 0; k < s->n_combos; k++) {
+        s->pnl[k] = t->sar[k].pnl;
+        s->trades[k] = t->sar[k].trades;
+        if (open) {
+            open[k].side = t->sar[k].pos;
+            open[k].entry_bar = t->sar[k].pos ? t->sar[k].entry_bar : -1;
+            open[k].entry_price = t->sar[k].pos ? t->sar[k].entry : 0.0;
+        }
+    }
+}
+
+static void run_exact(struct tw_sweeper *s)
+{
+    if (s->narrow) {
+        run_narrow(s);
+        return;
+    }
+    /* Relaxed: run_job's mutex publishes these to the workers. */
+    for (unsigned q = 0; q < s->t_run; q++) {
+        atomic_store_explicit(&s->workers[q].a_blocks, 0, memory_order_relaxed);
+        atomic_store_explicit(&s->workers[q].b_blocks, 0, memory_order_relaxed);
+    }
+    run_job(s, job_pipeline);
+}
+
+static void run_begin(struct tw_sweeper *s, const double *close, size_t n_bars,
+                      const int64_t *combos, size_t n_combos, double *pnl, int64_t *trades,
+                      tw_trade_fn fn, void *ctx)
+{
+    s->close = close;
+    s->n = n_bars;
+    s->combos = combos;
+    s->n_combos = n_combos;
+    s->pnl = pnl;
+    s->trades = trades;
+    s->sink_store.fn = fn;
+    s->sink_store.ctx = ctx;
+    s->sink = fn ? &s->sink_store : NULL;
+}
+
+static void run_end(struct tw_sweeper *s)
+{
+    if (s->progress)
+        s->progress(s->progress_ctx, s->n_combos, s->n_combos);
+    s->close = NULL;
+    s->combos = NULL;
+    s->pnl = NULL;
+    s->trades = NULL;
+    s->sink = NULL;
+}
+
+/* ---- the bound dataset's cache ------------------------------------------- */
+
+static void cache_free(struct tw_sweeper *s)
+{
+    free(s->cache);
+    free(s->cache_win);
+    free(s->cache_full);
+    free(s->cache_used);
+    s->cache = NULL;
+    s->cache_win = NULL;
+    s->cache_full = NULL;
+    s->cache_used = NULL;
+    s->cache_slots = 0;
+    s->cache_alloc_bytes = 0;
+}
+
+static void cache_clear(struct tw_sweeper *s)
+{
+    for (size_t i = 0; i < s->cache_slots; i++) {
+        if (s->cache_win[i] > 0)
+            s->cache_of[s->cache_win[i]] = -1;
+        s->cache_win[i] = 0;
+        s->cache_full[i] = 0;
+        s->cache_used[i] = 0;
+    }
+}
+
+/* The cache for the bound dataset's length: as many whole passes as
+ * cache_bytes allows.  A failure leaves the sweeper without one (every
+ * window is then computed block by block). */
+static void cache_setup(struct tw_sweeper *s)
+{
+    size_t slots = s->opts.cache_bytes / (s->b_n * sizeof(double));
+    if (slots > CACHE_SLOTS_MAX)
+        slots = CACHE_SLOTS_MAX;
+    if (slots == s->cache_slots && s->cache)
+        return;
+    cache_clear(s);
+    cache_free(s);
+    if (slots == 0)
+        return;
+    if (!s->cache_of) {
+        s->cache_of = malloc((TW_WINDOW_MAX + 1) * sizeof(s->cache_of[0]));
+        if (!s->cache_of)
+            return;
+        for (size_t w = 0; w <= TW_WINDOW_MAX; w++)
+            s->cache_of[w] = -1;
+    }
+    s->cache = big_alloc(slots * s->b_n * sizeof(double));
+    s->cache_win = calloc(slots, sizeof(s->cache_win[0]));
+    s->cache_full = calloc(slots, 1);
+    s->cache_used = calloc(slots, sizeof(s->cache_used[0]));
+    if (!s->cache || !s->cache_win || !s->cache_full || !s->cache_used) {
+        cache_free(s);
+        return;
+    }
+    s->cache_slots = slots;
+}
+
+/* Assigns the run's windows to cache slots: the cached ones are read, the
+ * others computed into free (or least recently used, not needed now)
+ * slots; whatever finds none goes block by block. */
+static void cache_assign(struct tw_sweeper *s)
+{
+    struct tw__tile *t = &s->tile;
+    uint64_t now = ++s->run_stamp;
+    for (size_t i = 0; i < t->n_win; i++) {
+        int32_t cs = s->cache_of[t->win[i]];
+        if (cs >= 0)
+            s->cache_used[cs] = now;
+    }
+    for (size_t i = 0; i < t->n_win; i++) {
+        int64_t w = t->win[i];
+        int32_t cs = s->cache_of[w];
+        if (cs < 0) {
+            size_t best = SIZE_MAX;
+            for (size_t q = 0; q < s->cache_slots; q++) {
+                if (s->cache_win[q] == 0) {
+                    best = q;
+                    break;
+                }
+                if (s->cache_used[q] < now &&
+                    (best == SIZE_MAX || s->cache_used[q] < s->cache_used[best]))
+                    best = q;
+            }
+            if (best == SIZE_MAX)
+                continue; /* no room: block by block */
+            if (s->cache_win[best] > 0)
+                s->cache_of[s->cache_win[best]] = -1;
+            s->cache_win[best] = w;
+            s->cache_full[best] = 0;
+            s->cache_used[best] = now;
+            s->cache_of[w] = (int32_t)best;
+            cs = (int32_t)best;
+        }
+        s->slot_cache[i] = s->cache + (size_t)cs * s->b_n;
+        s->slot_skip[i] = s->cache_full[cs];
+    }
+}
+
+static void cache_commit(struct tw_sweeper *s)
+{
+    struct tw__tile *t = &s->tile;
+    for (size_t i = 0; i < t->n_win; i++)
+        if (s->slot_cache[i])
+            s->cache_full[s->cache_of[t->win[i]]] = 1;
 }
 
 /* ---- public ------------------------------------------------------------- */
@@ -433,6 +711,8 @@ void tw_sweep_opts_init(tw_sweep_opts *o)
     o->kernel = TW_KERNEL_EXACT;
     o->isa = TW_ISA_AUTO;
     o->fee = TW_FEE_DEFAULT;
+    o->block_bars = 0;
+    o->cache_bytes = TW_CACHE_BYTES_DEFAULT;
 }
 
 void tw_sweeper_destroy(tw_sweeper *s)
@@ -450,21 +730,17 @@ void tw_sweeper_destroy(tw_sweeper *s)
     pthread_mutex_destroy(&s->mu);
     pthread_cond_destroy(&s->go);
     pthread_cond_destroy(&s->done);
-    if (s->workers)
-        free(s->workers[0].scratch);
     free(s->workers);
-    free(s->cache);
-    free(s->slot_of);
-    free(s->win);
-    free(s->group_w);
-    free(s->group_out);
-    free(s->single_w);
-    free(s->order);
+    free(s->scalar_scratch);
+    free(s->plan_mem);
+    free(s->state_mem);
+    cache_free(s);
+    free(s->cache_of);
     free(s);
 }
 
-int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars,
-                          const tw_sweep_opts *opts, size_t cache_bytes)
+int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars, const tw_sweep_opts *opts,
+                          size_t cache_bytes)
 {
     *out = NULL;
     tw_sweeper *s = calloc(1, sizeof(*s));
@@ -474,6 +750,7 @@ int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars,
         s->opts = *opts;
     else
         tw_sweep_opts_init(&s->opts);
+    s->opts.cache_bytes = cache_bytes;
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->go, NULL);
     pthread_cond_init(&s->done, NULL);
@@ -481,6 +758,8 @@ int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars,
     if (s->opts.kernel != TW_KERNEL_EXACT && s->opts.kernel != TW_KERNEL_SCALAR)
         goto fail;
     if (s->opts.isa < TW_ISA_AUTO || s->opts.isa > TW_ISA_AVX512)
+        goto fail;
+    if (s->opts.block_bars > TW_BLOCK_MAX)
         goto fail;
     rc = -ENOTSUP;
     if (!tw_isa_supported(s->opts.isa))
@@ -493,41 +772,20 @@ int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars,
         nt = on > 0 ? (unsigned)on : 1;
     }
     s->nthreads = nt > THREADS_MAX ? THREADS_MAX : nt;
-    s->wt = tw__weights();
+    (void)tw__weights();
 
     rc = -ENOMEM;
     if (s->opts.kernel == TW_KERNEL_EXACT) {
         s->isa = s->opts.isa == TW_ISA_AUTO ? tw_isa_best() : s->opts.isa;
         s->ops = tw__exact_ops_for(s->isa);
         TW_VERIFY(s->ops != NULL);
-        s->per_thread = 4 * s->max_bars;
-        size_t slots = cache_bytes / (s->max_bars * sizeof(double));
-        if (slots > SLOTS_MAX)
-            slots = SLOTS_MAX;
-        if (slots < SLOTS_MIN)
-            slots = SLOTS_MIN;
-        s->slots = slots;
-        if (s->max_bars > SIZE_MAX / sizeof(double) / (slots + 1))
-            goto fail;
-        /* One slot more than the cache holds: the padding's outputs. */
-        s->cache = big_alloc((slots + 1) * s->max_bars * sizeof(double));
-        s->slot_of = malloc((TW_WINDOW_MAX + 1) * sizeof(s->slot_of[0]));
-        s->win = malloc(slots * sizeof(s->win[0]));
-        size_t gmax = (slots + TW_GROUP - 1) / TW_GROUP * TW_GROUP;
-        s->group_w = malloc(gmax * sizeof(s->group_w[0]));
-        s->group_out = malloc(gmax * sizeof(s->group_out[0]));
-        s->single_w = malloc(slots * sizeof(s->single_w[0]));
-        s->order = malloc(BATCH_MAX * sizeof(s->order[0]));
-        if (s->cache)
-            s->pad_out = s->cache + slots * s->max_bars;
-        if (!s->cache || !s->slot_of || !s->win || !s->group_w || !s->group_out ||
-            !s->single_w || !s->order)
-            goto fail;
-        for (size_t w = 0; w <= TW_WINDOW_MAX; w++)
-            s->slot_of[w] = -1;
     } else {
         s->isa = TW_ISA_SCALAR;
-        s->per_thread = 5 * s->max_bars;
+        if (s->max_bars > SIZE_MAX / sizeof(double) / 5 / s->nthreads)
+            goto fail;
+        s->scalar_scratch = big_alloc(5 * s->max_bars * s->nthreads * sizeof(double));
+        if (!s->scalar_scratch)
+            goto fail;
     }
 
     /* Cache-line aligned (struct worker is), so threads never share one. */
@@ -535,14 +793,9 @@ int tw__sweeper_create_ex(tw_sweeper **out, size_t max_bars,
     if (!s->workers)
         goto fail;
     memset(s->workers, 0, s->nthreads * sizeof(s->workers[0]));
-    if (s->per_thread > SIZE_MAX / sizeof(double) / s->nthreads)
-        goto fail;
-    double *scratch = big_alloc(s->per_thread * s->nthreads * sizeof(double));
-    if (!scratch)
-        goto fail;
     for (unsigned t = 0; t < s->nthreads; t++) {
         s->workers[t].s = s;
-        s->workers[t].scratch = scratch + (size_t)t * s->per_thread;
+        s->workers[t].id = t;
     }
     for (unsigned t = 1; t < s->nthreads; t++) {
         if (pthread_create(&s->workers[t].th, NULL, worker_main, &s->workers[t]) != 0) {
@@ -560,10 +813,12 @@ fail:
 
 int tw_sweeper_create(tw_sweeper **out, size_t max_bars, const tw_sweep_opts *opts)
 {
-    return tw__sweeper_create_ex(out, max_bars, opts, CACHE_BYTES_DEFAULT);
+    return tw__sweeper_create_ex(out, max_bars, opts,
+                                 opts ? opts->cache_bytes : TW_CACHE_BYTES_DEFAULT);
 }
 
 tw_isa tw_sweeper_isa(const tw_sweeper *s) { return s->isa; }
+size_t tw__sweeper_mem_bytes(const tw_sweeper *s) { return s->plan_cap + s->state_cap; }
 unsigned tw_sweeper_threads(const tw_sweeper *s) { return s->nthreads; }
 
 void tw_sweeper_set_progress(tw_sweeper *s, tw_progress_fn fn, void *ctx)
@@ -572,65 +827,73 @@ void tw_sweeper_set_progress(tw_sweeper *s, tw_progress_fn fn, void *ctx)
     s->progress_ctx = ctx;
 }
 
-/* The sweep proper, on checked input.  keep: the cache holds passes over
- * this same close (a bound dataset) and is left filled for the next run;
- * otherwise it starts and ends empty. */
-static void run_all(struct tw_sweeper *s, const double *close, size_t n_bars,
-                    const int64_t *combos, size_t n_combos, double *pnl,
-                    int64_t *trades, int keep)
+/* A checked run of the exact or scalar kernel. */
+static int run_checked(struct tw_sweeper *s, const double *close, size_t n_bars,
+                       const int64_t *combos, size_t n_combos, double *pnl, int64_t *trades,
+                       tw_trade_fn fn, void *ctx, tw_position *open, int bound, tw_error *err)
 {
-    s->close = close;
-    s->n = n_bars;
-    s->combos = combos;
-    s->n_combos = n_combos;
-    s->pnl = pnl;
-    s->trades = trades;
-    atomic_store_explicit(&s->combos_done, 0, memory_order_relaxed);
-
-    if (s->opts.kernel == TW_KERNEL_SCALAR) {
-        run_phase(s, job_scalar, n_combos);
-    } else {
-        size_t n_chunks = (n_bars + CHUNK_ANCHORS - 1) / CHUNK_ANCHORS;
-        s->n_chunks = n_chunks;
-        for (size_t start = 0; start < n_combos;) {
-            size_t end = batch_build(s, start, n_combos);
-            if (end == start) {
-                /* The cache is full of other windows: start it afresh. */
-                batch_clear(s);
-                end = batch_build(s, start, n_combos);
-                TW_VERIFY(end > start);
-            }
-            if (s->n_groups + s->n_singles > 0)
-                run_phase(s, job_group, (s->n_groups + s->n_singles) * n_chunks);
-            run_phase(s, job_combo, s->n_order);
-            if (!keep)
-                batch_clear(s);
-            start = end;
-        }
+    run_begin(s, close, n_bars, combos, n_combos, pnl, trades, fn, ctx);
+    if (!s->ops) {
+        s->t_run = s->nthreads < n_combos ? s->nthreads : (unsigned)n_combos;
+        atomic_store_explicit(&s->next, 0, memory_order_relaxed);
+        run_job(s, job_scalar);
+        run_end(s);
+        return 0;
     }
-    if (s->progress)
-        s->progress(s->progress_ctx, n_combos, n_combos);
-    s->close = NULL;
-    s->combos = NULL;
-    s->pnl = NULL;
-    s->trades = NULL;
+    int rc = prepare(s, err);
+    if (rc) {
+        run_end(s);
+        return rc;
+    }
+    int cached = bound && s->cache_slots && !s->narrow;
+    if (cached) {
+        cache_assign(s);
+        tw__tile_tasks(&s->tile, s->block, s->slot_skip);
+        /* A small run on a warm cache (a chatty client's one combo) is
+         * not worth waking the pool. */
+        if (s->tile.n_tasks == 0 && n_combos * n_bars < ((size_t)1 << 20))
+            s->t_run = 1;
+        split(s);
+    }
+    run_exact(s);
+    if (cached)
+        cache_commit(s);
+    finish(s, open);
+    run_end(s);
+    return 0;
+}
+
+static int bars_fit(const tw_sweeper *s, size_t n_bars, tw_error *err)
+{
+    if (n_bars > s->max_bars)
+        return tw__err(err, -E2BIG, "%zu bars exceed the sweeper's %zu", n_bars,
+                       s->max_bars);
+    return 0;
+}
+
+int tw_sweeper_run_trades(tw_sweeper *s, const double *close, size_t n_bars,
+                          const int64_t *combos, size_t n_combos, double *pnl,
+                          int64_t *trades, tw_trade_fn fn, void *ctx, tw_position *open,
+                          tw_error *err)
+{
+    if ((fn || open) && !s->ops)
+        return tw__err(err, -EINVAL, "the trade log comes from the exact kernel, "
+                                     "not the scalar reference");
+    int rc = tw_sweep_check(close, n_bars, combos, n_combos, err);
+    if (rc == 0)
+        rc = bars_fit(s, n_bars, err);
+    if (rc)
+        return rc;
+    return run_checked(s, close, n_bars, combos, n_combos, pnl, trades, fn, ctx, open, 0,
+                       err);
 }
 
 int tw_sweeper_run(tw_sweeper *s, const double *close, size_t n_bars,
                    const int64_t *combos, size_t n_combos, double *pnl,
                    int64_t *trades, tw_error *err)
 {
-    int rc = tw_sweep_check(close, n_bars, combos, n_combos, err);
-    if (rc)
-        return rc;
-    if (n_bars > s->max_bars)
-        return tw__err(err, -E2BIG, "%zu bars exceed the sweeper's %zu", n_bars,
-                       s->max_bars);
-    /* The cache is shared with a bound dataset's passes: those go (the
-     * binding stays, and its next run refills lazily). */
-    batch_clear(s);
-    run_all(s, close, n_bars, combos, n_combos, pnl, trades, 0);
-    return 0;
+    return tw_sweeper_run_trades(s, close, n_bars, combos, n_combos, pnl, trades, NULL, NULL,
+                                 NULL, err);
 }
 
 int tw_sweeper_bind(tw_sweeper *s, const double *close, size_t n_bars, uint64_t tag,
@@ -640,21 +903,23 @@ int tw_sweeper_bind(tw_sweeper *s, const double *close, size_t n_bars, uint64_t 
         return 0;
     tw_sweeper_unbind(s);
     int rc = tw__check_prices(close, n_bars, err);
+    if (rc == 0)
+        rc = bars_fit(s, n_bars, err);
     if (rc)
         return rc;
-    if (n_bars > s->max_bars)
-        return tw__err(err, -E2BIG, "%zu bars exceed the sweeper's %zu", n_bars,
-                       s->max_bars);
     s->bound = 1;
     s->b_close = close;
     s->b_n = n_bars;
     s->b_tag = tag;
+    if (s->ops && s->opts.cache_bytes)
+        cache_setup(s);
     return 0;
 }
 
 void tw_sweeper_unbind(tw_sweeper *s)
 {
-    batch_clear(s);
+    if (s->cache_slots)
+        cache_clear(s);
     s->bound = 0;
     s->b_close = NULL;
     s->b_n = 0;
@@ -668,6 +933,14 @@ int tw_sweeper_bound_tag(const tw_sweeper *s, uint64_t *tag)
     return s->bound;
 }
 
+size_t tw_sweeper_cache_bytes(const tw_sweeper *s)
+{
+    size_t full = 0;
+    for (size_t i = 0; i < s->cache_slots; i++)
+        full += s->cache_full[i];
+    return full * s->b_n * sizeof(double);
+}
+
 int tw_sweeper_run_bound(tw_sweeper *s, const int64_t *combos, size_t n_combos,
                          double *pnl, int64_t *trades, tw_error *err)
 {
@@ -677,7 +950,24 @@ int tw_sweeper_run_bound(tw_sweeper *s, const int64_t *combos, size_t n_combos,
     int rc = tw__check_windows(combos, n_combos, err);
     if (rc)
         return rc;
-    run_all(s, s->b_close, s->b_n, combos, n_combos, pnl, trades, 1);
+    return run_checked(s, s->b_close, s->b_n, combos, n_combos, pnl, trades, NULL, NULL, NULL,
+                       1, err);
+}
+
+static int make_sweeper(tw_sweeper **s, size_t n_bars, const tw_sweep_opts *opts,
+                        tw_error *err)
+{
+    int rc = tw_sweeper_create(s, n_bars, opts);
+    if (rc == -ENOTSUP)
+        return tw__err(err, rc, "ISA %s not supported on this CPU",
+                       tw_isa_name(opts ? opts->isa : TW_ISA_AUTO));
+    if (rc == -EINVAL)
+        return tw__err(err, rc, "bad sweep options (kernel %d, isa %d, block_bars %zu)",
+                       opts ? (int)opts->kernel : 0, opts ? (int)opts->isa : 0,
+                       opts ? opts->block_bars : 0);
+    if (rc)
+        return tw__err(err, rc, "cannot set up a sweep of %zu bars: %s", n_bars,
+                       tw_strerror(rc));
     return 0;
 }
 
@@ -689,16 +979,9 @@ int tw_sweep(const double *close, size_t n_bars, const int64_t *combos,
     if (rc)
         return rc;
     tw_sweeper *s;
-    rc = tw_sweeper_create(&s, n_bars, opts);
-    if (rc == -ENOTSUP)
-        return tw__err(err, rc, "ISA %s not supported on this CPU",
-                       tw_isa_name(opts ? opts->isa : TW_ISA_AUTO));
-    if (rc == -EINVAL)
-        return tw__err(err, rc, "bad sweep options (kernel %d, isa %d)",
-                       opts ? (int)opts->kernel : 0, opts ? (int)opts->isa : 0);
+    rc = make_sweeper(&s, n_bars, opts, err);
     if (rc)
-        return tw__err(err, rc, "cannot set up a sweep of %zu bars: %s", n_bars,
-                       tw_strerror(rc));
+        return rc;
     rc = tw_sweeper_run(s, close, n_bars, combos, n_combos, pnl, trades, err);
     tw_sweeper_destroy(s);
     return rc;

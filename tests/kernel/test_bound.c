@@ -14,20 +14,6 @@
 
 static uint64_t seed0 = 20261130;
 
-static void make_series(uint64_t *rs, double *x, size_t n, int gaps)
-{
-    double c = 100.0;
-    for (size_t i = 0; i < n; i++) {
-        c *= 1.0 + (kt_unif(rs) - 0.5) * 0.004;
-        x[i] = c;
-    }
-    for (int g = 0; g < gaps; g++) {
-        size_t at = (size_t)(kt_rand(rs) % n), len = 1 + (size_t)(kt_rand(rs) % 30);
-        for (size_t i = at; i < n && i < at + len; i++)
-            x[i] = NAN;
-    }
-}
-
 /* Windows drawn from a small pool so that combos share windows (the cache
  * has something to reuse), with some beyond n (all-NaN passes). */
 static void make_grid(uint64_t *rs, int64_t *combos, size_t n_combos, size_t n)
@@ -78,8 +64,8 @@ static void scenario(uint64_t *rs, const tw_sweep_opts *o, size_t cache_bytes)
     enum { NC = 40 };
     size_t n = 200 + (size_t)(kt_rand(rs) % 2500);
     double *a = malloc(n * sizeof(double)), *b = malloc(n * sizeof(double));
-    make_series(rs, a, n, (int)(kt_rand(rs) % 6));
-    make_series(rs, b, n, (int)(kt_rand(rs) % 6));
+    kt_series(rs, a, n, (int)(kt_rand(rs) % 6));
+    kt_series(rs, b, n, (int)(kt_rand(rs) % 6));
     int64_t grid[NC * TW_COMBO_WINDOWS];
     make_grid(rs, grid, NC, n);
     double ref_a[NC], ref_b[NC], pnl[NC];
@@ -157,7 +143,7 @@ static void errors(void)
     enum { N = 500 };
     double x[N];
     uint64_t rs = seed0;
-    make_series(&rs, x, N, 2);
+    kt_series(&rs, x, N, 2);
     tw_sweeper *s;
     tw_error err = {0};
     tw_sweep_opts o;
@@ -244,5 +230,5 @@ int main(void)
     o.threads = 2;
     scenario(&rs, &o, (size_t)256 << 20);
     errors();
-    return kt_done("kernel_bound");
+    return tw_check_done("kernel_bound");
 }

@@ -149,5 +149,5 @@ int main(void)
     }
     run_engine_case(1);
     run_engine_case(2);
-    return kt_done("kernel_bound_engine");
+    return tw_check_done("kernel_bound_engine");
 }

@@ -211,5 +211,5 @@ int main(void)
     char cmd[128];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
-    return kt_done("kernel_data");
+    return tw_check_done("kernel_data");
 }

@@ -1,27 +1,12 @@
 /* The exact kernel is bit-identical to the scalar reference: pass by pass
- * (every ISA's WMA passes against tw_wma) and sweep by sweep (every ISA,
- * 1 and 3 threads, and a tiny window cache that forces many batches), over
- * random windows (1..300 and some large), random lengths (n = 1, n < w) and
- * NaN gaps.  The seed is printed on failure. */
+ * (every ISA's WMA passes against tw_wma, whole and in random blocks) and
+ * sweep by sweep (every ISA, 1, 2 and 3 threads, default and short
+ * blocks), over random windows (1..300 and some large), random lengths
+ * (n = 1, n < w) and NaN gaps.  The seed is printed on failure. */
 #include "kernel/kernel_internal.h"
 #include "kt.h"
 
 static uint64_t seed0 = 20261129;
-
-static void make_series(uint64_t *rs, double *x, size_t n, int gaps)
-{
-    double c = 100.0;
-    for (size_t i = 0; i < n; i++) {
-        c *= 1.0 + (kt_unif(rs) - 0.5) * 0.004;
-        x[i] = c;
-    }
-    if (gaps)
-        for (int g = 0; g < gaps; g++) {
-            size_t at = (size_t)(kt_rand(rs) % n), len = 1 + (size_t)(kt_rand(rs) % 30);
-            for (size_t i = at; i < n && i < at + len; i++)
-                x[i] = NAN;
-        }
-}
 
 static int64_t rand_window(uint64_t *rs, int64_t big)
 {
@@ -33,12 +18,13 @@ static int64_t rand_window(uint64_t *rs, int64_t big)
     return 1 + (int64_t)(kt_rand(rs) % 300);
 }
 
-/* Pass level: wma_one and wma_group (in chunks) against tw_wma. */
+/* Pass level: wma_one, wma_group_block and wma_range (in blocks) against
+ * tw_wma. */
 static void passes(uint64_t *rs, size_t n, int64_t big, int gaps)
 {
     double *x = malloc(n * sizeof(double)), *ref = malloc(TW_GROUP * n * sizeof(double));
     double *got = malloc(TW_GROUP * n * sizeof(double));
-    make_series(rs, x, n, gaps);
+    kt_series(rs, x, n, gaps);
     /* Signed inputs too (the d and e series are). */
     if (kt_rand(rs) & 1)
         for (size_t i = 0; i < n; i++)
@@ -73,28 +59,75 @@ static void passes(uint64_t *rs, size_t n, int64_t big, int gaps)
                     break;
                 }
         }
-        double *out[TW_GROUP];
-        for (int g = 0; g < TW_GROUP; g++) {
-            out[g] = got + (size_t)g * n;
-            for (size_t i = 0; i < n; i++)
-                out[g][i] = i + 1 < (size_t)w[g] ? NAN : -12345.0;
-        }
-        /* Random chunking of the anchors, as the sweep's phase A does. */
-        for (size_t kb = 0; kb < n;) {
-            size_t ke = kb + 1 + (size_t)(kt_rand(rs) % (n / 3 + 8));
-            if (ke > n)
-                ke = n;
-            ops->wma_group(x, n, w, out, tw__weights(), kb, ke);
-            kb = ke;
-        }
-        for (int g = 0; g < TW_GROUP; g++)
-            for (size_t i = 0; i < n; i++)
-                if (!kt_same(out[g][i], ref[(size_t)g * n + i])) {
-                    CHECKF(0, "wma_group %s n=%zu w=%lld (slot %d) i=%zu got %.17g want %.17g (seed %llu)",
-                           tw_isa_name((tw_isa)isa), n, (long long)w[g], g, i, out[g][i],
-                           ref[(size_t)g * n + i], (unsigned long long)seed0);
+        /* Blocks of outputs, as the tiled sweep's phase A: x padded with
+         * NaN before bar 0 (outputs before a window's span are NaN
+         * either way), random block bounds, and inputs available either to
+         * the end of the series or only to the block's end (the stream's
+         * chunks); padding slots now and then.  Nothing outside a block
+         * may be written. */
+        size_t pad = (size_t)w[0];
+        double *xp = malloc((pad + n) * sizeof(double));
+        double *blk = malloc((n + 2 * 8) * sizeof(double));
+        for (size_t i = 0; i < pad; i++)
+            xp[i] = NAN;
+        memcpy(xp + pad, x, n * sizeof(double));
+        const double *xb = xp + pad;
+        int npad = kt_rand(rs) % 3 == 0 ? (int)(kt_rand(rs) % 4) : 0;
+        for (size_t t0 = 0; t0 < n;) {
+            size_t t1 = t0 + 1 + (size_t)(kt_rand(rs) % (n / 3 + 8));
+            if (t1 > n)
+                t1 = n;
+            size_t nb = t1 - t0;
+            ptrdiff_t avail = kt_rand(rs) & 1 ? (ptrdiff_t)n : (ptrdiff_t)t1;
+            int64_t gw[TW_GROUP];
+            double *out[TW_GROUP], *bufs[TW_GROUP];
+            for (int g = 0; g < TW_GROUP; g++) {
+                int real = g < TW_GROUP - npad;
+                gw[g] = real ? w[g] : 1;
+                bufs[g] = malloc((nb + 16) * sizeof(double));
+                for (size_t i = 0; i < nb + 16; i++)
+                    bufs[g][i] = -777.0;
+                out[g] = real ? bufs[g] + 8 : NULL;
+            }
+            ops->wma_group_block(xb, avail, gw, out, tw__weights(), (ptrdiff_t)t0, (ptrdiff_t)t1);
+            for (int g = 0; g < TW_GROUP - npad; g++) {
+                for (size_t i = 0; i < 8; i++)
+                    CHECKF(bufs[g][i] == -777.0 && bufs[g][8 + nb + i] == -777.0,
+                           "wma_group_block %s wrote outside its block (seed %llu)",
+                           tw_isa_name((tw_isa)isa), (unsigned long long)seed0);
+                for (size_t i = t0; i < t1; i++)
+                    if (!kt_same(out[g][i - t0], ref[(size_t)g * n + i])) {
+                        CHECKF(0, "wma_group_block %s n=%zu w=%lld (slot %d) block [%zu,%zu) "
+                               "avail %td i=%zu got %.17g want %.17g (seed %llu)",
+                               tw_isa_name((tw_isa)isa), n, (long long)w[g], g, t0, t1, avail,
+                               i, out[g][i - t0], ref[(size_t)g * n + i],
+                               (unsigned long long)seed0);
+                        break;
+                    }
+            }
+            for (int g = 0; g < TW_GROUP; g++)
+                free(bufs[g]);
+            /* The single-window pass over the same block. */
+            int64_t ws = w[kt_rand(rs) % TW_GROUP];
+            double *ref1 = malloc(n * sizeof(double));
+            tw_wma(x, n, ws, ref1);
+            for (size_t i = 0; i < nb + 16; i++)
+                blk[i] = -777.0;
+            ops->wma_range(xb, ws, blk + 8, tw__weights(), (ptrdiff_t)t0, (ptrdiff_t)t1);
+            for (size_t i = 0; i < 8; i++)
+                CHECK(blk[i] == -777.0 && blk[8 + nb + i] == -777.0);
+            for (size_t i = t0; i < t1; i++)
+                if (!kt_same(blk[8 + i - t0], ref1[i])) {
+                    CHECKF(0, "wma_range %s w=%lld block [%zu,%zu) i=%zu (seed %llu)",
+                           tw_isa_name((tw_isa)isa), (long long)ws, t0, t1, i,
+                           (unsigned long long)seed0);
                     break;
                 }
+            free(ref1);
+            t0 = t1;
+        }
+        free(xp);
+        free(blk);
     }
     free(x);
     free(ref);
@@ -105,7 +138,7 @@ static void passes(uint64_t *rs, size_t n, int64_t big, int gaps)
 static void sweeps(uint64_t *rs, size_t n, size_t k, int64_t big, int gaps)
 {
     double *x = malloc(n * sizeof(double));
-    make_series(rs, x, n, gaps);
+    kt_series(rs, x, n, gaps);
     int64_t *combos = malloc(k * TW_COMBO_WINDOWS * sizeof(int64_t));
     for (size_t c = 0; c < k; c++) {
         int64_t *cw = combos + c * TW_COMBO_WINDOWS;
@@ -131,23 +164,13 @@ static void sweeps(uint64_t *rs, size_t n, size_t k, int64_t big, int gaps)
             tw_sweep_opts o;
             tw_sweep_opts_init(&o);
             o.isa = (tw_isa)isa;
-            o.threads = variant == 1 ? 3 : 1;
+            o.threads = variant == 1 ? 3 : variant == 2 ? 2 : 1;
+            /* Variant 2: short blocks, so that even short series span
+             * several of them and the pipeline's buffers alternate. */
+            o.block_bars = variant == 2 ? 64 : 0;
             memset(gp, 0, k * sizeof(double));
             memset(gt, 0, k * sizeof(int64_t));
-            int rc;
-            if (variant < 2) {
-                rc = tw_sweep(x, n, combos, k, &o, gp, gt, &err);
-            } else {
-                /* A cache of the minimum 5 slots: one or two combos a batch. */
-                tw_sweeper *s;
-                o.threads = 2;
-                rc = tw__sweeper_create_ex(&s, n + 7, &o, 1);
-                CHECK(rc == 0);
-                if (rc)
-                    continue;
-                rc = tw_sweeper_run(s, x, n, combos, k, gp, gt, &err);
-                tw_sweeper_destroy(s);
-            }
+            int rc = tw_sweep(x, n, combos, k, &o, gp, gt, &err);
             CHECKF(rc == 0, "rc %d: %s", rc, err.msg);
             for (size_t c = 0; c < k; c++)
                 if (!kt_same(gp[c], rp[c]) || gt[c] != rt[c]) {
@@ -196,7 +219,7 @@ int main(int argc, char **argv)
         int64_t *cb = malloc(NK * TW_COMBO_WINDOWS * sizeof(int64_t));
         double *rp = malloc(NK * sizeof(double)), *gp = malloc(NK * sizeof(double));
         int64_t *rt = malloc(NK * sizeof(int64_t)), *gt = malloc(NK * sizeof(int64_t));
-        make_series(&rs, x, NB, 1);
+        kt_series(&rs, x, NB, 1);
         for (size_t c = 0; c < NK; c++) {
             tw_combo_from_length(2 + (int64_t)(kt_rand(&rs) % 40), cb + c * TW_COMBO_WINDOWS);
             tw__backtest_scalar(x, NB, cb + c * TW_COMBO_WINDOWS, TW_FEE_DEFAULT, scratch,
@@ -221,5 +244,5 @@ int main(int argc, char **argv)
         free(rt);
         free(gt);
     }
-    return kt_done("kernel_exact");
+    return tw_check_done("kernel_exact");
 }

@@ -41,7 +41,7 @@ int main(void)
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     CHECK(system(cmd) == 0);
     if (!close || !close2)
-        return kt_done("kernel_fingerprint");
+        return tw_check_done("kernel_fingerprint");
     CHECK(n == 150000 && n2 == n);
     CHECK(!memcmp(close, close2, n * sizeof(double)));
 
@@ -65,5 +65,5 @@ int main(void)
     }
     free(close);
     free(close2);
-    return kt_done("kernel_fingerprint");
+    return tw_check_done("kernel_fingerprint");
 }

@@ -88,5 +88,5 @@ int main(void)
     tw_gen_closes(b, 5, 1, 0.0);
     for (int i = 0; i < 5; i++)
         CHECK(b[i] == 100.0);
-    return kt_done("kernel_gen");
+    return tw_check_done("kernel_gen");
 }

@@ -67,5 +67,5 @@ int main(void)
         tw_combo_from_length(L, c);
         CHECKF(!memcmp(c, want, sizeof(c)), "L=%lld", (long long)L);
     }
-    return kt_done("kernel_grid");
+    return tw_check_done("kernel_grid");
 }

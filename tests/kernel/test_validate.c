@@ -175,5 +175,5 @@ int main(void)
     CHECK(!strcmp(tw_isa_name(TW_ISA_AVX512), "avx512"));
     CHECK(!strcmp(tw_isa_name(TW_ISA_AVX2), "avx2"));
     printf("  best isa here: %s\n", tw_isa_name(tw_isa_best()));
-    return kt_done("kernel_validate");
+    return tw_check_done("kernel_validate");
 }
