@@ -1,0 +1,32 @@
+/* What the files of `tickwire exchange` share: the parsed command line and
+ * the two transport loops (kernel TCP, this project's userspace stack). */
+#ifndef TW_TOOLS_XCHG_CLI_H
+#define TW_TOOLS_XCHG_CLI_H
+
+#include <signal.h>
+#include <stdint.h>
+
+#include "tickwire/exchange.h"
+
+typedef struct xcli_opts {
+    const char *host;     /* --listen HOST (kernel TCP) */
+    uint16_t port;        /* --listen PORT (0: any, printed) */
+    const char *port_spec; /* --port SPEC: the userspace stack */
+    const char *ip, *mac; /* --ip, --mac with --port */
+    int busy;             /* --busy: poll without yielding (userspace stack) */
+    int quiet;            /* --quiet: no event lines on stderr */
+    unsigned max_conns;
+} xcli_opts;
+
+/* Set by SIGTERM/SIGINT: 1 asks for a clean stop, 2 or more to quit now. */
+extern volatile sig_atomic_t tw__xcli_signals;
+
+/* Serves the venue over kernel TCP until it is done (or signalled twice).
+ * Prints the listening line on stdout once listening.  Returns 0, or 1
+ * after printing why it could not listen. */
+int tw__xcli_run_tcp(tw_xchg *x, const xcli_opts *o);
+
+/* The same over the userspace stack on o->port_spec with o->ip. */
+int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o);
+
+#endif

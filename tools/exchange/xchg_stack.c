@@ -1,0 +1,120 @@
+/* `tickwire exchange --port SPEC --ip A.B.C.D` over this project's
+ * userspace TCP/IP stack: the port from its spec, a tw_net on it, the
+ * venue served by tw_xchg_net, one loop yielding on the port's fd (or
+ * busy-polling with --busy). */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "exchange/xchg_cli.h"
+#include "tickwire/clock.h"
+#include "tickwire/net.h"
+
+#ifdef TW_XCHG_HAVE_PORTS
+#include "common/netdrv.h"
+#include "common/portspec.h"
+
+#define OUT_CAP (4u << 20) /* bytes a connection may owe beyond the stack's ring */
+
+static int parse_mac(const char *s, uint8_t mac[6])
+{
+    unsigned m[6];
+    char extra;
+    if (sscanf(s, "%x:%x:%x:%x:%x:%x%c", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5], &extra) != 6)
+        return -1;
+    for (int i = 0; i < 6; i++) {
+        if (m[i] > 0xff)
+            return -1;
+        mac[i] = (uint8_t)m[i];
+    }
+    return mac[0] & 1 ? -1 : 0; /* unicast only */
+}
+
+int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
+{
+    uint32_t ip;
+    tw_error err = {0};
+    tw_net_config cfg;
+    if (tw_net_parse_ip4(o->ip, &ip) != 0) {
+        fprintf(stderr, "tickwire exchange: --ip: '%s' is not an IPv4 address\n", o->ip);
+        return 1;
+    }
+    tw_net_config_init(&cfg, ip);
+    if (o->mac && parse_mac(o->mac, cfg.mac) != 0) {
+        fprintf(stderr, "tickwire exchange: --mac: '%s' is not a unicast MAC a:b:c:d:e:f\n",
+                o->mac);
+        return 1;
+    }
+    int rfd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+    if (rfd < 0 || read(rfd, cfg.isn_secret, sizeof(cfg.isn_secret)) != sizeof(cfg.isn_secret)) {
+        fprintf(stderr, "tickwire exchange: cannot read /dev/urandom\n");
+        if (rfd >= 0)
+            close(rfd);
+        return 1;
+    }
+    close(rfd);
+    cfg.max_conns = o->max_conns + 4;
+    cfg.ecn = 1;
+    tw_port *port = NULL;
+    tw_net *st = NULL;
+    tw_xchg_net *xn = NULL;
+    if (tw__port_open_spec(&port, o->port_spec, 4096, &err) != 0 ||
+        tw_net_open(&st, port, &cfg, &err) != 0 ||
+        tw_xchg_net_open(&xn, x, st, o->port, o->max_conns, OUT_CAP, &err) != 0) {
+        fprintf(stderr, "tickwire exchange: %s\n", err.msg);
+        if (st)
+            tw_net_close(st);
+        tw_port_close(port);
+        return 1;
+    }
+    printf("tickwire exchange: listening on %s:%u (userspace stack over %s)\n", o->ip, o->port,
+           o->port_spec);
+    fflush(stdout);
+    int stopped = 0;
+    int64_t done_at = 0;
+    for (;;) {
+        int64_t now = tw_clock_now_ns();
+        if (tw__xcli_signals >= 2)
+            break;
+        if (tw__xcli_signals && !stopped) {
+            tw_xchg_stop(x, now);
+            stopped = 1;
+        }
+        tw_xchg_net_poll(xn, (uint64_t)now);
+        int64_t next = tw_xchg_poll(x, now);
+        tw_xchg_net_poll(xn, (uint64_t)now); /* what the venue just wrote */
+        if (tw_xchg_done(x) && !done_at)
+            done_at = now;
+        if (done_at && now - done_at > 1000000000ll)
+            break; /* a second for the last Logouts to leave the stack */
+        int64_t wait = next - now;
+        if (wait > 1000000)
+            wait = 1000000;
+        tw__netdrv_turn(st, port, !o->busy, wait > 0 ? (uint64_t)wait : 0);
+    }
+    const tw_net_stats *ns = tw_net_get_stats(st);
+    if (!o->quiet)
+        fprintf(stderr,
+                "tickwire exchange: stack: rx %llu frames, tx %llu frames, retransmits %llu, "
+                "zero-window probes %llu, accepted %llu\n",
+                (unsigned long long)ns->rx_frames, (unsigned long long)ns->tx_frames,
+                (unsigned long long)ns->retransmits, (unsigned long long)ns->zero_window_probes,
+                (unsigned long long)ns->conns_accepted);
+    tw_xchg_net_close(xn, (uint64_t)tw_clock_now_ns());
+    tw_net_close(st);
+    tw_port_close(port);
+    return 0;
+}
+
+#else
+
+int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
+{
+    (void)x, (void)o;
+    fprintf(stderr, "tickwire exchange: this build has no packet ports (--port)\n");
+    return 1;
+}
+
+#endif
