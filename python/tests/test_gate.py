@@ -16,7 +16,8 @@ def test_gate_quick_passes(capsys):
     out = capsys.readouterr().out
     assert "gate: PASS" in out
     assert "fingerprint combo 0" in out and "57029 trades; expected" in out
-    for name in ("study[:20000]", "nan-gaps", "n<windows", "constant", "windows=1"):
+    for name in ("study[:20000]", "nan-gaps", "odd windows<=400", "n<windows", "constant",
+                 "windows=1"):
         assert name in out
     for v in gate.variants():
         assert v[0] in out
@@ -92,3 +93,33 @@ def test_gate_threads_option(capsys):
     assert ok
     assert any(r.variant == "exact auto t3" for r in rows)
     assert np.all([r.ok for r in rows])
+
+
+def test_gate_rows_of_the_tiled_and_streaming_kernels():
+    names = [v[0] for v in gate.variants()]
+    for want in ("tiled B=1", "tiled B=2", "tiled B=7", "tiled B=64", "tiled B=n",
+                 "exact auto t1", "stream bar by bar", "stream chunks"):
+        assert want in names
+    c = data.with_nan_gaps(data.study(n=2500, seed=3), seed=4)
+    ok, rows = gate.run(sets=[("odd", c, data.odd_combos(6, seed=5))])
+    assert ok
+    by = {r.variant: r for r in rows}
+    for want in ("tiled B=1", "tiled B=n", "stream bar by bar", "stream chunks"):
+        assert by[want].bit_identical is True and by[want].expect_identical
+
+
+def test_gate_fails_on_a_wrong_stream(monkeypatch, capsys):
+    real = gate._stream_chunks
+
+    def off_by_a_bit(close, combos):
+        pnl, trades = real(close, combos)
+        pnl = pnl.copy()
+        pnl[0] = np.nextafter(pnl[0], np.inf)
+        return pnl, trades
+
+    monkeypatch.setattr(gate, "_stream_chunks", off_by_a_bit)
+    c = data.study(n=3000, seed=5)
+    ok, rows = gate.run(sets=[("small", c, tickwire.default_grid()[:8])])
+    out = capsys.readouterr().out
+    assert not ok and "stream chunks: not bit-identical" in out
+    assert [r.variant for r in rows if not r.ok] == ["stream chunks"]

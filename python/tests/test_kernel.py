@@ -416,3 +416,248 @@ def test_concurrent_sweeps_from_python_threads():
         got = list(ex.map(lambda k: tickwire.sweep(c, k, threads=2), ks))
     for (wp, wt), (gp, gt) in zip(want, got):
         assert np.array_equal(bits(wp), bits(gp)) and np.array_equal(wt, gt)
+
+
+# ---- the tiled kernel: every block length --------------------------------------------
+
+def scalar_ref(close, combos):
+    return tickwire.sweep(close, combos, kernel="scalar", threads=1)
+
+
+@pytest.mark.parametrize("block", [1, 2, 7, 64, 0, "n"])
+def test_block_lengths_bit_identical_on_study(study, grid, block):
+    b = study.shape[0] if block == "n" else block
+    rp, rt = scalar_ref(study, grid)
+    for threads in ((1,) if b and b < 64 else (1, 2)):
+        pnl, trades = tickwire.sweep(study, grid, threads=threads, block=b)
+        assert np.array_equal(bits(pnl), bits(rp)) and np.array_equal(trades, rt), (b, threads)
+    if block == 0:
+        assert round(pnl[0], 2) == -5165.58 and trades[0] == FP_TRADES
+
+
+@pytest.mark.parametrize("name", ["gaps", "odd400", "short"])
+def test_block_lengths_other_data(name):
+    if name == "gaps":
+        c, k = data.with_nan_gaps(data.study(n=8000, seed=21), seed=22), data.random_combos(12, seed=23)
+    elif name == "odd400":
+        c, k = data.with_nan_gaps(data.study(n=6000, seed=24), seed=25), data.odd_combos(12, seed=26)
+    else:  # n smaller than every window
+        c, k = data.study(n=40, seed=27), data.odd_combos(6, seed=28) + 100
+    rp, rt = scalar_ref(c, k)
+    for b in (1, 2, 7, 64, 0, c.shape[0]):
+        pnl, trades = tickwire.sweep(c, k, threads=2, block=b)
+        assert np.array_equal(bits(pnl), bits(rp)) and np.array_equal(trades, rt), (name, b)
+
+
+def test_block_option_errors():
+    c = data.study(n=100)
+    for bad in (-1, (1 << 20) + 1):
+        with pytest.raises(tickwire.TickwireError, match="block"):
+            tickwire.sweep(c, block=bad)
+
+
+# ---- the streaming kernel ---------------------------------------------------------------
+
+def test_stream_bar_by_bar_and_chunks_on_study(study, grid):
+    rp, rt = scalar_ref(study, grid)
+    st = tickwire.Stream(grid)
+    prev = np.zeros(80, dtype=np.int32)
+    changes = 0
+    for i, x in enumerate(study.tolist()):
+        ch = st.update(x)
+        pos = st.positions if ch.size or i % 5000 == 0 else prev
+        assert np.array_equal(np.flatnonzero(pos != prev), ch), i
+        prev = pos
+        changes += ch.size
+    assert st.bars == study.shape[0] and st.bad_prices == 0
+    assert np.array_equal(bits(st.pnl), bits(rp)) and np.array_equal(st.trades, rt)
+    # Random chunks, then the same in one call after reset.
+    st2 = tickwire.Stream(grid)
+    rng = np.random.default_rng(5)
+    i, n2 = 0, 0
+    while i < study.shape[0]:
+        m = int(rng.integers(1, 700))
+        n2 += st2.update(study[i:i + m]) if m > 1 else st2.update(float(study[i])).size
+        i += m
+    assert n2 == changes
+    assert np.array_equal(bits(st2.pnl), bits(rp)) and np.array_equal(st2.trades, rt)
+    st2.reset()
+    assert st2.bars == 0 and not st2.positions.any()
+    st2.update(study)
+    s = st2.state()
+    assert np.array_equal(bits(s["pnl"]), bits(rp)) and np.array_equal(s["trades"], rt)
+    log, op = tickwire.trades(study, grid[7], open_position=True)
+    assert s["position"][7] == op.side and s["entry_bar"][7] == op.entry_bar
+    assert s["entry_price"][7] == op.entry_price == study[op.entry_bar]
+
+
+def test_stream_gaps_odd_windows_short_series():
+    c = data.with_nan_gaps(data.study(n=7000, seed=31), seed=32)
+    for k in (data.odd_combos(10, seed=33), data.random_combos(10, seed=34)):
+        rp, rt = scalar_ref(c, k)
+        st = tickwire.Stream(k, fee=0.09)
+        for x in c[:300].tolist():
+            st.update(x)
+        st.update(c[300:])
+        assert np.array_equal(bits(st.pnl), bits(rp)) and np.array_equal(st.trades, rt)
+    short = data.study(n=30, seed=35)
+    st = tickwire.Stream(data.odd_combos(4, seed=36) + 200)
+    for x in short:
+        assert st.update(x).size == 0
+    assert not st.positions.any() and not st.trades.any()
+
+
+def test_stream_bad_input():
+    g = tickwire.default_grid()[:3]
+    st = tickwire.Stream(g)
+    st.update(data.study(n=500, seed=41))
+    before = st.state()
+    for bad in (0.0, -2.0, np.inf, -np.inf):
+        with pytest.raises(tickwire.TickwireError, match="bad price at bar 500") as ei:
+            st.update(bad)
+        assert ei.value.code == tickwire.EBADPRICE
+    arr = data.study(n=50, seed=42)
+    arr[31] = -1.0
+    with pytest.raises(tickwire.TickwireError, match="element 31"):
+        st.update(arr)
+    after = st.state()
+    assert st.bars == 500 and st.bad_prices == 5
+    for key in before:
+        assert np.array_equal(before[key], after[key]), key
+    assert st.update(np.nan).size == 0 and st.bars == 501  # a gap is fine
+    bad = g.copy()
+    bad[1, 2] = 0
+    with pytest.raises(tickwire.TickwireError, match="combo 1: h_sqrt = 0") as ei:
+        tickwire.Stream(bad)
+    assert ei.value.code == tickwire.EBADWINDOW
+    with pytest.raises(tickwire.TickwireError) as ei:
+        tickwire.Stream(np.empty((0, 6), dtype=np.int64))
+    assert ei.value.code == tickwire.ENODATA
+    with pytest.raises(tickwire.TickwireError, match="fee"):
+        tickwire.Stream(g, fee=float("nan"))
+
+
+# ---- the trade log ------------------------------------------------------------------------
+
+def check_log(log, close, pnl, trades, fee=0.09):
+    assert log.dtype == tickwire.TRADE_DTYPE and log.shape[0] == trades
+    s = 0.0
+    for r in log["r"].tolist():
+        s = s + (r - fee)
+    assert np.float64(s).view(np.int64) == np.float64(pnl).view(np.int64)
+    if log.shape[0]:
+        assert np.array_equal(log["entry_price"], close[log["entry_bar"]])
+        assert np.array_equal(log["exit_price"], close[log["exit_bar"]])
+        assert np.array_equal(log["entry_bar"][1:], log["exit_bar"][:-1])
+        assert np.all(log["side"][1:] == -log["side"][:-1]) and set(np.unique(log["side"])) <= {-1, 1}
+        long_ = log["side"] == 1
+        r = np.where(long_, (log["exit_price"] / log["entry_price"] - 1.0) * 100.0,
+                     (1.0 - log["exit_price"] / log["entry_price"]) * 100.0)
+        assert np.array_equal(bits(r), bits(log["r"]))
+
+
+def test_trades_sum_to_the_sweep(study, grid):
+    pnl, trades = tickwire.sweep(study, grid)
+    for k in (0, 1, 40, 79):
+        log, op = tickwire.trades(study, grid[k], open_position=True)
+        check_log(log, study, pnl[k], trades[k])
+        assert op.side in (-1, 1) and op.entry_bar == log["exit_bar"][-1] and op.side == -log["side"][-1]
+    assert tickwire.trades(study, grid[0]).shape[0] == FP_TRADES
+    c = data.with_nan_gaps(data.study(n=9000, seed=51), seed=52)
+    k = data.odd_combos(6, seed=53)
+    pnl, trades = tickwire.sweep(c, k)
+    for i in range(k.shape[0]):
+        check_log(tickwire.trades(c, k[i]), c, pnl[i], trades[i])
+    # Fewer bars than the windows: no trade, flat.
+    log, op = tickwire.trades(c[:20], k[0] + 100, open_position=True)
+    assert log.shape[0] == 0 and op == (0, -1, 0.0)
+
+
+def test_trades_frame_and_errors(study, grid):
+    df = tickwire.trades(study, grid[3], frame=True)
+    assert isinstance(df, pd.DataFrame)
+    assert list(df.columns) == ["side", "entry_bar", "entry_price", "exit_bar", "exit_price", "r"]
+    assert df.attrs["open_position"]["side"] in (-1, 1)
+    log = tickwire.trades(study, grid[3])
+    assert np.array_equal(df["r"].to_numpy(), log["r"])
+    with pytest.raises(tickwire.TickwireError, match="one combo"):
+        tickwire.trades(study, grid[:2])
+    bad = study[:100].copy()
+    bad[50] = -1
+    with pytest.raises(tickwire.TickwireError, match="bad price at bar 50"):
+        tickwire.trades(bad, grid[0])
+    with pytest.raises(tickwire.TickwireError, match="h_full = 0"):
+        tickwire.trades(study[:100], [3, 0, 2, 1, 2, 3])
+    with pytest.raises(tickwire.TickwireError):
+        tickwire.trades(np.empty(0), grid[0])
+
+
+# ---- pictures ----------------------------------------------------------------------------
+
+def test_plot_heatmap_and_bars(tmp_path):
+    from tickwire import grids, plot
+    c = data.study(n=4000, seed=61)
+    cg = grids.cartesian([10, 20, 30, 40], [8, 16, 24])
+    axes = plot.cartesian_axes(cg)
+    assert axes is not None
+    hl, tp, rows, cols = axes
+    assert list(hl) == [10, 20, 30, 40] and list(tp) == [4, 8, 12]
+    pnl, trades = tickwire.sweep(c, cg)
+    fig = tickwire.plot_sweep(pnl, cg, path=tmp_path / "heat.png", trades=trades, title="t")
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "HMA length (h_full)" and ax.get_ylabel() == "HMA3 period p (t_full)"
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["10", "20", "30", "40"]
+    img = ax.images[0].get_array()
+    assert img.shape == (3, 4) and img[rows[5], cols[5]] == pnl[5]
+    assert (tmp_path / "heat.png").stat().st_size > 1000
+    # The default grid is one length per combo, not a product: PnL by combo.
+    assert plot.cartesian_axes(tickwire.default_grid()) is None
+    p2, _ = tickwire.sweep(c)
+    fig = tickwire.plot_sweep(p2, path=tmp_path / "bars.png")
+    assert fig.axes[0].get_ylabel() == "PnL (percentage points)" and not fig.axes[0].images
+    assert len(fig.axes[0].patches) == 80
+    with pytest.raises(ValueError, match="3 PnL values for 80 combos"):
+        tickwire.plot_sweep(p2[:3])
+
+
+def test_cli_trades_block_plot(tmp_path, tickwire_bin):
+    import subprocess
+    if tickwire_bin is None:
+        pytest.skip("no tickwire program built")
+    c = data.with_nan_gaps(data.study(n=6000, seed=71), seed=72)
+    f = tmp_path / "c.f64"
+    c.astype("<f8").tofile(f)
+    env = dict(__import__("os").environ)
+    r = subprocess.run([tickwire_bin, "sweep", "--data", str(f), "--threads", "2", "--block", "7",
+                        "--trades", str(tmp_path / "t.csv"), "--plot", str(tmp_path / "p.png"),
+                        "--output", str(tmp_path / "r.csv")], capture_output=True, text=True,
+                       timeout=300, env=env)
+    assert r.returncode == 0, r.stderr
+    res = pd.read_csv(tmp_path / "r.csv", float_precision="round_trip")
+    pnl, trades = tickwire.sweep(c)
+    assert np.array_equal(bits(res["pnl"].to_numpy()), bits(pnl))
+    log = pd.read_csv(tmp_path / "t.csv", dtype={"entry_price": str, "exit_price": str, "r": str})
+    assert list(log.columns) == ["combo", "side", "entry_bar", "entry_price", "exit_bar", "exit_price", "r"]
+    closed = log[log["exit_bar"].notna()]
+    opened = log[log["exit_bar"].isna()]
+    for k in (0, 13, 79):
+        rows = closed[closed["combo"] == k]
+        assert len(rows) == trades[k]
+        s = 0.0
+        for t in rows["r"]:
+            s = s + (float(t) - 0.09)  # shortest round-trip text gives the double back
+        assert np.float64(s).view(np.int64) == np.float64(pnl[k]).view(np.int64)
+        assert all(float(p) == c[int(b)] for p, b in zip(rows["exit_price"], rows["exit_bar"]))
+        ref = tickwire.trades(c, tickwire.default_grid()[k], open_position=True)
+        assert np.array_equal(rows["exit_bar"].to_numpy().astype(np.int64), ref[0]["exit_bar"])
+        o = opened[opened["combo"] == k]
+        assert len(o) == (1 if ref[1].side else 0)
+    # Shortest round-trip text: no exponent, no trailing zeros.
+    assert not log["entry_price"].str.contains("e|E").any()
+    assert (tmp_path / "p.png").stat().st_size > 1000
+    r = subprocess.run([tickwire_bin, "sweep", "--synthetic", "100", "--kernel", "scalar",
+                        "--trades", str(tmp_path / "x.csv")], capture_output=True, text=True)
+    assert r.returncode == 2 and "exact kernel" in r.stderr
+    r = subprocess.run([tickwire_bin, "sweep", "--synthetic", "100", "--block", "0"],
+                       capture_output=True, text=True)
+    assert r.returncode == 2 and "--block" in r.stderr

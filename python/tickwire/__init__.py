@@ -3,6 +3,10 @@
     import tickwire
     from tickwire import data
     pnl, trades = tickwire.sweep(data.study())          # the default 80-combo grid
+    log = tickwire.trades(data.study(), tickwire.default_grid()[0])  # one combo's trades
+    st = tickwire.Stream(tickwire.default_grid())       # the live kernel, bar by bar
+    changed = st.update(100.5)                          # combos whose position changed
+    tickwire.plot_sweep(pnl, path="pnl.png")            # a picture (matplotlib)
 
 The binding is ctypes over the C API in include/tickwire/kernel.h.  A
 C-contiguous float64 close array is handed to C as its own buffer (no copy);
@@ -25,7 +29,8 @@ from . import _lib
 from ._lib import TickwireLibraryError
 
 __all__ = [
-    "TickwireError", "TickwireLibraryError", "sweep", "check", "default_grid",
+    "TickwireError", "TickwireLibraryError", "sweep", "check", "default_grid", "trades",
+    "Stream", "OpenPosition", "plot_sweep", "TRADE_DTYPE",
     "combo_from_length", "grid_from_lengths", "gen_closes", "read_closes",
     "write_closes", "wma", "isa_best", "isa_supported", "isa_names", "library_path",
     "COMBO_COLUMNS", "FEE_DEFAULT", "WINDOW_MIN", "WINDOW_MAX",
@@ -42,6 +47,7 @@ EBADWINDOW = -_lib.TW_EBADWINDOW
 EBADPRICE = -_lib.TW_EBADPRICE
 ENODATA = -_lib.TW_ENODATA
 EFORMAT = -_lib.TW_EFORMAT
+BLOCK_MAX = 1 << 20
 
 
 class TickwireError(ValueError):
@@ -144,7 +150,7 @@ def _ptr(arr):
     return ctypes.c_void_p(arr.ctypes.data)
 
 
-def _opts(threads, kernel, isa, fee):
+def _opts(threads, kernel, isa, fee, block=0):
     if kernel not in _lib.KERNEL_CODES:
         raise TickwireError(-errno.EINVAL, f"kernel: {kernel!r} is not one of scalar, exact")
     if isa not in _lib.ISA_CODES:
@@ -155,18 +161,23 @@ def _opts(threads, kernel, isa, fee):
     fee = float(fee)
     if not np.isfinite(fee):
         raise TickwireError(-errno.EINVAL, f"fee: {fee} is not finite")
+    block = int(block)
+    if block < 0 or block > BLOCK_MAX:
+        raise TickwireError(-errno.EINVAL, f"block: {block} outside [0, {BLOCK_MAX}] (0: the library's choice)")
     o = _lib.SweepOpts()
     _lib.symbol("tw_sweep_opts_init")(ctypes.byref(o))
     o.threads = threads
     o.kernel = _lib.KERNEL_CODES[kernel]
     o.isa = _lib.ISA_CODES[isa]
     o.fee = fee
+    o.block_bars = block
     return o
 
 
 # ---- the sweep -----------------------------------------------------------------
 
-def sweep(close, combos=None, *, threads=0, kernel="exact", isa="auto", fee=FEE_DEFAULT):
+def sweep(close, combos=None, *, threads=0, kernel="exact", isa="auto", fee=FEE_DEFAULT,
+          block=0):
     """Runs every combo over `close`; returns (pnl float64[k], trades int64[k]).
 
     close: 1-D prices (NaN = gap; <= 0 or Inf is an error).  A C-contiguous
@@ -176,12 +187,15 @@ def sweep(close, combos=None, *, threads=0, kernel="exact", isa="auto", fee=FEE_
     default 80-combo grid.
     threads: 0 = online cores.  kernel: "exact" or "scalar".
     isa: "auto", "scalar", "avx2", "avx512" (exact kernel).  fee: round trip,
-    percentage points.  Raises TickwireError on bad input (nothing returned).
+    percentage points.  block: bars per block of the exact kernel (0: the
+    library's choice; below 16 the streaming kernel, bar by bar; every block
+    gives the same bits).  Raises TickwireError on bad input (nothing
+    returned).
     """
     c = _as_close(close)
     k = _as_combos(combos)
-    key = (int(threads), kernel, isa, float(fee))
-    o = _opts(threads, kernel, isa, fee)
+    key = (int(threads), kernel, isa, float(fee), int(block))
+    o = _opts(threads, kernel, isa, fee, block)
     n_combos = k.shape[0]
     pnl = np.empty(n_combos, dtype=np.float64)
     trades = np.empty(n_combos, dtype=np.int64)
@@ -350,3 +364,200 @@ def isa_supported(name):
 def isa_names():
     """The concrete ISAs (not "auto") the exact kernel can run here, slowest first."""
     return [n for n in ("scalar", "avx2", "avx512") if isa_supported(n)]
+
+
+# ---- the trade log --------------------------------------------------------------
+
+# What tickwire.trades returns, one row per closed trade (kernel.md "Trade log").
+TRADE_DTYPE = np.dtype([("side", "i1"), ("entry_bar", "i8"), ("entry_price", "f8"),
+                        ("exit_bar", "i8"), ("exit_price", "f8"), ("r", "f8")])
+
+# Mirrors `tw_trade` in kernel.h (56 bytes, C alignment).
+_C_TRADE = np.dtype([("combo", "<u8"), ("entry_bar", "<i8"), ("exit_bar", "<i8"),
+                     ("entry_price", "<f8"), ("exit_price", "<f8"), ("r", "<f8"),
+                     ("side", "<i4")], align=True)
+
+
+class OpenPosition(tuple):
+    """(side, entry_bar, entry_price) of the position left after the last bar:
+    side 0 (flat, entry_bar -1), +1 long or -1 short."""
+
+    __slots__ = ()
+
+    def __new__(cls, side, entry_bar, entry_price):
+        return super().__new__(cls, (int(side), int(entry_bar), float(entry_price)))
+
+    side = property(lambda self: self[0])
+    entry_bar = property(lambda self: self[1])
+    entry_price = property(lambda self: self[2])
+
+    def __repr__(self):
+        return f"OpenPosition(side={self[0]}, entry_bar={self[1]}, entry_price={self[2]!r})"
+
+
+def trades(close, combo, fee=FEE_DEFAULT, *, frame=False, open_position=False):
+    """The trade log of one combo over `close` (the same kernel as sweep()).
+
+    Returns a numpy structured array of TRADE_DTYPE (side +1 for a long
+    closed, -1 for a short; bars are indices into close; r in percentage
+    points before the fee), or a pandas DataFrame with frame=True (its
+    attrs["open_position"] holds the open position).  With
+    open_position=True returns (log, OpenPosition).  pnl + (r - fee) over the
+    rows in order is sweep()'s pnl for that combo, bit for bit, and the row
+    count its trades.  Raises TickwireError on bad input."""
+    c = _as_close(close)
+    k = _as_combos(combo)
+    if k.shape[0] != 1:
+        raise TickwireError(-errno.EINVAL, f"trades: one combo, not {k.shape[0]} "
+                                           "(sweep() gives the totals of many)")
+    fee = float(fee)
+    if not np.isfinite(fee):
+        raise TickwireError(-errno.EINVAL, f"fee: {fee} is not finite")
+    n = c.shape[0]
+    cap = max(1, min(n, 1 << 16))
+    fn = _lib.symbol("tw_trades")
+    pos = _lib.Position()
+    count = ctypes.c_size_t(0)
+    err = _lib.TwError()
+    while True:
+        buf = np.empty(cap, dtype=_C_TRADE)
+        rc = fn(_ptr(c), n, _ptr(k), fee, _ptr(buf), cap, ctypes.byref(count),
+                ctypes.byref(pos), None, None, ctypes.byref(err))
+        if rc == -errno.ENOSPC and count.value > cap:
+            cap = count.value
+            continue
+        if rc != 0:
+            _raise(rc, err)
+        break
+    raw = buf[:count.value]
+    out = np.empty(raw.shape[0], dtype=TRADE_DTYPE)
+    for f in TRADE_DTYPE.names:
+        out[f] = raw[f]
+    op = OpenPosition(pos.side, pos.entry_bar, pos.entry_price)
+    if frame:
+        import pandas as pd
+        df = pd.DataFrame(out)
+        df.attrs["open_position"] = {"side": op.side, "entry_bar": op.entry_bar,
+                                     "entry_price": op.entry_price}
+        out = df
+    return (out, op) if open_position else out
+
+
+# ---- the streaming kernel -----------------------------------------------------------
+
+class Stream:
+    """The live path's kernel (live.md "The kernel, streaming"): one
+    instrument's bars, every combo updated per bar, with the same bits as a
+    sweep over the same bars.
+
+        st = tickwire.Stream(combos, fee=0.09)
+        changed = st.update(price)      # one bar: indices whose position changed
+        n = st.update(prices)           # an array of bars: number of position changes
+        st.positions, st.pnl, st.trades, st.entry_price, st.entry_bar, st.bars
+
+    A price of NaN is a gap; <= 0 or +-Inf raises TickwireError and leaves
+    the state unchanged (an array is checked whole before any bar is taken).
+    The state lives in memory this object owns, sized once from the combos.
+    """
+
+    def __init__(self, combos=None, fee=FEE_DEFAULT):
+        k = _as_combos(combos)
+        fee = float(fee)
+        err = _lib.TwError()
+        mem = _lib.symbol("tw_stream_memsize")(_ptr(k), k.shape[0])
+        init = _lib.symbol("tw_stream_init")
+        if mem == 0:
+            # Bad combos: init says which.
+            probe = np.empty(64, dtype=np.uint8)
+            rc = init(_ptr(probe), 64, _ptr(k), k.shape[0], fee, ctypes.byref(err))
+            _raise(rc if rc else -errno.ENOMEM, err)
+        self._mem = np.zeros(mem, dtype=np.uint8)
+        self._st = ctypes.c_void_p(self._mem.ctypes.data)
+        rc = init(self._st, mem, _ptr(k), k.shape[0], fee, ctypes.byref(err))
+        if rc != 0:
+            _raise(rc, err)
+        self._combos = k.copy()
+        self._combos.setflags(write=False)
+        self._changed = np.empty(k.shape[0], dtype=np.uint32)
+        self._fee = fee
+
+    @property
+    def combos(self):
+        """(k, 6) int64: the combos, in the order of every state array."""
+        return self._combos
+
+    @property
+    def fee(self):
+        return self._fee
+
+    def update(self, close):
+        """One bar (a number): returns the uint32 indices of the combos whose
+        position changed, ascending.  An array of bars: returns how many
+        position changes they made in all."""
+        err = _lib.TwError()
+        if np.ndim(close) == 0:
+            n = ctypes.c_size_t(0)
+            rc = _lib.symbol("tw_stream_push")(self._st, float(close), _ptr(self._changed),
+                                               ctypes.byref(n), ctypes.byref(err))
+            if rc != 0:
+                _raise(rc, err)
+            return self._changed[:n.value].copy()
+        c = _as_close(close)
+        n = ctypes.c_size_t(0)
+        rc = _lib.symbol("tw_stream_update_bars")(self._st, _ptr(c), c.shape[0],
+                                                  ctypes.byref(n), ctypes.byref(err))
+        if rc != 0:
+            _raise(rc, err)
+        return int(n.value)
+
+    def reset(self):
+        """Forgets every bar (flat, no bars seen)."""
+        _lib.symbol("tw_stream_reset")(self._st)
+
+    def _read(self):
+        k = self._combos.shape[0]
+        pos = np.empty(k, dtype=np.int32)
+        eb = np.empty(k, dtype=np.int64)
+        ep = np.empty(k, dtype=np.float64)
+        pnl = np.empty(k, dtype=np.float64)
+        tr = np.empty(k, dtype=np.int64)
+        _lib.symbol("tw_stream_read")(self._st, _ptr(pos), _ptr(eb), _ptr(ep), _ptr(pnl), _ptr(tr))
+        return pos, eb, ep, pnl, tr
+
+    def state(self):
+        """Every combo's state as a dict of arrays: position (int32 in {-1, 0,
+        1}), entry_bar (-1 when flat), entry_price (0 when flat), pnl, trades."""
+        pos, eb, ep, pnl, tr = self._read()
+        return {"position": pos, "entry_bar": eb, "entry_price": ep, "pnl": pnl, "trades": tr}
+
+    positions = property(lambda self: self._read()[0], doc="int32[k] in {-1, 0, 1}")
+    entry_bar = property(lambda self: self._read()[1], doc="int64[k], -1 when flat")
+    entry_price = property(lambda self: self._read()[2], doc="float64[k], 0 when flat")
+    pnl = property(lambda self: self._read()[3], doc="float64[k] realised, fees included")
+    trades = property(lambda self: self._read()[4], doc="int64[k] closed round trips")
+
+    @property
+    def bars(self):
+        """Bars taken so far."""
+        return int(_lib.symbol("tw_stream_bars")(self._st))
+
+    @property
+    def bad_prices(self):
+        """Bars refused as bad prices."""
+        return int(_lib.symbol("tw_stream_bad_prices")(self._st))
+
+    @property
+    def isa(self):
+        return _ISA_BY_CODE.get(_lib.symbol("tw_stream_isa")(self._st), "?")
+
+    def __repr__(self):
+        return f"Stream({self._combos.shape[0]} combos, fee={self._fee}, {self.bars} bars)"
+
+
+def plot_sweep(pnl, combos=None, path=None, title=None, trades=None, dpi=120):
+    """A picture of a sweep's PnL (matplotlib): a heatmap when the grid pairs
+    every HMA length with every HMA3 length (axes labelled with h_full and
+    t_full), else PnL by combo.  Returns the Figure; saves it to `path` when
+    given.  See tickwire.plot."""
+    from . import plot
+    return plot.plot_sweep(pnl, combos, path=path, title=title, trades=trades, dpi=dpi)

@@ -15,7 +15,7 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["lib", "lib_path", "symbol", "TwError", "SweepOpts", "TickwireLibraryError",
+__all__ = ["lib", "lib_path", "symbol", "TwError", "SweepOpts", "Position", "TickwireLibraryError",
            "TW_EBADWINDOW", "TW_EBADPRICE", "TW_ENODATA", "TW_EFORMAT", "ISA_CODES",
            "KERNEL_CODES"]
 
@@ -56,6 +56,12 @@ class SweepOpts(ctypes.Structure):
     ]
 
 
+class Position(ctypes.Structure):
+    # Mirrors `tw_position` in kernel.h.
+    _fields_ = [("side", ctypes.c_int32), ("entry_bar", ctypes.c_int64),
+                ("entry_price", ctypes.c_double)]
+
+
 _dp = ctypes.POINTER(ctypes.c_double)
 _i64p = ctypes.POINTER(ctypes.c_int64)
 _errp = ctypes.POINTER(TwError)
@@ -83,6 +89,17 @@ _PROTOS = {
                                       ctypes.POINTER(_dp), ctypes.POINTER(_sz), _errp]),
     "tw_write_closes": (ctypes.c_int, [ctypes.c_char_p, _vp, _sz, _errp]),
     "tw_strerror": (ctypes.c_char_p, [ctypes.c_int]),
+    "tw_trades": (ctypes.c_int, [_vp, _sz, _vp, ctypes.c_double, _vp, _sz,
+                                 ctypes.POINTER(_sz), ctypes.POINTER(Position), _vp, _vp, _errp]),
+    "tw_stream_memsize": (_sz, [_vp, _sz]),
+    "tw_stream_init": (ctypes.c_int, [_vp, _sz, _vp, _sz, ctypes.c_double, _errp]),
+    "tw_stream_push": (ctypes.c_int, [_vp, ctypes.c_double, _vp, ctypes.POINTER(_sz), _errp]),
+    "tw_stream_update_bars": (ctypes.c_int, [_vp, _vp, _sz, ctypes.POINTER(_sz), _errp]),
+    "tw_stream_reset": (None, [_vp]),
+    "tw_stream_read": (None, [_vp, _vp, _vp, _vp, _vp, _vp]),
+    "tw_stream_bars": (ctypes.c_uint64, [_vp]),
+    "tw_stream_bad_prices": (ctypes.c_uint64, [_vp]),
+    "tw_stream_isa": (ctypes.c_int, [_vp]),
 }
 
 _lock = threading.Lock()

@@ -7,7 +7,8 @@ reference and the C kernel can both be fed the very same arrays.
 import numpy as np
 
 __all__ = ["STUDY_N", "STUDY_SEED", "STUDY_SIGMA", "study", "with_nan_gaps",
-           "constant", "short", "default_grid_np", "random_combos", "ones_combos", "degenerate"]
+           "constant", "short", "default_grid_np", "random_combos", "odd_combos", "ones_combos",
+           "degenerate"]
 
 STUDY_N = 150000
 STUDY_SEED = 42
@@ -56,6 +57,12 @@ def random_combos(k, seed=11, max_window=300):
     """k combos of independent random windows in [1, max_window]."""
     rng = np.random.default_rng(seed)
     return rng.integers(1, max_window + 1, size=(k, 6)).astype(np.int64)
+
+
+def odd_combos(k, seed=13, max_window=400):
+    """k combos of independent random odd windows in [1, max_window]."""
+    rng = np.random.default_rng(seed)
+    return (2 * rng.integers(0, (max_window + 1) // 2, size=(k, 6)) + 1).astype(np.int64)
 
 
 def ones_combos():

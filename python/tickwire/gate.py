@@ -3,9 +3,12 @@
     /usr/bin/python3 -m tickwire.gate [--quick] [--threads N]
 
 Every C kernel variant (scalar reference; exact on each ISA this CPU runs;
-exact threaded on 1 and on all threads) is compared per combo with the numba
-reference on the study dataset with the default grid, on data with NaN gaps,
-and on degenerate inputs.  A variant passes when every combo's trade count
+exact threaded on 1 and on all threads; the tiled kernel with blocks of 1,
+2, 7 and 64 bars, the default and the whole series; the streaming kernel fed
+bar by bar and in random chunks) is compared per combo with the numba
+reference on the study dataset with the default grid, on data with NaN
+gaps, on odd windows up to 400, and on degenerate inputs (n smaller than
+every window among them).  A variant passes when every combo's trade count
 equals the reference's and |dPnL| <= 1e-6; exact variants must moreover be
 bit-identical to the C scalar reference.  Prints a table; exits 0 when
 everything passes, 1 on any mismatch, 2 when it cannot run.
@@ -59,8 +62,38 @@ def _online_cores():
         return os.cpu_count() or 1
 
 
+def _block_n(close, combos):
+    """The tiled kernel with one block of the whole series."""
+    return tickwire.sweep(close, combos, kernel="exact", threads=1, block=max(close.shape[0], 1))
+
+
+def _stream_bars(close, combos):
+    """The streaming kernel, one call per bar (tickwire.Stream.update)."""
+    st = tickwire.Stream(combos)
+    for x in close.tolist():
+        st.update(x)
+    return st.pnl, st.trades
+
+
+def _stream_chunks(close, combos, seed=17):
+    """The streaming kernel fed in random chunks of 1 to 600 bars (short
+    ones bar by bar, long ones through the block kernel)."""
+    st = tickwire.Stream(combos)
+    rng = np.random.default_rng(seed)
+    i = 0
+    while i < close.shape[0]:
+        m = int(rng.integers(1, 601))
+        if m == 1:
+            st.update(float(close[i]))
+        else:
+            st.update(close[i:i + m])
+        i += m
+    return st.pnl, st.trades
+
+
 def variants(threads=0):
-    """[(name, sweep kwargs, exact?)]: the C scalar reference first."""
+    """[(name, sweep kwargs or fn(close, combos) -> (pnl, trades), exact?)]:
+    the C scalar reference first."""
     out = [("C scalar", dict(kernel="scalar", threads=1), False)]
     for isa in tickwire.isa_names():
         out.append((f"exact {isa} t1", dict(kernel="exact", isa=isa, threads=1), True))
@@ -68,6 +101,11 @@ def variants(threads=0):
     out.append(("exact auto t1", dict(kernel="exact", isa="auto", threads=1), True))
     label = f"exact auto t{n}" + ("" if threads > 0 else " (all)")
     out.append((label, dict(kernel="exact", isa="auto", threads=threads), True))
+    for b in (1, 2, 7, 64):
+        out.append((f"tiled B={b}", dict(kernel="exact", threads=1, block=b), True))
+    out.append(("tiled B=n", _block_n, True))
+    out.append(("stream bar by bar", _stream_bars, True))
+    out.append(("stream chunks", _stream_chunks, True))
     return out
 
 
@@ -78,9 +116,12 @@ def datasets(quick=False):
     study = data.study() if not quick else data.study()[:n].copy()
     gaps = data.with_nan_gaps(study, seed=7)
     mixed = np.vstack([grid, data.random_combos(8 if quick else 16, seed=11)])
+    n_odd = 5000 if quick else 30000
+    odd = data.with_nan_gaps(study[:n_odd], seed=9)
     out = [
         ("study" if not quick else f"study[:{n}]", study, grid),
         (f"nan-gaps n={n}", gaps, mixed),
+        (f"odd windows<=400 n={n_odd}", odd, data.odd_combos(12 if quick else 24, seed=13)),
     ]
     out += [(f"degenerate {name}", c, k) for name, c, k in data.degenerate()]
     return out
@@ -102,7 +143,7 @@ def check_dataset(name, close, combos, var_list, ref=None):
     results = []
     for vname, kw, exact in var_list:
         t0 = time.perf_counter()
-        pnl, trades = tickwire.sweep(close, combos, **kw)
+        pnl, trades = tickwire.sweep(close, combos, **kw) if isinstance(kw, dict) else kw(close, combos)
         dt = time.perf_counter() - t0
         if base is None:
             base = (pnl, trades)

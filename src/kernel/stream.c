@@ -18,6 +18,11 @@
 #include "kernel/kernel_internal.h"
 
 #define CHUNK 256
+
+/* The Python binding (python/tickwire/_lib.py, __init__.py) mirrors these. */
+TW_STATIC_ASSERT(sizeof(tw_trade) == 56, "tw_trade layout");
+TW_STATIC_ASSERT(sizeof(tw_position) == 24, "tw_position layout");
+TW_STATIC_ASSERT(sizeof(tw_sweep_opts) == 40, "tw_sweep_opts layout");
 #define STREAM_MAGIC 0x7477737472656d31ull /* "twstrem1" */
 
 struct stream {

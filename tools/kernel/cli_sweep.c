@@ -3,10 +3,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "kernel/cli_kernel.h"
 #include "tickwire/clock.h"
+#include "tickwire/decimal.h"
 
 /* tools/CMakeLists.txt defines it: the source tree's python/ directory. */
 #ifndef TW_PYTHON_DIR
@@ -19,7 +21,8 @@ static const char usage[] =
     "usage: tickwire sweep [--data FILE [--column NAME]] [--synthetic N] [--seed S]\n"
     "                      [--sigma X] [--grid FILE] [--threads T] [--kernel scalar|exact]\n"
     "                      [--isa auto|scalar|avx2|avx512] [--fee F] [--format csv|json]\n"
-    "                      [--output FILE] [--dask ADDR [--partition-size K]]\n"
+    "                      [--output FILE] [--block B] [--trades FILE] [--plot FILE.png]\n"
+    "                      [--dask ADDR [--partition-size K]]\n"
     "\n"
     "Runs the HMA/HMA3 stop-and-reverse sweep (kernel.md) and prints one row per combo.\n"
     "  --data FILE      closes from FILE: .npy (float64), .csv (header required) or raw float64\n"
@@ -34,6 +37,16 @@ static const char usage[] =
     "  --fee F          round-trip fee in percentage points (default 0.09)\n"
     "  --format F       csv (default) or json\n"
     "  --output FILE    write there instead of stdout\n"
+    "  --block B        bars per block of the exact kernel (default: the library's, sized\n"
+    "                   to the L2 cache; below 16 runs the streaming kernel bar by bar;\n"
+    "                   every B gives the same bits)\n"
+    "  --trades FILE    also write the trade log: CSV combo,side,entry_bar,entry_price,\n"
+    "                   exit_bar,exit_price,r (side 1 long, -1 short; prices and r as\n"
+    "                   shortest round-trip decimals), then per combo its open position\n"
+    "                   (a row with empty exit_bar, exit_price, r)\n"
+    "  --plot FILE.png  a picture of the PnL: a heatmap when the grid is every HMA length\n"
+    "                   with every HMA3 length, else PnL by combo (/usr/bin/python3 with\n"
+    "                   matplotlib, as tickwire.plot)\n"
     "  --dask ADDR      run on a Dask cluster: /usr/bin/python3 -m tickwire.distributed\n"
     "                   --scheduler ADDR with the other arguments unchanged\n"
     "  --partition-size K  combos per Dask task (with --dask; default: by cost)\n";
@@ -53,6 +66,25 @@ static void on_progress(void *ctx, size_t done, size_t total)
     if (done == total)
         fputc('\n', stderr);
     fflush(stderr);
+}
+
+/* PYTHONPATH and TICKWIRE_LIB for /usr/bin/python3 run from here: the
+ * Python package of this source tree and the library of this very build
+ * (not a stale one elsewhere; the user may still override it).  0 or -1
+ * (out of memory). */
+static int python_env(void)
+{
+    const char *old = getenv("PYTHONPATH");
+    size_t len = strlen(TW_PYTHON_DIR) + (old ? strlen(old) + 1 : 0) + 1;
+    char *pp = malloc(len);
+    if (!pp)
+        return -1;
+    snprintf(pp, len, "%s%s%s", TW_PYTHON_DIR, old && *old ? ":" : "", old && *old ? old : "");
+    setenv("PYTHONPATH", pp, 1);
+    free(pp);
+    if (access(TW_BUILD_DIR "/libtickwire.so", R_OK) == 0)
+        setenv("TICKWIRE_LIB", TW_BUILD_DIR "/libtickwire.so", 0);
+    return 0;
 }
 
 /* Replaces this process with the Dask driver; only returns on failure. */
@@ -77,32 +109,170 @@ static int exec_dask(int argc, char **argv, const char *addr)
         av[k++] = argv[i];
     }
     av[k] = NULL;
-    const char *old = getenv("PYTHONPATH");
-    size_t len = strlen(TW_PYTHON_DIR) + (old ? strlen(old) + 1 : 0) + 1;
-    char *pp = malloc(len);
-    if (!pp) {
+    if (python_env()) {
         free(av);
         fprintf(stderr, "tickwire sweep: out of memory\n");
         return 1;
     }
-    snprintf(pp, len, "%s%s%s", TW_PYTHON_DIR, old && *old ? ":" : "", old && *old ? old : "");
-    setenv("PYTHONPATH", pp, 1);
-    /* The Python package must load the library of this very build, not a
-     * stale one elsewhere (the user may still override it). */
-    if (access(TW_BUILD_DIR "/libtickwire.so", R_OK) == 0)
-        setenv("TICKWIRE_LIB", TW_BUILD_DIR "/libtickwire.so", 0);
     execv(av[0], av);
     fprintf(stderr, "tickwire sweep: cannot run %s: %s\n", av[0], strerror(errno));
-    free(pp);
     free(av);
     return 1;
+}
+
+/* ---- the trade log ------------------------------------------------------- */
+
+/* Per combo only what the log cannot recompute: its first entry and side
+ * and the bar of each exit (the next entry; sides alternate; prices are
+ * close[bar]; r is the kernel's expression on them), 8 bytes a trade. */
+struct combo_log {
+    int64_t first_entry;
+    int32_t first_side;
+    int oom;
+    size_t n, cap;
+    int64_t *exit_bar;
+};
+
+/* Called from the sweep's threads, for different combos at once: each
+ * touches only its combo's entry. */
+static void on_trade(void *ctx, const tw_trade *t)
+{
+    struct combo_log *c = (struct combo_log *)ctx + t->combo;
+    if (c->oom)
+        return;
+    if (c->n == 0) {
+        c->first_entry = t->entry_bar;
+        c->first_side = t->side;
+    }
+    if (c->n == c->cap) {
+        size_t cap = c->cap ? 2 * c->cap : 256;
+        int64_t *nb = realloc(c->exit_bar, cap * sizeof(int64_t));
+        if (!nb) {
+            c->oom = 1;
+            return;
+        }
+        c->exit_bar = nb;
+        c->cap = cap;
+    }
+    c->exit_bar[c->n++] = t->exit_bar;
+}
+
+/* Writes the log; 0 or -1 after printing the error. */
+static int write_trades(const char *path, const double *close, const struct combo_log *log,
+                        const tw_position *open, size_t k, double fee, const double *pnl,
+                        const int64_t *trades)
+{
+    FILE *f = fopen(path, "w");
+    if (!f) {
+        fprintf(stderr, "tickwire sweep: %s: %s\n", path, strerror(errno));
+        return -1;
+    }
+    static char fbuf[1 << 20];
+    setvbuf(f, fbuf, _IOFBF, sizeof(fbuf));
+    fputs("combo,side,entry_bar,entry_price,exit_bar,exit_price,r\n", f);
+    char ep[TW_DECIMAL_MAX], xp[TW_DECIMAL_MAX], rs[TW_DECIMAL_MAX];
+    for (size_t c = 0; c < k; c++) {
+        const struct combo_log *l = &log[c];
+        int64_t entry = l->first_entry;
+        int side = l->first_side;
+        double sum = 0.0;
+        for (size_t i = 0; i < l->n; i++) {
+            int64_t ex = l->exit_bar[i];
+            double r = side == 1 ? (close[ex] / close[entry] - 1.0) * 100.0
+                                 : (1.0 - close[ex] / close[entry]) * 100.0;
+            sum = sum + (r - fee);
+            tw_double_to_decimal(close[entry], ep);
+            tw_double_to_decimal(close[ex], xp);
+            tw_double_to_decimal(r, rs);
+            fprintf(f, "%zu,%d,%lld,%s,%lld,%s,%s\n", c, side, (long long)entry, ep,
+                    (long long)ex, xp, rs);
+            entry = ex;
+            side = -side;
+        }
+        /* The log must add up to the sweep's own totals, bit for bit. */
+        TW_VERIFY((int64_t)l->n == trades[c] && memcmp(&sum, &pnl[c], sizeof(sum)) == 0);
+        if (open[c].side) {
+            TW_VERIFY(l->n == 0 || (open[c].entry_bar == entry && open[c].side == side));
+            tw_double_to_decimal(open[c].entry_price, ep);
+            fprintf(f, "%zu,%d,%lld,%s,,,\n", c, open[c].side, (long long)open[c].entry_bar, ep);
+        }
+    }
+    if (fflush(f) != 0 || ferror(f)) {
+        fclose(f);
+        fprintf(stderr, "tickwire sweep: %s: write error\n", path);
+        return -1;
+    }
+    if (fclose(f) != 0) {
+        fprintf(stderr, "tickwire sweep: %s: write error\n", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- the picture ------------------------------------------------------------ */
+
+/* Runs /usr/bin/python3 -m tickwire.plot on the results (a CSV of the
+ * sweep's own format in a temporary file) and waits.  0 or -1 (the
+ * plotter printed why, or we do). */
+static int run_plot(const char *png, const int64_t *combos, const double *pnl,
+                    const int64_t *trades, size_t k)
+{
+    char tmp[] = "/tmp/tickwire_plot_XXXXXX";
+    int fd = mkstemp(tmp);
+    FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+    if (!f) {
+        if (fd >= 0)
+            close(fd);
+        fprintf(stderr, "tickwire sweep: --plot: cannot write a temporary file: %s\n",
+                strerror(errno));
+        return -1;
+    }
+    fputs("combo,h_half,h_full,h_sqrt,t_third,t_half,t_full,pnl,trades\n", f);
+    for (size_t c = 0; c < k; c++) {
+        const int64_t *w = combos + c * TW_COMBO_WINDOWS;
+        fprintf(f, "%zu,%lld,%lld,%lld,%lld,%lld,%lld,%.17g,%lld\n", c, (long long)w[0],
+                (long long)w[1], (long long)w[2], (long long)w[3], (long long)w[4],
+                (long long)w[5], pnl[c], (long long)trades[c]);
+    }
+    int bad = fflush(f) != 0 || ferror(f);
+    bad |= fclose(f) != 0;
+    if (bad) {
+        unlink(tmp);
+        fprintf(stderr, "tickwire sweep: --plot: cannot write %s\n", tmp);
+        return -1;
+    }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        if (python_env())
+            _exit(1);
+        execl("/usr/bin/python3", "/usr/bin/python3", "-m", "tickwire.plot", "--results", tmp,
+              "--output", png, (char *)NULL);
+        fprintf(stderr, "tickwire sweep: --plot: cannot run /usr/bin/python3: %s\n",
+                strerror(errno));
+        _exit(127);
+    }
+    int st = 0;
+    int rc = -1;
+    if (pid < 0)
+        fprintf(stderr, "tickwire sweep: --plot: fork: %s\n", strerror(errno));
+    else if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) && WEXITSTATUS(st) == 0)
+        rc = 0;
+    else if (WIFEXITED(st) && WEXITSTATUS(st) == 127)
+        ; /* the child said why */
+    else if (!WIFEXITED(st) || WEXITSTATUS(st) != 1)
+        fprintf(stderr, "tickwire sweep: --plot: the plotter failed (status %d)\n", st);
+    unlink(tmp);
+    return rc;
 }
 
 int tw__cli_sweep(int argc, char **argv)
 {
     const char *data = NULL, *column = NULL, *grid = NULL, *output = NULL, *dask = NULL;
-    const char *partition_size = NULL;
+    const char *partition_size = NULL, *trades_path = NULL, *plot_path = NULL;
     const char *format = "csv";
+    uint64_t block = 0;
+    int have_block = 0;
     uint64_t synthetic = 150000, seed = 42, threads = 0;
     double sigma = 0.0008;
     tw_sweep_opts opts;
@@ -166,6 +336,14 @@ int tw__cli_sweep(int argc, char **argv)
             format = v;
         } else if (!strcmp(a, "--output")) {
             output = v;
+        } else if (!strcmp(a, "--block")) {
+            if (tw__cli_u64_range("sweep", a, v, 1, TW_BLOCK_MAX, &block))
+                return 2;
+            have_block = 1;
+        } else if (!strcmp(a, "--trades")) {
+            trades_path = v;
+        } else if (!strcmp(a, "--plot")) {
+            plot_path = v;
         } else if (!strcmp(a, "--dask")) {
             dask = v;
         } else if (!strcmp(a, "--partition-size")) {
@@ -183,15 +361,27 @@ int tw__cli_sweep(int argc, char **argv)
         fprintf(stderr, "tickwire sweep: --partition-size needs --dask\n");
         return 2;
     }
+    if (dask && (trades_path || plot_path || have_block)) {
+        fprintf(stderr, "tickwire sweep: --trades, --plot and --block are not available with --dask\n");
+        return 2;
+    }
+    if (trades_path && opts.kernel == TW_KERNEL_SCALAR) {
+        fprintf(stderr, "tickwire sweep: --trades needs the exact kernel (the trade log is not "
+                        "kept by the scalar reference)\n");
+        return 2;
+    }
     if (dask)
         return exec_dask(argc, argv, dask);
     opts.threads = (unsigned)threads;
+    opts.block_bars = (size_t)block;
 
     double *close = NULL, *pnl = NULL;
     int64_t *combos = NULL, *trades = NULL;
     size_t n = 0, k = 0;
     tw_sweeper *s = NULL;
     FILE *out = NULL;
+    struct combo_log *log = NULL;
+    tw_position *open = NULL;
     int ret = 1;
     if (tw__cli_load_closes("sweep", data, column, synthetic, seed, sigma, &close, &n))
         goto done;
@@ -221,13 +411,29 @@ int tw__cli_sweep(int argc, char **argv)
     struct progress prog = {0.0};
     if (isatty(STDERR_FILENO))
         tw_sweeper_set_progress(s, on_progress, &prog);
+    if (trades_path) {
+        log = calloc(k, sizeof(*log));
+        open = calloc(k, sizeof(*open));
+        if (!log || !open) {
+            fprintf(stderr, "tickwire sweep: out of memory\n");
+            goto done;
+        }
+    }
     double t0 = (1e-9 * (double)tw_clock_now_ns());
-    rc = tw_sweeper_run(s, close, n, combos, k, pnl, trades, &err);
+    if (trades_path)
+        rc = tw_sweeper_run_trades(s, close, n, combos, k, pnl, trades, on_trade, log, open, &err);
+    else
+        rc = tw_sweeper_run(s, close, n, combos, k, pnl, trades, &err);
     double secs = (1e-9 * (double)tw_clock_now_ns()) - t0;
     if (rc) {
         fprintf(stderr, "tickwire sweep: %s\n", err.msg);
         goto done;
     }
+    for (size_t c = 0; log && c < k; c++)
+        if (log[c].oom) {
+            fprintf(stderr, "tickwire sweep: out of memory for the trade log\n");
+            goto done;
+        }
 
     out = output ? fopen(output, "w") : stdout;
     if (!out) {
@@ -260,6 +466,10 @@ int tw__cli_sweep(int argc, char **argv)
         fprintf(stderr, "tickwire sweep: %s: write error\n", output ? output : "stdout");
         goto done;
     }
+    if (trades_path && write_trades(trades_path, close, log, open, k, opts.fee, pnl, trades))
+        goto done;
+    if (plot_path && run_plot(plot_path, combos, pnl, trades, k))
+        goto done;
     ret = 0;
 done:
     if (out && out != stdout && fclose(out) != 0 && ret == 0) {
@@ -267,6 +477,10 @@ done:
         ret = 1;
     }
     tw_sweeper_destroy(s);
+    for (size_t c = 0; log && c < k; c++)
+        free(log[c].exit_bar);
+    free(log);
+    free(open);
     free(close);
     free(combos);
     free(pnl);
