@@ -72,6 +72,14 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
     printf("tickwire exchange: listening on %s:%u (userspace stack over %s)\n", o->ip, o->port,
            o->port_spec);
     fflush(stdout);
+    static tw__netdrv drv;
+    if (tw__netdrv_init(&drv, st, port) != 0) {
+        fprintf(stderr, "tickwire exchange: cannot set up the stack's loop\n");
+        tw_xchg_net_close(xn, (uint64_t)tw_clock_now_ns());
+        tw_net_close(st);
+        tw_port_close(port);
+        return 1;
+    }
     int stopped = 0;
     int64_t done_at = 0;
     for (;;) {
@@ -92,7 +100,7 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
         int64_t wait = next - now;
         if (wait > 1000000)
             wait = 1000000;
-        tw__netdrv_turn(st, port, !o->busy, wait > 0 ? (uint64_t)wait : 0);
+        tw__netdrv_turn(&drv, !o->busy, wait > 0 ? (uint64_t)wait : 0);
     }
     const tw_net_stats *ns = tw_net_get_stats(st);
     if (!o->quiet)
