@@ -148,7 +148,7 @@ static void *trader_main(void *arg)
     tw_fix_session_cfg c = {.begin_string = "FIX.4.4", .sender_comp_id = name,
                             .target_comp_id = "VENUE", .initiator = 1, .heart_bt_int_s = 30,
                             .ts_digits = 6, .stream = {t_write, t_close, t},
-                            .app = {t_msg, t_event, t}};
+                            .app = {.on_msg = t_msg, .on_event = t_event, .ctx = t}};
     if (t->fd < 0 || tw_fix_session_init(&t->fs, &c, NULL) != 0) {
         t->failed = 1;
         return NULL;

@@ -154,6 +154,12 @@ typedef struct tw_fix_app {
      * views are valid during the call only. */
     void (*on_msg)(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup);
     void (*on_event)(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *text);
+    /* Optional: a TestRequest in sequence.  Return 0 and the session
+     * answers it with a Heartbeat at once (FIX's rule); return 1 and the
+     * application answers it later with tw_fix_session_heartbeat() (a
+     * lockstep barrier: live.md, "Lockstep").  id is valid during the call
+     * only. */
+    int (*on_test_request)(void *ctx, tw_fix_session *s, const char *id, size_t len);
     void *ctx;
 } tw_fix_app;
 
@@ -248,6 +254,14 @@ void tw_fix_session_timer(tw_fix_session *s, int64_t now_ns);
  * before the stream write. */
 tw_fix_wbuf *tw_fix_session_begin(tw_fix_session *s, const char *msg_type, int64_t now_ns);
 int tw_fix_session_send(tw_fix_session *s, int64_t now_ns);
+
+/* A Heartbeat answering TestReqID test_req_id[0..len) (the application's
+ * answer to a TestRequest it took with on_test_request).  Returns 0,
+ * -ENOTCONN unless logged on, -EINVAL for an id longer than
+ * TW_FIX_TESTREQID_MAX, -EIO when the store or the stream failed. */
+#define TW_FIX_TESTREQID_MAX 1024
+int tw_fix_session_heartbeat(tw_fix_session *s, const char *test_req_id, size_t len,
+                             int64_t now_ns);
 
 /* Starts the Logout handshake (text may be NULL). */
 int tw_fix_session_logout(tw_fix_session *s, const char *text, int64_t now_ns);

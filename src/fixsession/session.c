@@ -304,6 +304,18 @@ void tw_fix_session_disconnected(tw_fix_session *s, int64_t now_ns)
     event(s, TW_FIX_EV_DISCONNECT, "stream closed by peer");
 }
 
+int tw_fix_session_heartbeat(tw_fix_session *s, const char *test_req_id, size_t len,
+                             int64_t now_ns)
+{
+    if (s->state != TW_FIX_ACTIVE && s->state != TW_FIX_LOGOUT_SENT)
+        return -ENOTCONN;
+    /* An id the template's buffer cannot hold is the caller's error, not
+     * an overflow (admin messages are built under TW_VERIFY). */
+    if ((test_req_id == NULL && len != 0) || len > TW_FIX_TESTREQID_MAX)
+        return -EINVAL;
+    return send_heartbeat(s, test_req_id, len, now_ns);
+}
+
 int tw_fix_session_logout(tw_fix_session *s, const char *text, int64_t now_ns)
 {
     if (s->state != TW_FIX_ACTIVE)
@@ -697,6 +709,11 @@ static void on_message(tw_fix_session *s, const char *raw, size_t n, int64_t now
                         "TestReqID(112) missing", now_ns);
             break;
         }
+        /* The application may take the answer on itself (a lockstep
+         * barrier: live.md) and send it with tw_fix_session_heartbeat. */
+        if (s->cfg.app.on_test_request &&
+            s->cfg.app.on_test_request(s->cfg.app.ctx, s, id->val, id->len))
+            break;
         send_heartbeat(s, id->val, id->len, now_ns);
         break;
     }

@@ -219,7 +219,7 @@ static inline xt_client *xt_client_new(xt_env *e, const char *name, int with_sto
         .ts_digits = 6,
         .store = with_store ? &cl->store : NULL,
         .stream = {xt_cli_write, xt_cli_close, cl},
-        .app = {xt_cli_msg, xt_cli_event, cl},
+        .app = {.on_msg = xt_cli_msg, .on_event = xt_cli_event, .ctx = cl},
     };
     if (tw_fix_session_init(&cl->fs, &fc, &err) != 0) {
         fprintf(stderr, "xt: session: %s\n", err.msg);

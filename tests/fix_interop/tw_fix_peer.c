@@ -327,7 +327,7 @@ int main(int argc, char **argv)
     tw_fix_session_cfg cfg = {
         .begin_string = begin_string, .sender_comp_id = "TW", .target_comp_id = "QF",
         .initiator = initiator, .heart_bt_int_s = (uint32_t)hb_s, .ts_digits = 3,
-        .store = &store, .stream = { s_write, s_close, NULL }, .app = { on_msg, on_event, NULL },
+        .store = &store, .stream = { s_write, s_close, NULL }, .app = { .on_msg = on_msg, .on_event = on_event },
     };
     if (tw_fix_session_init(&sess, &cfg, &err) != 0) {
         fprintf(stderr, "tw_fix_peer: %s\n", err.msg);

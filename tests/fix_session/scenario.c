@@ -138,7 +138,7 @@ static int open_session(sim *m)
     m->cfg.ts_digits = 3;
     m->cfg.store = &m->store;
     m->cfg.stream = (tw_fix_stream){ s_write, s_close, m };
-    m->cfg.app = (tw_fix_app){ s_on_msg, s_on_event, m };
+    m->cfg.app = (tw_fix_app){ .on_msg = s_on_msg, .on_event = s_on_event, .ctx = m };
     if (tw_fix_session_init(&m->s, &m->cfg, &err) != 0)
         return fail(m, "session init: %s", err.msg);
     m->have_session = 1;
