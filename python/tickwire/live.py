@@ -28,7 +28,7 @@ import time
 
 import numpy as np
 
-__all__ = ["Instance", "write_config", "sweep_reference", "compare", "free_port", "Venue",
+__all__ = ["Instance", "write_config", "read_config", "check", "sweep_reference", "compare", "free_port", "Venue",
            "run_trader", "replay", "format_table", "main"]
 
 COLUMNS = ["h_half", "h_full", "h_sqrt", "t_third", "t_half", "t_full"]
@@ -258,6 +258,39 @@ def replay(tickwire, workdir, data, combos, *, venue_args=(), trader_args=(), se
             "config": config}
 
 
+def read_config(path):
+    """The instances of a `tickwire trade` INI file (strategy sections in
+    file order, their combos in order), as write_config returns them.
+    Only what parity needs: `combo =` lines (not `length =` or `grid =`)."""
+    out, strat, sym, k = [], None, None, 0
+    with open(path) as f:
+        for line in f:
+            line = line.split(";")[0].strip()
+            if line.startswith("["):
+                strat = line[1:-1].split()[1] if line.startswith("[strategy ") else None
+                sym, k = None, 0
+            elif strat and "=" in line:
+                key, val = (x.strip() for x in line.split("=", 1))
+                if key == "instrument":
+                    sym = val
+                elif key == "combo":
+                    out.append(Instance(strat, k, sym, [int(w) for w in val.split(",")]))
+                    k += 1
+    return out
+
+
+def check(tickwire, config, report, trades, data, workdir, fee=0.09):
+    """Compares a finished run's report and trades CSV with `tickwire sweep
+    --trades` on data ({symbol: path}); returns (rows, differences)."""
+    insts = read_config(config)
+    refs = {}
+    for sym, path in data.items():
+        cs = [i.combo for i in insts if i.symbol == sym]
+        refs[sym] = sweep_reference(tickwire, path, cs, workdir, sym, fee=fee)
+    rows = compare(report, trades, insts, refs)
+    return rows, [(i.name, x) for i, _, _, _, ds in rows for x in ds]
+
+
 def format_table(rows):
     """Per instance: live trades and PnL next to the sweep's."""
     lines = [f"{'instance':<12} {'combo':<24} {'trades':>7} {'sweep':>7} "
@@ -276,7 +309,21 @@ def main(argv=None):
     ap.add_argument("--bars", type=int, default=20000, help="bars of the study dataset (20000)")
     ap.add_argument("--combos", type=int, default=4, help="default-grid combos (4)")
     ap.add_argument("--dir", help="keep the run's files here (default: a temporary directory)")
+    ap.add_argument("--check", nargs=3, metavar=("CONFIG", "REPORT", "TRADES"),
+                    help="no replay: compare a finished run with the sweep (needs --data)")
+    ap.add_argument("--data", action="append", default=[], metavar="SYM=PATH")
     a = ap.parse_args(argv)
+    if a.check:
+        work = a.dir or tempfile.mkdtemp(prefix="tw_live_")
+        data = dict(x.split("=", 1) for x in a.data)
+        rows, bad = check(a.tickwire, *a.check, data, work)
+        print(format_table(rows))
+        for n, d_ in bad:
+            print(f"  {n}: {d_}")
+        print("parity: bit-identical" if not bad else "parity: DIFFERS")
+        if not a.dir:
+            shutil.rmtree(work, ignore_errors=True)
+        return 1 if bad else 0
     from tickwire import data as d
     work = a.dir or tempfile.mkdtemp(prefix="tw_live_")
     os.makedirs(work, exist_ok=True)
