@@ -3,15 +3,14 @@
 Parity (live.md, "Parity"): the study dataset and a NaN-gapped one as two
 instruments, 8 combos each (default-grid ones and odd windows up to 400),
 through `tickwire exchange --lockstep` and `tickwire trade`; per instance
-the trade list, the trade count, the execution PnL and the signal PnL
-equal `tickwire sweep --trades` bit for bit -- on one session, on a session
-per instrument (two net cores), and across the venue's disconnect and gap
-(first 40,000 bars)
-faults.  Then what is not parity: a paced run (fills on later bars than
-the decision, counted by the trader and checked against the venue's fills
-log), the risk rules tripped through the venue (reject fault, tight
-limits: the report's counters against the fills log), SIGTERM, SIGUSR1 (the
-kill switch), and a bad configuration.
+the trade list, the trade count, the execution PnL and the signal PnL equal
+`tickwire sweep --trades` bit for bit -- on one session, on a session per
+instrument (two net cores), and across the venue's disconnect and gap faults
+(on the first 40,000 bars). Then what is not parity: a paced run (fills on
+later bars than the decision, counted by the trader and checked against the
+venue's fills log), the risk rules tripped through the venue (reject fault,
+tight limits: the report's counters against the fills log), SIGTERM, SIGUSR1
+(the kill switch), and a bad configuration.
 
 Waits are bounded by generous timeouts that only end a broken run; no
 assertion depends on how fast anything runs.
