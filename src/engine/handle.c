@@ -313,10 +313,13 @@ int tw_engine_info_json(tw_engine *e, char *buf, size_t cap)
             return -EINVAL;                                                        \
         o += (size_t)k_;                                                           \
     } while (0)
+    /* sweep_cache_bytes: what each worker's sweeper may keep per bound
+     * dataset (whole WMA passes for SWEEP_LOADED), opts.sweep.cache_bytes. */
     J("{\"version\":\"%s\",\"protocol\":1,\"kernel\":\"%s\",\"isa\":\"%s\",\"workers\":%u,"
-      "\"threads\":%u,\"fee\":%.17g,",
+      "\"threads\":%u,\"fee\":%.17g,\"block_bars\":%zu,\"sweep_cache_bytes\":%zu,",
       TW_VERSION_STRING, e->opts.sweep.kernel == TW_KERNEL_SCALAR ? "scalar" : "exact",
-      tw_isa_name(isa), e->n_workers, kthreads, e->opts.sweep.fee);
+      tw_isa_name(isa), e->n_workers, kthreads, e->opts.sweep.fee, e->opts.sweep.block_bars,
+      e->opts.sweep.cache_bytes);
     J("\"limits\":{\"max_frame_bytes\":%u,\"max_bars\":%u,\"max_combos\":%u,\"max_datasets\":%u,"
       "\"max_dataset_bytes\":%llu,\"max_conns\":%u,\"max_buffer_bytes\":%llu,\"shm_ring_max\":%u},",
       l->max_frame_bytes, l->max_bars, l->max_combos, l->max_datasets,
@@ -444,7 +447,8 @@ void tw__submit(tw_engine *e, tw__job *job)
 }
 
 /* SWEEP_LOADED binds its dataset to the sweeper, so that the sweeper's
- * WMA window cache carries over from call to call (a chatty client's one
+ * WMA window cache (at most opts.sweep.cache_bytes per worker, INFO's
+ * sweep_cache_bytes) carries over from call to call (a chatty client's one
  * combo per call then costs that combo's passes only).  The tag is the
  * dataset id: ids come from a counter that never goes back, so a DROP and
  * a new LOAD (even of memory at the same address) get a new tag and a

@@ -593,7 +593,15 @@ int tw_read_grid(const char *path, int64_t **combos_out, size_t *n_out, tw_error
     int rc = read_file(path, &raw, &len, err);
     if (rc)
         return rc;
-    const char *buf = (const char *)raw;
+    rc = tw__grid_parse((const char *)raw, len, path, combos_out, n_out, err);
+    free(raw);
+    return rc;
+}
+
+int tw__grid_parse(const char *buf, size_t len, const char *path, int64_t **combos_out,
+                   size_t *n_out, tw_error *err)
+{
+    int rc;
     double *col[TW_COMBO_WINDOWS] = {0}, *lens = NULL;
     int64_t *combos = NULL;
     size_t rows = 0;
@@ -636,7 +644,6 @@ int tw_read_grid(const char *path, int64_t **combos_out, size_t *n_out, tw_error
     for (int j = 0; j < TW_COMBO_WINDOWS; j++)
         free(col[j]);
     free(lens);
-    free(raw);
     if (rc) {
         free(combos);
         return rc;

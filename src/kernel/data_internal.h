@@ -23,6 +23,12 @@ int tw__npy_load(const uint8_t *buf, size_t len, const char *name, double **clos
 int tw__csv_parse(const char *buf, size_t len, const char *column, const char *name,
                   double **close, size_t *n, tw_error *err);
 
+/* A grid file's text in buf[0..len) (tw_read_grid; path is for messages)
+ * to a malloc'd (n x 6) array.  0, or -TW_EFORMAT / -TW_ENODATA / -ENOMEM
+ * naming the row or column. */
+int tw__grid_parse(const char *buf, size_t len, const char *path, int64_t **combos,
+                   size_t *n, tw_error *err);
+
 /* The generator's parts (kernel.md "Data"), for the tests. */
 uint64_t tw__splitmix64(uint64_t *x);
 void tw__xoshiro_seed(uint64_t st[4], uint64_t seed);

@@ -237,16 +237,15 @@ int tw_stream_update_bars(tw_stream *st, const double *close, size_t n, size_t *
     struct stream *h = hdr(st);
     if (n_changes)
         *n_changes = 0;
-    for (size_t i = 0; i < n; i++)
-        if (bad_price(close[i])) {
-            h->bad++;
-            return tw__err(err, -TW_EBADPRICE,
-                           "bad price at bar %llu (element %zu): %g (must be > 0 and "
-                           "finite, or NaN); no bar taken",
-                           (unsigned long long)(h->bars + i), i, close[i]);
-        }
+    size_t i = tw_first_bad_price(close, n);
+    if (i < n) {
+        h->bad++;
+        return tw__err(err, -TW_EBADPRICE,
+                       "bad price at bar %llu (element %zu): %g (must be > 0 and finite, or "
+                       "NaN); no bar taken", (unsigned long long)(h->bars + i), i, close[i]);
+    }
     size_t changes = 0;
-    for (size_t i = 0; i < n;) {
+    for (i = 0; i < n;) {
         size_t rem = n - i;
         if (rem >= TW_NARROW_BELOW) {
             size_t nb = rem < CHUNK ? rem : CHUNK;

@@ -5,7 +5,9 @@
  * between, DROP and a LOAD of other prices (the server may reuse the freed
  * memory), two datasets interleaved call by call, DROP of the dataset the
  * sweeper is bound to, and a bad window followed by a good call.  With one
- * compute worker (every call on the same sweeper) and with two. */
+ * compute worker (every call on the same sweeper) and with two, and with
+ * the per-worker cache of passes off, tiny (a few passes: evictions) and
+ * at its default; INFO shows its bound. */
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -51,7 +53,7 @@ static int chatty(tw_client *c, uint64_t id, const double *rp, const int64_t *rt
     return 1;
 }
 
-static void run_engine_case(unsigned workers)
+static void run_engine_case(unsigned workers, size_t cache_bytes)
 {
     char sock[108], addr[128];
     snprintf(sock, sizeof(sock), "/tmp/tw-kbound-%d-%u.sock", (int)getpid(), workers);
@@ -61,6 +63,7 @@ static void run_engine_case(unsigned workers)
     o.unix_path = sock;
     o.workers = workers;
     o.sweep.threads = 1;
+    o.sweep.cache_bytes = cache_bytes;
     o.sweeper_bars = NB;
     tw_engine *e;
     tw_error err = {0};
@@ -68,6 +71,10 @@ static void run_engine_case(unsigned workers)
         CHECKF(0, "engine: %s", err.msg);
         return;
     }
+    char info[4096], want[64];
+    CHECK(tw_engine_info_json(e, info, sizeof(info)) > 0);
+    snprintf(want, sizeof(want), "\"sweep_cache_bytes\":%zu,", cache_bytes);
+    CHECKF(strstr(info, want) != NULL, "INFO lacks %s: %s", want, info);
     pthread_t th;
     pthread_create(&th, NULL, serve, e);
     tw_client *c;
@@ -147,7 +154,9 @@ int main(void)
         fprintf(stderr, "reference sweep: %s\n", err.msg);
         return 1;
     }
-    run_engine_case(1);
-    run_engine_case(2);
+    tw_sweep_opts_init(&so);
+    run_engine_case(1, so.cache_bytes);
+    run_engine_case(1, 0);
+    run_engine_case(2, 4 * NB * sizeof(double));
     return tw_check_done("kernel_bound_engine");
 }
