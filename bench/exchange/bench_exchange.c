@@ -367,6 +367,17 @@ static double bare_pingpong(size_t len, uint64_t n)
     return done == n ? (double)n * 1e9 / (double)(t1 - t0) : 0;
 }
 
+static double median(double *v, int n)
+{
+    for (int i = 1; i < n; i++)
+        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
+            double t = v[j];
+            v[j] = v[j - 1];
+            v[j - 1] = t;
+        }
+    return v[n / 2];
+}
+
 /* ---- the venue's own time per bar ------------------------------------------------- */
 
 typedef struct sock_ctx {
@@ -498,20 +509,8 @@ static int venue_per_bar(const double *px, uint64_t n, int rounds, uint64_t per_
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)
         ok = 0;
-    for (int i = 1; i < rounds; i++) /* medians */
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double tmp = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = tmp;
-        }
-    for (int i = 1; i < rounds; i++)
-        for (int j = i; j > 0 && s[j] < s[j - 1]; j--) {
-            double tmp = s[j];
-            s[j] = s[j - 1];
-            s[j - 1] = tmp;
-        }
-    *venue_ns = v[rounds / 2];
-    *send_ns = s[rounds / 2];
+    *venue_ns = median(v, rounds);
+    *send_ns = median(s, rounds);
     free(v);
     free(s);
     return ok ? 0 : -1;
@@ -560,14 +559,12 @@ int tw__cli_bench_exchange(int argc, char **argv)
            quick ? "quick" : "full", tw_isa_name(best));
     fflush(stdout);
     int ok = 1;
-    run_result fl1 = run_venue(self, data, flat_bars, 0, 1);
-    run_result fl4 = run_venue(self, data, flat_bars, 0, 4);
-    run_result ls1 = run_venue(self, data, lock_bars, 1, 1);
-    run_result ls4 = run_venue(self, data, lock_bars, 1, 4);
-    ok = fl1.ok && fl4.ok && ls1.ok && ls4.ok;
-    if (!ok)
-        fprintf(stderr, "tickwire bench exchange: runs ok: flat 1 %d, flat 4 %d, lockstep 1 %d, "
-                        "lockstep 4 %d\n", fl1.ok, fl4.ok, ls1.ok, ls4.ok);
+    /* Rounds of every run and its yardstick, interleaved, medians: the
+     * machine is shared and its speed moves between minutes. */
+    enum { MAX_REPS = 5 };
+    int reps = quick ? 1 : 3;
+    double r_fl1[MAX_REPS], r_fl4[MAX_REPS], r_ls1[MAX_REPS], r_ls4[MAX_REPS];
+    double r_bare[MAX_REPS], r_pp[MAX_REPS];
     double venue_ns = 0, send_ns = 0;
     size_t x_len = 0;
     if (venue_per_bar(px, n, quick ? 5 : 11, quick ? 2000 : 10000, &venue_ns, &send_ns,
@@ -575,28 +572,44 @@ int tw__cli_bench_exchange(int argc, char **argv)
         fprintf(stderr, "tickwire bench exchange: the per-bar run failed\n");
         ok = 0;
     }
-    /* Yardsticks: the same X bytes by a bare sender; a bare ping-pong of a
-     * TestRequest-sized message. */
     char xmsg[1024];
     memset(xmsg, 'x', sizeof(xmsg));
-    double bare = bare_stream(xmsg, x_len ? x_len : 120, flat_bars);
-    double pp = bare_pingpong(70, lock_bars);
+    for (int r = 0; r < reps && ok; r++) {
+        run_result fl1 = run_venue(self, data, flat_bars, 0, 1);
+        r_bare[r] = bare_stream(xmsg, x_len ? x_len : 120, flat_bars);
+        run_result fl4 = run_venue(self, data, flat_bars, 0, 4);
+        run_result ls1 = run_venue(self, data, lock_bars, 1, 1);
+        r_pp[r] = bare_pingpong(70, lock_bars);
+        run_result ls4 = run_venue(self, data, lock_bars, 1, 4);
+        if (!(fl1.ok && fl4.ok && ls1.ok && ls4.ok) || r_bare[r] <= 0 || r_pp[r] <= 0) {
+            fprintf(stderr, "tickwire bench exchange: round %d: runs ok: flat 1 %d, flat 4 %d, "
+                            "lockstep 1 %d, lockstep 4 %d\n",
+                    r, fl1.ok, fl4.ok, ls1.ok, ls4.ok);
+            ok = 0;
+        }
+        r_fl1[r] = fl1.bars_per_s;
+        r_fl4[r] = fl4.bars_per_s;
+        r_ls1[r] = ls1.bars_per_s;
+        r_ls4[r] = ls4.bars_per_s;
+    }
+    double fl1 = median(r_fl1, reps), fl4 = median(r_fl4, reps), ls1 = median(r_ls1, reps),
+           ls4 = median(r_ls4, reps), bare = median(r_bare, reps), pp = median(r_pp, reps);
     unlink(data);
     free(px);
-    if (!ok || bare <= 0 || pp <= 0) {
+    if (!ok) {
         fprintf(stderr, "tickwire bench exchange: a run failed its checks; no figures\n");
         return 1;
     }
-    printf("\n| run | sessions | bars/s (slowest session) | yardstick | ratio |\n");
+    printf("\nmedians of %d interleaved round(s)\n", reps);
+    printf("| run | sessions | bars/s (slowest session) | yardstick | ratio |\n");
     printf("|---|---:|---:|---|---:|\n");
     printf("| flat out (--rate 0) | 1 | %.0f | bare send() of the same %zu-byte X, %.0f msg/s | %.2fx |\n",
-           fl1.bars_per_s, x_len, bare, fl1.bars_per_s / bare);
-    printf("| flat out (--rate 0) | 4 | %.0f | the same, 1 reader | %.2fx |\n", fl4.bars_per_s,
-           fl4.bars_per_s / bare);
+           fl1, x_len, bare, fl1 / bare);
+    printf("| flat out (--rate 0) | 4 | %.0f | the same, 1 reader | %.2fx |\n", fl4, fl4 / bare);
     printf("| lockstep (barrier round trips/s) | 1 | %.0f | bare 70-byte TCP ping-pong, %.0f/s | %.2fx |\n",
-           ls1.bars_per_s, pp, ls1.bars_per_s / pp);
-    printf("| lockstep (barrier round trips/s) | 4 | %.0f | the same, one peer | %.2fx |\n",
-           ls4.bars_per_s, ls4.bars_per_s / pp);
+           ls1, pp, ls1 / pp);
+    printf("| lockstep (barrier round trips/s) | 4 | %.0f | the same, one peer | %.2fx |\n", ls4,
+           ls4 / pp);
     printf("\nvenue per bar, CPU time (format + store + build + send(), 1 session, %zu-byte X): "
            "%.0f ns; plain send() of the same bytes: %.0f ns; %.2fx\n",
            x_len, venue_ns, send_ns, venue_ns / send_ns);

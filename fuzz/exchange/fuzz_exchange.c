@@ -18,6 +18,7 @@
  * consistent (fills <= orders); nothing crashes, over-reads or leaks. */
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "tickwire/exchange.h"
@@ -88,9 +89,22 @@ static void frame_line(tw_xchg *x, int k, const char *l, size_t n, int64_t now)
     feed(x, k, msg, (size_t)ml, now);
 }
 
+/* FUZZ_EXCHANGE_VERBOSE=1: the venue's log lines, for reading a finding. */
+static int verbose = -1;
+static void on_log(void *ctx, const char *sess, const char *text)
+{
+    (void)ctx;
+    if (verbose)
+        fprintf(stderr, "venue [%s] %s\n", sess, text);
+}
+
 static void check(const tw_xchg *x)
 {
     const tw_xchg_stats *s = tw_xchg_get_stats(x);
+    if (s->fills > s->orders)
+        fprintf(stderr, "fills %llu orders %llu possdup_ignored %llu\n",
+                (unsigned long long)s->fills, (unsigned long long)s->orders,
+                (unsigned long long)s->possdup_ignored);
     TW_VERIFY(s->fills <= s->orders);
     TW_VERIFY(s->bars <= s->bars_total);
     TW_VERIFY(s->barrier_acks <= s->bars * 4);
@@ -127,6 +141,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         c.faults = faults;
         c.n_faults = 4;
     }
+    if (verbose < 0)
+        verbose = getenv("FUZZ_EXCHANGE_VERBOSE") != NULL;
+    c.on_log = on_log;
     tw_xchg *x;
     TW_VERIFY(tw_xchg_create(&x, &c, NULL) == 0);
     memset(conns, 0, sizeof(conns));

@@ -285,16 +285,29 @@ static void format_entry(tw_xchg *x, unsigned si, uint64_t i)
     x->entry_len[si] = k;
 }
 
+/* Bytes of entries one X may carry: the session's message buffer less
+ * room for the header, 262/268, the trailer, and PossDup/OrigSendingTime
+ * when the store sends it again. */
+#define X_ENTRY_BUDGET (TW_FIX_TX_BUF - 1024)
+TW_STATIC_ASSERT(XS_ENTRY_MAX <= X_ENTRY_BUDGET, "one entry must fit in an X");
+
 /* Sends bar i's entries of s's symbols in X messages of at most
- * cfg.max_entries.  Returns the number of entries sent. */
+ * cfg.max_entries entries and X_ENTRY_BUDGET bytes of them.  Returns the
+ * number of entries sent. */
 static unsigned send_bar(tw_xchg *x, xs_sess *s, uint64_t i, int64_t now_ns)
 {
     unsigned sent = 0, si = 0;
     while (si < x->n_sym) {
         unsigned chunk[64], k = 0, cap = x->cfg.max_entries < 64 ? x->cfg.max_entries : 64;
-        for (; si < x->n_sym && k < cap; si++)
-            if (s->sub[si] && i < x->cfg.symbols[si].n_bars)
-                chunk[k++] = si;
+        size_t bytes = 0;
+        for (; si < x->n_sym && k < cap; si++) {
+            if (!s->sub[si] || i >= x->cfg.symbols[si].n_bars)
+                continue;
+            if (bytes + x->entry_len[si] > X_ENTRY_BUDGET)
+                break; /* this one starts the next X */
+            bytes += x->entry_len[si];
+            chunk[k++] = si;
+        }
         if (k == 0)
             break;
         tw_fix_wbuf *w = begin(x, s, "X", now_ns);

@@ -234,6 +234,43 @@ static void t_chunks_and_md_req_ids(void)
     xt_env_close(&e);
 }
 
+/* Prices whose exact text is hundreds of digits (the largest double, the
+ * smallest subnormal) for 40 instruments: an X is cut by bytes as well as
+ * by entries, so each fits the session's buffer and every bar arrives. */
+static void t_long_prices(void)
+{
+    enum { NS = 40 };
+    static double px[NS][2];
+    static char names[NS][8];
+    static tw_xchg_symbol big[NS];
+    static const char *all[NS];
+    for (int i = 0; i < NS; i++) {
+        snprintf(names[i], sizeof(names[i]), "L%02d", i);
+        px[i][0] = i % 2 ? 1.7976931348623157e308 : 5e-324;
+        px[i][1] = i % 2 ? 4.9406564584124654e-324 * 3 : 1.7976931348623155e308;
+        big[i] = (tw_xchg_symbol){names[i], px[i], 2};
+        all[i] = names[i];
+    }
+    xt_env e;
+    tw_xchg_cfg c;
+    xt_cfg(&c, &e, big, NS);
+    REQUIRE(xt_env_open(&e, &c) == 0);
+    xt_client *cl = logged_on(&e, "T", 0, NULL);
+    REQUIRE(cl);
+    xt_subscribe(cl, "m", all, NS);
+    run_to_end(&e);
+    xt_stream r = xt_check_stream(cl, big, NS, NULL, 1);
+    CHECK(r.errors == 0 && r.closed);
+    for (int i = 0; i < NS; i++)
+        CHECK_EQ(r.bars[i], 2);
+    CHECK_EQ(tw_xchg_get_stats(e.x)->md_entries, 2 * NS);
+    CHECK_EQ(tw_xchg_get_stats(e.x)->send_errors, 0);
+    CHECK(xt_count(cl, "X") > 2); /* more than one X per bar */
+    for (unsigned i = 0; i < cl->n_log; i++)
+        CHECK(cl->log[i].len <= TW_FIX_TX_BUF);
+    xt_env_close(&e);
+}
+
 /* ---- bad input ------------------------------------------------------------------ */
 
 static void v_raw(xt_client *cl, const char *req, const char *f263, const char *f264,
@@ -938,6 +975,7 @@ int main(int argc, char **argv)
     t_barrier_holds();
     t_two_sessions();
     t_chunks_and_md_req_ids();
+    t_long_prices();
     t_md_request_errors();
     t_order_errors();
     t_connection_errors();

@@ -1,7 +1,9 @@
 /* `tickwire exchange --port SPEC --ip A.B.C.D` over this project's
  * userspace TCP/IP stack: the port from its spec, a tw_net on it, the
- * venue served by tw_xchg_net, one loop yielding on the port's fd (or
- * busy-polling with --busy). */
+ * venue served by tw_xchg_net, all on one reactor core (tools/common's
+ * netdrv): each turn polls the stack, then the venue, whose next deadline
+ * bounds the reactor's idle wait on the port's fd (or it busy-polls with
+ * --busy).  One clock: the reactor's (tw__netdrv_now_ns). */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -9,7 +11,6 @@
 #include <unistd.h>
 
 #include "exchange/xchg_cli.h"
-#include "tickwire/clock.h"
 #include "tickwire/net.h"
 
 #ifdef TW_XCHG_HAVE_PORTS
@@ -17,6 +18,25 @@
 #include "common/portspec.h"
 
 #define OUT_CAP (4u << 20) /* bytes a connection may owe beyond the stack's ring */
+
+typedef struct venue_poll_ctx {
+    tw_xchg *x;
+    tw_xchg_net *xn;
+} venue_poll_ctx;
+
+/* A reactor poll after the stack's: bytes in, the venue's clock, bytes
+ * out; the venue's next deadline ends the turn's idle wait. */
+static unsigned venue_poll(void *arg, tw_reactor_now *now)
+{
+    venue_poll_ctx *v = arg;
+    uint64_t bars = tw_xchg_get_stats(v->x)->bars;
+    unsigned work = tw_xchg_net_poll(v->xn, (uint64_t)now->ns);
+    int64_t next = tw_xchg_poll(v->x, now->ns);
+    work += tw_xchg_net_poll(v->xn, (uint64_t)now->ns);
+    if (next < now->wake_ns)
+        now->wake_ns = next;
+    return work + (tw_xchg_get_stats(v->x)->bars != bars);
+}
 
 static int parse_mac(const char *s, uint8_t mac[6])
 {
@@ -69,38 +89,35 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
         tw_port_close(port);
         return 1;
     }
-    printf("tickwire exchange: listening on %s:%u (userspace stack over %s)\n", o->ip, o->port,
-           o->port_spec);
-    fflush(stdout);
     static tw__netdrv drv;
-    if (tw__netdrv_init(&drv, st, port) != 0) {
-        fprintf(stderr, "tickwire exchange: cannot set up the stack's loop\n");
-        tw_xchg_net_close(xn, (uint64_t)tw_clock_now_ns());
+    static venue_poll_ctx vp;
+    vp.x = x;
+    vp.xn = xn;
+    if (tw__netdrv_init(&drv, st, port) != 0 || tw_reactor_add_poll(&drv.r, 0, venue_poll, &vp) != 0) {
+        fprintf(stderr, "tickwire exchange: cannot set up the reactor\n");
+        tw_xchg_net_close(xn, tw__netdrv_now_ns());
         tw_net_close(st);
         tw_port_close(port);
         return 1;
     }
+    printf("tickwire exchange: listening on %s:%u (userspace stack over %s)\n", o->ip, o->port,
+           o->port_spec);
+    fflush(stdout);
     int stopped = 0;
     int64_t done_at = 0;
     for (;;) {
-        int64_t now = tw_clock_now_ns();
+        int64_t now = (int64_t)tw__netdrv_now_ns();
         if (tw__xcli_signals >= 2)
             break;
         if (tw__xcli_signals && !stopped) {
             tw_xchg_stop(x, now);
             stopped = 1;
         }
-        tw_xchg_net_poll(xn, (uint64_t)now);
-        int64_t next = tw_xchg_poll(x, now);
-        tw_xchg_net_poll(xn, (uint64_t)now); /* what the venue just wrote */
         if (tw_xchg_done(x) && !done_at)
             done_at = now;
         if (done_at && now - done_at > 1000000000ll)
             break; /* a second for the last Logouts to leave the stack */
-        int64_t wait = next - now;
-        if (wait > 1000000)
-            wait = 1000000;
-        tw__netdrv_turn(&drv, !o->busy, wait > 0 ? (uint64_t)wait : 0);
+        tw__netdrv_turn(&drv, !o->busy, 1000000);
     }
     const tw_net_stats *ns = tw_net_get_stats(st);
     if (!o->quiet)
@@ -110,7 +127,7 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
                 (unsigned long long)ns->rx_frames, (unsigned long long)ns->tx_frames,
                 (unsigned long long)ns->retransmits, (unsigned long long)ns->zero_window_probes,
                 (unsigned long long)ns->conns_accepted);
-    tw_xchg_net_close(xn, (uint64_t)tw_clock_now_ns());
+    tw_xchg_net_close(xn, tw__netdrv_now_ns());
     tw_net_close(st);
     tw_port_close(port);
     return 0;
