@@ -51,7 +51,7 @@ typedef struct tw_sweep_opts {
     double fee;            /* round-trip fee, percentage points; default 0.09 */
     /* Bars per block of the exact kernel; 0 (default): the library's
      * choice, so that one block's close windows (distinct windows x B
-     * doubles) stay in half of the L2 cache.  Results are the same bits
+     * doubles) stay in the L2 cache (three quarters of it).  Results are the same bits
      * for every B; B below 16 runs the streaming kernel bar by bar. */
     size_t block_bars;
     /* A bound dataset's cache of whole WMA passes over its close

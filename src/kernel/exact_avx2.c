@@ -18,5 +18,6 @@
 #define V_GT0(v) ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd((v), _mm256_setzero_pd(), _CMP_GT_OQ)))
 #define V_LT0(v) ((unsigned)_mm256_movemask_pd(_mm256_cmp_pd((v), _mm256_setzero_pd(), _CMP_LT_OQ)))
 #define V_ADD_POS(a, p, w) _mm256_add_pd((a), _mm256_and_pd((p), _mm256_cmp_pd((w), _mm256_setzero_pd(), _CMP_GT_OQ)))
+#define V_ADD_IFGE(a, p, w, c) _mm256_add_pd((a), _mm256_and_pd((p), _mm256_cmp_pd((w), (c), _CMP_GE_OQ)))
 
 #include "kernel/exact_impl.h"

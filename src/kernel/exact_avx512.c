@@ -19,5 +19,6 @@
 #define V_GT0(v) ((unsigned)_mm512_cmp_pd_mask((v), _mm512_setzero_pd(), _CMP_GT_OQ))
 #define V_LT0(v) ((unsigned)_mm512_cmp_pd_mask((v), _mm512_setzero_pd(), _CMP_LT_OQ))
 #define V_ADD_POS(a, p, w) _mm512_mask_add_pd((a), _mm512_cmp_pd_mask((w), _mm512_setzero_pd(), _CMP_GT_OQ), (a), (p))
+#define V_ADD_IFGE(a, p, w, c) _mm512_mask_add_pd((a), _mm512_cmp_pd_mask((w), (c), _CMP_GE_OQ), (a), (p))
 
 #include "kernel/exact_impl.h"

@@ -17,5 +17,6 @@
 #define V_GT0(v) ((unsigned)((v) > 0.0))
 #define V_LT0(v) ((unsigned)((v) < 0.0))
 #define V_ADD_POS(a, p, w) ((w) > 0.0 ? (a) + (p) : (a))
+#define V_ADD_IFGE(a, p, w, c) ((w) >= (c) ? (a) + (p) : (a))
 
 #include "kernel/exact_impl.h"

@@ -18,9 +18,10 @@
  *   V_ADD, V_SUB, V_MUL, V_DIV
  *   V_GT0(v), V_LT0(v)  bit l set iff lane l is > 0.0 / < 0.0 (ordered:
  *                       NaN sets neither)
- *   V_ADD_POS(a, p, w)  a + p in the lanes where w > 0.0, a elsewhere (a
- *                       sum of the reference's never is -0.0, so adding
- *                       +0.0 in a masked lane is the same as not adding)
+ *   V_ADD_POS(a, p, w)  a + p in the lanes where w > 0.0, a elsewhere, and
+ *   V_ADD_IFGE(a, p, w, c)  where w >= c (a sum of the reference's never is
+ *                       -0.0, so adding +0.0 in a masked lane is the same as
+ *                       not adding)
  */
 #include <math.h>
 #include <stddef.h>
@@ -365,12 +366,14 @@ static void SFX(tw__sar_range)(const double *close, const double *hma, const dou
     sar_word(close, base, pb, nbits, fee, st, bar0, sink, combo);
 }
 
-/* ---- one bar, lanes across windows or combos ------------------------------
+/* ---- one bar, lanes across close windows --------------------------------------
  *
- * The streaming kernel computes one output per window, so the lanes go
- * across windows (of close: every lane reads the same input, broadcast) or
- * across combos (of d and e: each lane its own series, stored interleaved
- * so that a step loads one vector).  Lane l of vector k at step j adds
+ * The streaming kernel computes one output per window, so for the close
+ * windows the lanes go across windows: every lane reads the same input,
+ * broadcast from the close series itself (L1-resident, where per-lane
+ * skewed copies as the rings of d and e below would be streamed from L2 on
+ * every bar, and that bounds it more than the adds do).  Lane l of vector
+ * k at step j adds
  * x_l[now - j] * (w_l - j) for j < w_l: its own terms in its own order, so
  * each output is the reference's.  The weights w_l - j are made, not
  * loaded: the lane windows plus -j, exact in doubles (a table of them per
@@ -383,17 +386,13 @@ static void SFX(tw__sar_range)(const double *close, const double *hma, const dou
  * split into a staircase of loops over the active vectors, each with a
  * constant vector range the compiler unrolls: eight chains in flight for
  * most of the work. */
-static inline __attribute__((always_inline)) void SFX(narrow_set)(const struct tw__nset *s,
-                                                                  const double *xb, size_t f,
-                                                                  const double *wt)
+static void SFX(narrow_bset)(const struct tw__nset *s, const double *xb, const double *wt)
 {
-    const ptrdiff_t ST = TW_NSET * VL; /* doubles per ring entry */
-    const double *hd = xb ? NULL : s->ring + (size_t)(s->wmax[0] - 1 + (int64_t)f) * (size_t)ST;
     const double *wn = s->win;
     VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
     VD a4 = V_ZERO(), a5 = V_ZERO(), a6 = V_ZERO(), a7 = V_ZERO();
     int64_t j = 0;
-#define NX(k) (xb ? xv : V_LOAD(hd - j * ST + (k) * VL))
+#define NX(k) xv
 #define NW(k) V_SUB(V_LOAD(wn + (k) * VL), jv)
 #define NU(k, hi) if ((k) <= (hi)) a##k = V_ADD(a##k, V_MUL(NX(k), NW(k)))
 #define NM(k, m)                                                                \
@@ -403,9 +402,8 @@ static inline __attribute__((always_inline)) void SFX(narrow_set)(const struct t
     }
 #define NSTEP(hi, m)                                                            \
     do {                                                                        \
-        VD xv = xb ? V_BCAST(xb - j) : V_ZERO();                                \
+        VD xv = V_BCAST(xb - j);                                                \
         VD jv = V_BCAST(wt + j); /* j, a load: no arithmetic */                 \
-        (void)xv;                                                               \
         NU(0, hi); NU(1, hi); NU(2, hi); NU(3, hi);                             \
         NU(4, hi); NU(5, hi); NU(6, hi); NU(7, hi);                             \
         NM(0, m); NM(1, m); NM(2, m); NM(3, m);                                 \
@@ -432,19 +430,80 @@ static inline __attribute__((always_inline)) void SFX(narrow_set)(const struct t
 #undef NOUT
 }
 
-/* Every set: xb != NULL broadcasts xb[-j] to every lane (close windows),
- * else each set reads its own ring at fill f (d and e). */
-static void SFX(tw__narrow)(const struct tw__nset *sets, size_t n_sets, const double *xb,
-                            size_t f, const double *wt)
+/* Every close set, each lane reading xb[-j] (xb the newest close). */
+static void SFX(tw__narrow_bcast)(const struct tw__nset *sets, size_t n_sets, const double *xb,
+                                  const double *wt)
 {
-    TW_STATIC_ASSERT(TW_NSET == 8, "narrow_set is written for 8 vectors");
-    if (xb) {
-        for (size_t i = 0; i < n_sets; i++)
-            SFX(narrow_set)(sets + i, xb, f, wt);
-    } else {
-        for (size_t i = 0; i < n_sets; i++)
-            SFX(narrow_set)(sets + i, NULL, f, wt);
-    }
+    for (size_t i = 0; i < n_sets; i++)
+        SFX(narrow_bset)(sets + i, xb, wt);
+}
+
+/* ---- one bar, lanes across combos ------------------------------------------
+ *
+ * For d and e the lanes go across combos, each lane's inputs kept in its
+ * set's ring skewed by its own window (struct tw__nset): at step c the
+ * entry h + c holds every lane's input of weight c, so a step is one vector
+ * load, one broadcast weight and one multiply and add per vector (lanes
+ * over windows with per-lane weights would need an add to make each
+ * weight, and the adders are what bounds this loop).  Lane l adds its
+ * terms for c = w_l, w_l - 1, ..., 1, which is kernel.md's order j = 0, 1,
+ * ..., w - 1, so each output is the reference's.  c runs down from the
+ * set's largest window; a lane whose window is below c has not started and
+ * is masked (its entry holds a later bar, or NaN), its product dropped,
+ * not added.  Windows are sorted largest first across the set (wmin[k] >=
+ * wmax[k + 1]), so at any step the active vectors are a prefix, all full
+ * but the last, and the steps split into a staircase of loops with a
+ * constant vector range each, which the compiler unrolls: up to eight
+ * chains in flight. */
+static void SFX(narrow_rset)(const struct tw__nset *s, size_t f, const double *wt)
+{
+    const ptrdiff_t ST = TW_NSET * VL; /* doubles per ring entry */
+    const double *base = s->ring + f * (size_t)ST; /* entry f + c at base + c * ST */
+    const double *wn = s->win;
+    VD a0 = V_ZERO(), a1 = V_ZERO(), a2 = V_ZERO(), a3 = V_ZERO();
+    VD a4 = V_ZERO(), a5 = V_ZERO(), a6 = V_ZERO(), a7 = V_ZERO();
+    int64_t c = s->wmax[0];
+#define NX(k) V_LOAD(base + c * ST + (k) * VL)
+#define NU(k, hi) if ((k) <= (hi)) a##k = V_ADD(a##k, V_MUL(NX(k), cv))
+#define NM(k, m)                                                                \
+    if ((k) == (m))                                                             \
+        a##k = V_ADD_IFGE(a##k, V_MUL(NX(k), cv), V_LOAD(wn + (k) * VL), cv);
+#define NSTEP(hi, m)                                                            \
+    do {                                                                        \
+        VD cv = V_BCAST(wt + c); /* the weight c, a load */                     \
+        NU(0, hi); NU(1, hi); NU(2, hi); NU(3, hi);                             \
+        NU(4, hi); NU(5, hi); NU(6, hi); NU(7, hi);                             \
+        NM(0, m); NM(1, m); NM(2, m); NM(3, m);                                 \
+        NM(4, m); NM(5, m); NM(6, m); NM(7, m);                                 \
+    } while (0)
+    /* For v = 0 .. 7: vector v starts (its lanes join as c reaches their
+     * windows) with 0..v-1 full, then 0..v are full down to the next
+     * vector's largest window. */
+#define NSTAIR(v, next)                                                         \
+    for (; c > s->wmin[v]; c--) NSTEP((v) - 1, v);                              \
+    for (; c > (next); c--) NSTEP(v, -1);
+    NSTAIR(0, s->wmax[1]) NSTAIR(1, s->wmax[2]) NSTAIR(2, s->wmax[3]) NSTAIR(3, s->wmax[4])
+    NSTAIR(4, s->wmax[5]) NSTAIR(5, s->wmax[6]) NSTAIR(6, s->wmax[7]) NSTAIR(7, 0)
+#undef NSTAIR
+#undef NSTEP
+#undef NM
+#undef NU
+#undef NX
+    /* Padding vectors (wmax 0, only at the end of the last set) are not
+     * divided: a division costs more than a step. */
+#define NOUT(k)                                                                 \
+    if ((k) == 0 || s->wmax[k] > 0)                                             \
+        V_STORE(s->out + (k) * VL, V_DIV(a##k, V_LOAD(s->den + (k) * VL)));
+    NOUT(0) NOUT(1) NOUT(2) NOUT(3) NOUT(4) NOUT(5) NOUT(6) NOUT(7)
+#undef NOUT
+}
+
+static void SFX(tw__narrow_ring)(const struct tw__nset *sets, size_t n_sets, size_t f,
+                                 const double *wt)
+{
+    TW_STATIC_ASSERT(TW_NSET == 8, "the one-bar sets are written for 8 vectors");
+    for (size_t i = 0; i < n_sets; i++)
+        SFX(narrow_rset)(sets + i, f, wt);
 }
 
 const struct tw__exact_ops SFX(tw__exact_ops) = {
@@ -455,5 +514,6 @@ const struct tw__exact_ops SFX(tw__exact_ops) = {
     .combine_d = SFX(tw__combine_d),
     .combine_e = SFX(tw__combine_e),
     .sar_range = SFX(tw__sar_range),
-    .narrow = SFX(tw__narrow),
+    .narrow_bcast = SFX(tw__narrow_bcast),
+    .narrow_ring = SFX(tw__narrow_ring),
 };

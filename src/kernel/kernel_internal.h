@@ -76,13 +76,21 @@ static inline void tw__sar_act(struct tw__sar_state *st, int s, double price, in
 extern const double *tw__weights(void);
 
 /* One set of the one-bar kernel: TW_NSET vectors of VL lanes, each lane a
- * window (of close: every lane reads the same series) or a combo (of its
- * own d or e series, in ring).  Windows are sorted largest first across
- * the whole set, wmin[k] >= wmax[k + 1]; a lane of window 0 is padding. */
+ * window of close or the d or e window of a combo.  Windows are sorted
+ * largest first across the whole set, wmin[k] >= wmax[k + 1]; a lane of
+ * window 0 is padding.
+ *
+ * Each lane's inputs are kept in the set's ring skewed by the lane's own
+ * window: the input of bar t goes to entry h(t) + w, where h counts the
+ * bars (the tile's f, reset by a slide).  Then at bar i entry h(i) + c
+ * holds, for every lane at once, the input of weight c of that lane's
+ * output (x[i - w + c]: kernel.md's term j = w - c), so one step of the
+ * sum loads one vector and broadcasts one weight for all lanes.  After a
+ * bar the live entries are [h + 2, h + wmax[0]]. */
 struct tw__nset {
     const double *win; /* [TW_NSET][VL]: the lane windows (0 for padding) */
     const double *den; /* [TW_NSET][VL]: w (w + 1) / 2 (1 for padding) */
-    double *ring;      /* combos: [wmax[0] - 1 + slack][TW_NSET][VL] inputs, oldest first */
+    double *ring;      /* [wmax[0] + 1 + slack][TW_NSET][VL] */
     double *out;       /* [TW_NSET][VL] */
     int64_t wmax[TW_NSET], wmin[TW_NSET]; /* largest and smallest lane window */
 };
@@ -110,11 +118,14 @@ struct tw__exact_ops {
     void (*sar_range)(const double *close, const double *hma, const double *hma3,
                       size_t nb, double fee, struct tw__sar_state *st, int64_t bar0,
                       const struct tw__trade_sink *sink, uint32_t combo);
-    /* The one-bar kernel over n_sets sets: with xb != NULL every lane
-     * reads xb[-j] (xb the newest input); else each set reads its ring,
-     * whose newest entry is wmax[0] - 1 + f.  wt: tw__weights(). */
-    void (*narrow)(const struct tw__nset *sets, size_t n_sets, const double *xb, size_t f,
-                   const double *wt);
+    /* The one-bar kernel over n_sets sets of close windows, every lane
+     * reading xb[-j] (xb the newest close, the series' earlier bars or NaN
+     * before it).  wt: tw__weights(). */
+    void (*narrow_bcast)(const struct tw__nset *sets, size_t n_sets, const double *xb,
+                         const double *wt);
+    /* The one-bar kernel over n_sets sets of d or e, each reading its ring
+     * at the bar's h = f (struct tw__nset). */
+    void (*narrow_ring)(const struct tw__nset *sets, size_t n_sets, size_t f, const double *wt);
 };
 
 extern const struct tw__exact_ops tw__exact_ops_generic;
@@ -167,12 +178,12 @@ struct tw__atask {
     uint64_t cost;
 };
 
-/* A combo as the one-bar kernel sees it, in one place. */
+/* A combo as the one-bar kernel sees it, in one place: where its inputs
+ * are and where its outputs go. */
 struct tw__nlane {
-    uint32_t slot[5];   /* its close windows (tw__tile.cslot) */
-    uint32_t dl, el;    /* its lanes in the d and e sets */
-    uint32_t pad;
-    double *dnext, *enext; /* where its next d and e go when the rings' fill is 0 */
+    const double *cw[5];  /* its close-window outputs (h_half, h_full, t_third, t_half, t_full) */
+    double *dnext, *enext; /* where its d and e go at h = 0 (struct tw__nset) */
+    const double *hma, *hma3; /* its d and e outputs */
 };
 
 struct tw__tile {
@@ -193,12 +204,12 @@ struct tw__tile {
     /* State. */
     struct tw__sar_state *sar; /* [n_combos] */
     uint32_t *dlane, *elane;   /* [n_combos]: lane of the combo in the d / e sets */
-    struct tw__nlane *nlane;   /* [n_combos] what the one-bar kernel needs per combo */
+    struct tw__nlane *nl;      /* [n_combos] (one-bar kernel) */
     size_t n_dset, n_eset, n_cset;
     struct tw__nset *dset, *eset, *cset; /* cset: one-bar close sets (NULL: wide only) */
     double *dout, *eout, *cout;          /* the sets' outputs, contiguous */
     size_t slack;              /* ring slack (0: wide only) */
-    size_t f;                  /* entries the rings took since their last slide */
+    size_t f;                  /* h of the last bar (bars since the rings' last slide) */
 };
 
 /* Bytes tw__tile_plan needs for a grid of n_combos (0 on overflow). */
@@ -252,14 +263,18 @@ void tw__tile_b_combo(struct tw__tile *t, size_t k, const double *x, ptrdiff_t t
                       const struct tw__view *v, double *scratch,
                       const struct tw__trade_sink *sink, int64_t bar0);
 /* One bar with the one-bar kernel (narrow tile): x_now points at the bar's
- * close with every earlier input of the series before it (or NaN
- * padding).  Writes the combos whose position changed, ascending, to
- * changed (if not NULL) and returns their number. */
+ * close with every earlier bar of the series before it (or NaN padding,
+ * wmax_c - 1 of them at least).  Writes the combos whose position changed,
+ * ascending, to changed (if not NULL) and returns their number. */
 size_t tw__tile_bar(struct tw__tile *t, const double *x_now, int64_t bar, uint32_t *changed,
                     const struct tw__trade_sink *sink);
+/* After wide blocks on a narrow tile: the rings are re-based (f = 0: the
+ * wide blocks write their tails for it). */
+void tw__tile_after_wide(struct tw__tile *t);
 
 /* The default block: one block's close windows (n_win x B doubles) in
- * about half of this core's L2, a multiple of 64 bars in [64, 4096]. */
+ * about three quarters of this core's L2 (the rest for the block's other
+ * data), a multiple of 64 bars in [64, 4096]. */
 size_t tw__default_block(size_t n_win);
 
 #endif

@@ -200,6 +200,7 @@ static size_t chunk(struct stream *h, const double *close, size_t nb)
         tw__tile_b_combo(t, k, h->cring, p0, nb, &v, h->scratch, sink, (int64_t)h->bars);
         changes += (size_t)(t->sar[k].trades - before) + (size_t)(flat && t->sar[k].pos != 0);
     }
+    tw__tile_after_wide(t);
     h->cf += nb;
     h->bars += nb;
     return changes;

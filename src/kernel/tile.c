@@ -187,8 +187,9 @@ static int64_t lane_window(const struct tw__tile *t, int kind, size_t idx)
     return t->combos[(size_t)ord[idx] * TW_COMBO_WINDOWS + (kind == 1 ? TW_H_SQRT : TW_T_FULL)];
 }
 
-/* Lays out (b->p NULL: sizes) the sets of one kind: 0 close windows (no
- * ring), 1 d, 2 e.  With init, fills tables, denominators and rings. */
+/* Lays out (b->p NULL: sizes) the sets of one kind: 0 close windows (only
+ * for the one-bar kernel), 1 d, 2 e.  With init, fills windows,
+ * denominators and rings. */
 static void layout_sets(struct tw__tile *t, struct bump *b, unsigned vl, int kind, int narrow,
                         size_t slack, struct sets_plan *sp)
 {
@@ -201,7 +202,7 @@ static void layout_sets(struct tw__tile *t, struct bump *b, unsigned vl, int kin
         int64_t W = lane_window(t, kind, s * st); /* the set's largest */
         double *den = take(b, st * sizeof(double));
         double *wn = take(b, st * sizeof(double));
-        size_t ring_entries = kind == 0 ? 0 : (size_t)(W - 1) + slack;
+        size_t ring_entries = kind == 0 ? 0 : (size_t)W + 1 + slack;
         double *ring = ring_entries ? take(b, ring_entries * st * sizeof(double)) : NULL;
         if (!b->p)
             continue;
@@ -231,8 +232,9 @@ static void layout(struct tw__tile *t, struct bump *b, const struct tw__exact_op
     struct tw__sar_state *sar = take(b, t->n_combos * sizeof(struct tw__sar_state));
     uint32_t *dlane = take(b, t->n_combos * sizeof(uint32_t));
     uint32_t *elane = take(b, t->n_combos * sizeof(uint32_t));
-    struct tw__nlane *nl = take(b, t->n_combos * sizeof(struct tw__nlane));
+    struct tw__nlane *nl = narrow ? take(b, t->n_combos * sizeof(struct tw__nlane)) : NULL;
     struct sets_plan d, e, c = {0, NULL, NULL};
+    const size_t st = (size_t)TW_NSET * ops->vl;
     layout_sets(t, b, ops->vl, 1, narrow, slack, &d);
     layout_sets(t, b, ops->vl, 2, narrow, slack, &e);
     if (narrow)
@@ -242,21 +244,21 @@ static void layout(struct tw__tile *t, struct bump *b, const struct tw__exact_op
     t->sar = sar;
     t->dlane = dlane;
     t->elane = elane;
-    const size_t st = (size_t)TW_NSET * ops->vl;
     for (size_t i = 0; i < t->n_combos; i++) {
         dlane[t->dorder[i]] = (uint32_t)i;
         elane[t->eorder[i]] = (uint32_t)i;
     }
-    for (size_t k = 0; k < t->n_combos; k++) {
-        const struct tw__nset *ds = &d.sets[dlane[k] / st], *es = &e.sets[elane[k] / st];
-        memcpy(nl[k].slot, t->cslot + k * 5, sizeof(nl[k].slot));
-        nl[k].dl = dlane[k];
-        nl[k].el = elane[k];
-        nl[k].pad = 0;
-        nl[k].dnext = ds->ring ? ds->ring + (size_t)(ds->wmax[0] - 1) * st + dlane[k] % st : NULL;
-        nl[k].enext = es->ring ? es->ring + (size_t)(es->wmax[0] - 1) * st + elane[k] % st : NULL;
+    /* A lane's input of bar t goes to entry h(t) + w (struct tw__nset). */
+    for (size_t k = 0; nl && k < t->n_combos; k++) {
+        const int64_t *cw = t->combos + k * TW_COMBO_WINDOWS;
+        for (int j = 0; j < 5; j++)
+            nl[k].cw[j] = c.out + t->cslot[k * 5 + (size_t)j];
+        nl[k].dnext = d.sets[dlane[k] / st].ring + (size_t)cw[TW_H_SQRT] * st + dlane[k] % st;
+        nl[k].enext = e.sets[elane[k] / st].ring + (size_t)cw[TW_T_FULL] * st + elane[k] % st;
+        nl[k].hma = d.out + dlane[k];
+        nl[k].hma3 = e.out + elane[k];
     }
-    t->nlane = nl;
+    t->nl = nl;
     t->n_dset = d.n_sets;
     t->dset = d.sets;
     t->dout = d.out;
@@ -294,9 +296,7 @@ void tw__tile_state_init(struct tw__tile *t, void *mem, const struct tw__exact_o
 static void reset_rings(struct tw__nset *sets, size_t n, size_t st, size_t slack)
 {
     for (size_t s = 0; s < n; s++) {
-        if (!sets[s].ring)
-            continue;
-        size_t entries = (size_t)(sets[s].wmax[0] - 1) + slack;
+        size_t entries = (size_t)sets[s].wmax[0] + 1 + slack;
         for (size_t i = 0; i < entries * st; i++)
             sets[s].ring[i] = NAN;
     }
@@ -326,7 +326,7 @@ size_t tw__default_block(size_t n_win)
             c = 512 * 1024;
         __atomic_store_n(&l2, c, __ATOMIC_RELAXED);
     }
-    size_t b = (size_t)c / 2 / (n_win * sizeof(double));
+    size_t b = (size_t)c / 4 * 3 / (n_win * sizeof(double));
     b = b / 64 * 64;
     if (b < 64)
         b = 64;
@@ -374,22 +374,22 @@ static inline void lane_at(const struct tw__nset *sets, uint32_t lane, size_t st
 }
 
 /* One pass of a wide block over a carried series: buf[0 .. w - 1) gets
- * the lane's tail, the caller writes the block after it, and
- * tail_store() puts the new tail back. */
+ * the lane's tail (its last w - 1 inputs, entries [f + 2, f + w]), the
+ * caller writes the block after it, and tail_store() puts the new tail
+ * back re-based to h = 0 (entries [2, w]): a wide block leaves the tile at
+ * f = 0 (tw__tile_after_wide). */
 static void tail_load(const struct tw__nset *s, size_t off, size_t st, size_t f, int64_t w,
                       double *buf)
 {
-    size_t head = (size_t)(s->wmax[0] - 1) + f; /* entry the next input would take */
     for (int64_t q = 0; q < w - 1; q++)
-        buf[q] = s->ring[(head - (size_t)(w - 1) + (size_t)q) * st + off];
+        buf[q] = s->ring[(f + 2 + (size_t)q) * st + off];
 }
 
-static void tail_store(const struct tw__nset *s, size_t off, size_t st, size_t f, int64_t w,
+static void tail_store(const struct tw__nset *s, size_t off, size_t st, int64_t w,
                        const double *buf, size_t nb)
 {
-    size_t head = (size_t)(s->wmax[0] - 1) + f;
     for (int64_t q = 0; q < w - 1; q++)
-        s->ring[(head - (size_t)(w - 1) + (size_t)q) * st + off] = buf[nb + (size_t)q];
+        s->ring[(2 + (size_t)q) * st + off] = buf[nb + (size_t)q];
 }
 
 void tw__tile_b_combo(struct tw__tile *t, size_t k, const double *x, ptrdiff_t t0, size_t nb,
@@ -410,26 +410,33 @@ void tw__tile_b_combo(struct tw__tile *t, size_t k, const double *x, ptrdiff_t t
     tail_load(ds, doff, st, t->f, hs, d);
     ops->combine_d(tw__view_ptr(v, sl[0]), tw__view_ptr(v, sl[1]), nb, d + hs - 1);
     ops->wma_range(d, hs, hma, t->wt, hs - 1, hs - 1 + (ptrdiff_t)nb);
-    tail_store(ds, doff, st, t->f, hs, d, nb);
+    tail_store(ds, doff, st, hs, d, nb);
 
     tail_load(es, eoff, st, t->f, tf, e);
     ops->combine_e(tw__view_ptr(v, sl[2]), tw__view_ptr(v, sl[3]), tw__view_ptr(v, sl[4]), nb,
                    e + tf - 1);
     ops->wma_range(e, tf, hma3, t->wt, tf - 1, tf - 1 + (ptrdiff_t)nb);
-    tail_store(es, eoff, st, t->f, tf, e, nb);
+    tail_store(es, eoff, st, tf, e, nb);
 
     ops->sar_range(x + t0, hma, hma3, nb, t->fee, &t->sar[k], bar0, sink, (uint32_t)k);
 }
 
 /* ---- one bar ------------------------------------------------------------ */
 
-static void slide(struct tw__nset *sets, size_t n, size_t st, size_t slack)
+/* Moves the live entries [f + 2, f + wmax] down to [2, wmax] (h = 0). */
+static void slide(struct tw__nset *sets, size_t n, size_t st, size_t f)
 {
     for (size_t s = 0; s < n; s++) {
-        size_t keep = (size_t)(sets[s].wmax[0] - 1);
-        if (keep)
-            memmove(sets[s].ring, sets[s].ring + slack * st, keep * st * sizeof(double));
+        size_t live = (size_t)sets[s].wmax[0] - 1;
+        if (live)
+            memmove(sets[s].ring + 2 * st, sets[s].ring + (f + 2) * st,
+                    live * st * sizeof(double));
     }
+}
+
+void tw__tile_after_wide(struct tw__tile *t)
+{
+    t->f = 0;
 }
 
 size_t tw__tile_bar(struct tw__tile *t, const double *x_now, int64_t bar, uint32_t *changed,
@@ -439,33 +446,31 @@ size_t tw__tile_bar(struct tw__tile *t, const double *x_now, int64_t bar, uint32
     const size_t st = (size_t)TW_NSET * ops->vl;
     TW_ASSERT(t->cset && t->slack > 0);
     if (t->f == t->slack) {
-        slide(t->dset, t->n_dset, st, t->slack);
-        slide(t->eset, t->n_eset, st, t->slack);
+        slide(t->dset, t->n_dset, st, t->f);
+        slide(t->eset, t->n_eset, st, t->f);
         t->f = 0;
     }
-    ops->narrow(t->cset, t->n_cset, x_now, 0, t->wt);
-    const double *cw = t->cout;
-    const size_t fo = t->f * st;
-    const struct tw__nlane *nl = t->nlane;
+    const size_t h = ++t->f, fo = h * st;
+    ops->narrow_bcast(t->cset, t->n_cset, x_now, t->wt);
+    const struct tw__nlane *nl = t->nl;
     for (size_t k = 0; k < t->n_combos; k++) {
-        const uint32_t *sl = nl[k].slot;
-        nl[k].dnext[fo] = 2.0 * cw[sl[0]] - cw[sl[1]];
-        nl[k].enext[fo] = (3.0 * cw[sl[2]] - cw[sl[3]]) - cw[sl[4]];
+        const double *const *cw = nl[k].cw;
+        nl[k].dnext[fo] = 2.0 * *cw[0] - *cw[1];
+        nl[k].enext[fo] = (3.0 * *cw[2] - *cw[3]) - *cw[4];
     }
-    ops->narrow(t->dset, t->n_dset, NULL, t->f, t->wt);
-    ops->narrow(t->eset, t->n_eset, NULL, t->f, t->wt);
-    t->f++;
+    ops->narrow_ring(t->dset, t->n_dset, h, t->wt);
+    ops->narrow_ring(t->eset, t->n_eset, h, t->wt);
 
     size_t n_changed = 0;
-    const double price = x_now[0];
+    const double close = x_now[0];
     for (size_t k = 0; k < t->n_combos; k++) {
-        double v = t->eout[nl[k].el] - t->dout[nl[k].dl];
+        double v = *nl[k].hma3 - *nl[k].hma;
         /* The sign of v; 0 for NaN and 0.0, which hold the position. */
         int s = (v > 0.0) - (v < 0.0);
         struct tw__sar_state *sr = &t->sar[k];
         if (s == 0 || sr->pos == s)
             continue;
-        tw__sar_act(sr, s, price, bar, t->fee, sink, (uint32_t)k);
+        tw__sar_act(sr, s, close, bar, t->fee, sink, (uint32_t)k);
         if (changed)
             changed[n_changed] = (uint32_t)k;
         n_changed++;

@@ -53,6 +53,19 @@ cmp -s "$T/a.csv" "$T/b.csv" && ok "scalar == exact (csv bytes)" || no "scalar =
 expect 0 "sweep --isa scalar" -- "$BIN" sweep --synthetic 3000 --seed 7 --isa scalar --threads 1 --output "$T/c.csv"
 cmp -s "$T/a.csv" "$T/c.csv" || no "isa scalar == auto"
 
+# Any block length gives the same bytes (B = 1 is the streaming kernel).
+for b in 1 7 64 3000; do
+    expect 0 "sweep --block $b" -- "$BIN" sweep --synthetic 3000 --seed 7 --block $b --threads 2 --output "$T/blk.csv"
+    cmp -s "$T/a.csv" "$T/blk.csv" || no "--block $b == default"
+done
+# The trade log: header, one row per trade, the open positions.
+expect 0 "sweep --trades" -- "$BIN" sweep --synthetic 3000 --seed 7 --trades "$T/tr.csv" --output "$T/tro.csv"
+head -1 "$T/tr.csv" | grep -qx "combo,side,entry_bar,entry_price,exit_bar,exit_price,r" || no "trades header"
+want=$(awk -F, 'NR > 1 { s += $9 } END { print s }' "$T/a.csv")
+got=$(awk -F, 'NR > 1 && $5 != "" { n++ } END { print n }' "$T/tr.csv")
+[ "$want" = "$got" ] && ok "trade rows == sum of trades ($got)" || no "trade rows $got, trades $want"
+grep -q ",,,\$" "$T/tr.csv" || no "open positions listed"
+
 # gen, then sweep that file (npy, raw, csv) == the synthetic sweep.
 for f in g.npy g.f64 g.csv; do
     expect 0 "gen $f" -- "$BIN" gen --n 3000 --seed 7 --output "$T/$f"
@@ -92,6 +105,9 @@ expect 2 "bad --kernel" -- "$BIN" sweep --kernel fast
 expect 2 "bad --threads" -- "$BIN" sweep --threads x
 expect 2 "missing value" -- "$BIN" sweep --data
 expect 2 "bad --format" -- "$BIN" sweep --format xml
+expect 2 "bad --block" -- "$BIN" sweep --block 0
+expect 2 "--trades with the scalar kernel" -- "$BIN" sweep --kernel scalar --trades "$T/x.csv"
+expect 2 "--block with --dask" -- "$BIN" sweep --dask tcp://127.0.0.1:1 --block 5
 expect 1 "missing data file" -- "$BIN" sweep --data "$T/nope.npy"
 grep -q "nope.npy" "$T/err" || no "missing file named"
 printf 'date,close\n1,100\n2,-5\n' >"$T/neg.csv"
