@@ -61,7 +61,7 @@ static void setup(int with_store, int64_t now)
                                .target_comp_id = "VENUE", .initiator = 1, .heart_bt_int_s = 30,
                                .ts_digits = 3, .store = st,
                                .stream = { sink_write, NULL, NULL },
-                               .app = { on_msg, NULL, NULL } };
+                               .app = { .on_msg = on_msg } };
     TW_VERIFY(tw_fix_session_init(&sess, &cfg, NULL) == 0);
     tw_fix_session_connected(&sess, now);
     /* The venue's Logon answer. */
