@@ -487,7 +487,7 @@ int tw__cli_bench_kernel(int argc, char **argv)
         int child_ok = 1;
         if (same) {
             char *big_av[] = {self, "sweep", "--data", big_path, "--threads", "1", NULL};
-            double rs;
+            double rs = 0;
             child_ok = write_raw(big_path, big, nl) == 0 &&
                        run_child(big_av, out_path, &tl_whole, &rs) == 0 &&
                        csv_matches(out_path, p1, q1, k);
