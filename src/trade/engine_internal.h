@@ -80,6 +80,7 @@ struct tw__xport {
     const tw__xport_ops *ops;
     tw__xp_state state;
     int fd;              /* what a yielding core waits on for rx (-1: none) */
+    int rx_syscall;      /* receiving costs a system call (kernel sockets) */
     char *rx;
     size_t rx_len, rx_cap;
     char *out;

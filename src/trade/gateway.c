@@ -107,6 +107,8 @@ struct tw__gw {
     uint64_t md_req_n;
     uint64_t text_ids;
     /* The turn. */
+    int busy;               /* busy-polling core (else yielding) */
+    uint32_t idle_turns;    /* turns in a row with nothing to do */
     int64_t now_ns;
     uint64_t cur_tsc_rx, cur_tsc_tcp;
     /* Latency samples. */
@@ -983,7 +985,13 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
     tw__xport *xp = g->xp;
     g->now_ns = now->ns;
     unsigned work = 0;
-    unsigned ev = xp->ops->io(xp, now->ns, &now->wake_ns);
+    /* A yielding core spins TW_REACTOR_IDLE_SPINS idle turns before it
+     * waits in ppoll on the socket; a recv() on each of them would make
+     * the spin a string of system calls.  So: a recv after work, and on
+     * the turn after each wait (which is when the socket is readable). */
+    int skip = xp->rx_syscall && !g->busy && xp->state == TW__XP_UP &&
+               g->idle_turns % TW_REACTOR_IDLE_SPINS != 0;
+    unsigned ev = skip ? 0 : xp->ops->io(xp, now->ns, &now->wake_ns);
     if (ev & TW__XP_EV_UP) {
         work++;
         logf_(g, "connected to %s:%u over %s", g->sc->host, g->sc->port, xp->ops->name);
@@ -1036,9 +1044,11 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
         tw__bell_ring(&g->e->strat_bell);
     }
     if (work) {
+        g->idle_turns = 0;
         tw__bell_wake(&g->bell);
         return work;
     }
+    g->idle_turns++;
     /* Idle: may sleep; look at the ring once more after saying so (the
      * strategy then either sees sleeping or we see its intent). */
     tw__bell_sleep(&g->bell);
@@ -1086,6 +1096,7 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
     g->index = index;
     g->bell.fd = -1;
     g->backoff_ms = sc->reconnect_min_ms;
+    g->busy = cfg->engine.busy_poll || e->opts.manual_net;
     g->epoch_offset_ns = tw_tsc_default()->epoch_offset_ns;
     int rc;
     /* Instruments of this session. */

@@ -195,6 +195,7 @@ int tw__xport_tcp_open(tw__xport **out, const char *host, uint16_t port, size_t 
         freeaddrinfo(ai);
     }
     t->x.ops = &tcp_ops;
+    t->x.rx_syscall = 1;
     t->x.connect_timeout_ns = connect_timeout_ns;
     t->x.rx_cap = rx_cap;
     t->x.out_cap = out_cap;
