@@ -1014,6 +1014,11 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
         if (g->stream_closed)
             conn_down(g, "closed by the session");
     }
+    if (g->pushed) {
+        /* The strategy starts on these events now, not after our sends. */
+        g->pushed = 0;
+        tw__bell_ring(&g->e->strat_bell);
+    }
     if (ev & TW__XP_EV_DOWN) {
         work++;
         g->down_pending = 1;
