@@ -56,10 +56,14 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
 
 uint32_t tw_crc32c(uint32_t crc, const void *p, size_t n)
 {
-    static int hw = -1;
-    /* Benign race: every thread computes the same answer. */
-    if (TW_UNLIKELY(hw < 0))
+    static int hw_ = -1;
+    /* Relaxed: every thread computes the same answer and publishes nothing
+     * else with it (sessions on several net cores call this at once). */
+    int hw = __atomic_load_n(&hw_, __ATOMIC_RELAXED);
+    if (TW_UNLIKELY(hw < 0)) {
         hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
+        __atomic_store_n(&hw_, hw, __ATOMIC_RELAXED);
+    }
     if (hw)
         return crc32c_hw(crc, p, n);
     return tw__crc32c_sw(crc, p, n);

@@ -99,6 +99,8 @@ struct tw__gw {
     int conn_live;          /* a connection was attempted and not yet taken down */
     int logout_requested;   /* LOGOUT intent or the ending: no reconnect */
     int over;               /* the session is done for good */
+    uint32_t settled;       /* atomic: over, and nothing left for the strategy
+                               (the control thread reads it: tw__gw_settled) */
     int stop_stage;         /* TERM: 0, 1 draining, 2 cancels out, 3 logout out */
     int logged_on_once;
     int64_t stage_since_ns;
@@ -120,6 +122,8 @@ struct tw__gw {
 };
 
 /* ---- small helpers -------------------------------------------------------- */
+
+static void publish(tw__gw *g);
 
 static int64_t snow(const tw__gw *g)
 {
@@ -977,6 +981,7 @@ void tw__gw_timer(void *arg, tw_reactor_now *now)
         try_connect(g);
     }
     (void)g->xp->ops->flush(g->xp, g->now_ns);
+    publish(g);
 }
 
 unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
@@ -1048,6 +1053,7 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
         g->pushed = 0;
         tw__bell_ring(&g->e->strat_bell);
     }
+    publish(g);
     if (work) {
         g->idle_turns = 0;
         tw__bell_wake(&g->bell);
@@ -1258,9 +1264,17 @@ tw_ring *tw__gw_out(tw__gw *g) { return g->out; }
 tw__bell *tw__gw_bell(tw__gw *g) { return &g->bell; }
 int tw__gw_fd(const tw__gw *g) { return g->xp->fd; }
 
+/* The net core's thread, at the end of each poll and timer run. */
+static void publish(tw__gw *g)
+{
+    /* Release pairs with the acquire-load in tw__gw_settled: once the
+     * control thread sees it, every event of this session is in the ring. */
+    __atomic_store_n(&g->settled, (uint32_t)(g->over && g->spill_n == 0), __ATOMIC_RELEASE);
+}
+
 int tw__gw_settled(const tw__gw *g)
 {
-    return g->over && g->spill_n == 0;
+    return (int)__atomic_load_n(&g->settled, __ATOMIC_ACQUIRE);
 }
 
 void tw__gw_stats(const tw__gw *g, tw_trade_session_stats *s, tw_trade_gw_stats *gs)
