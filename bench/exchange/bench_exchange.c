@@ -76,9 +76,10 @@ static void t_close(void *ctx)
     shutdown(t->fd, SHUT_RDWR);
 }
 
-static void t_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup)
+static void t_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup)
 {
     trader *t = ctx;
+    const tw_fix_msg *m = &d->msg;
     (void)possdup;
     if (m->msg_type_len != 1)
         return;
@@ -96,7 +97,7 @@ static void t_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup
         if (f && f->len == 1 && f->val[0] == '3') {
             t->t_closed = tw_clock_now_ns();
             t->closed = 1;
-            tw_fix_session_logout(s, NULL, tw_clock_epoch_ns());
+            tw_fix_session_logout(s, NULL, tw_clock_now_ns());
         }
     }
 }
@@ -106,7 +107,7 @@ static void t_event(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *t
     trader *t = ctx;
     (void)s, (void)text;
     if (ev == TW_FIX_EV_LOGON) {
-        tw_fix_wbuf *w = tw_fix_session_begin(&t->fs, "V", tw_clock_epoch_ns());
+        tw_fix_wbuf *w = tw_fix_session_begin(&t->fs, "V", tw_clock_now_ns());
         if (!w)
             return;
         tw_fix_put_cstr(w, 262, "bench");
@@ -117,7 +118,7 @@ static void t_event(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *t
         tw_fix_put_char(w, 269, '2');
         tw_fix_put_u64(w, 146, 1);
         tw_fix_put_cstr(w, 55, "BENCH");
-        if (tw_fix_session_send(&t->fs, tw_clock_epoch_ns()) != 0)
+        if (tw_fix_session_send(&t->fs, tw_clock_now_ns()) != 0)
             t->failed = 1;
     }
     if (ev == TW_FIX_EV_LOGOUT)
@@ -147,27 +148,28 @@ static void *trader_main(void *arg)
     t->fd = connect_to(t->port);
     tw_fix_session_cfg c = {.begin_string = "FIX.4.4", .sender_comp_id = name,
                             .target_comp_id = "VENUE", .initiator = 1, .heart_bt_int_s = 30,
-                            .ts_digits = 6, .stream = {t_write, t_close, t},
+                            .ts_digits = 6, .epoch_offset_ns = tw_clock_epoch_offset_ns(),
+                            .stream = {t_write, t_close, t},
                             .app = {.on_msg = t_msg, .on_event = t_event, .ctx = t}};
     if (t->fd < 0 || tw_fix_session_init(&t->fs, &c, NULL) != 0) {
         t->failed = 1;
         return NULL;
     }
-    tw_fix_session_connected(&t->fs, tw_clock_epoch_ns());
+    tw_fix_session_connected(&t->fs, tw_clock_now_ns());
     int64_t deadline = tw_clock_now_ns() + 600000000000ll;
     while (t->fs.state != TW_FIX_DISCONNECTED && tw_clock_now_ns() < deadline) {
         struct pollfd pf = {.fd = t->fd, .events = POLLIN};
         if (poll(&pf, 1, 100) <= 0) {
-            tw_fix_session_timer(&t->fs, tw_clock_epoch_ns());
+            tw_fix_session_timer(&t->fs, tw_clock_now_ns());
             continue;
         }
         ssize_t k = recv(t->fd, t->rx + t->rx_len, sizeof(t->rx) - t->rx_len, 0);
         if (k <= 0) {
-            tw_fix_session_disconnected(&t->fs, tw_clock_epoch_ns());
+            tw_fix_session_disconnected(&t->fs, tw_clock_now_ns());
             break;
         }
         t->rx_len += (size_t)k;
-        size_t used = tw_fix_session_input(&t->fs, t->rx, t->rx_len, tw_clock_epoch_ns());
+        size_t used = tw_fix_session_input(&t->fs, t->rx, t->rx_len, tw_clock_now_ns());
         memmove(t->rx, t->rx + used, t->rx_len - used);
         t->rx_len -= used;
     }

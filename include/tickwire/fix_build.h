@@ -17,6 +17,8 @@
 #ifndef TICKWIRE_FIX_BUILD_H
 #define TICKWIRE_FIX_BUILD_H
 
+#include <string.h>
+
 #include "tickwire/common.h"
 
 #ifdef __cplusplus
@@ -75,15 +77,20 @@ void tw_fix_build_begin_raw(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_
                             const char *msg_type);
 
 /* Field writers.  A value must not contain SOH (that is the caller's
- * contract for str; the others cannot). */
-void tw_fix_put_str(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len);
-void tw_fix_put_cstr(tw_fix_wbuf *w, uint32_t tag, const char *v);
-void tw_fix_put_char(tw_fix_wbuf *w, uint32_t tag, char c);
+ * contract for str; the others cannot).  put_str, put_cstr and put_char
+ * are inline (below): with the tag a constant, as it is at every call
+ * site, "tag=" is written as constant bytes and no call is made. */
 void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v);
 void tw_fix_put_u64(tw_fix_wbuf *w, uint32_t tag, uint64_t v);
 /* Fixed point: writes mantissa * 10^-decimals, trailing zeros of the
  * fraction kept to `decimals` digits (e.g. (123450, 4) -> "12.3450"). */
 void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned decimals);
+/* A price as a float64 in FIX's float form: the shortest text that reads
+ * back as the same float64 (tw_double_to_decimal; live.md, "Prices are
+ * exact"), e.g. 100, 100.0000000000001, 0.00001.  NaN and infinities are
+ * not FIX values: they make the message overflow (tw_fix_build_end fails),
+ * rather than go out as text a peer would misread. */
+void tw_fix_put_f64(tw_fix_wbuf *w, uint32_t tag, double x);
 /* UTCTimestamp from ns since the epoch with 0/3/6/9 fractional digits. */
 void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits);
 /* Pre-formatted "tag=value\x01..." bytes, copied as they are. */
@@ -98,6 +105,100 @@ int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len);
  * room: 20 for integers, 30 for timestamps) and return the length. */
 size_t tw_fix_fmt_u64(char *out, uint64_t v);
 size_t tw_fix_fmt_ts(char *out, int64_t epoch_ns, unsigned digits);
+
+/* ---- the inline fast path ------------------------------------------------ */
+
+/* Writes "tag=" (tag < 1000) at p; returns its length. */
+static inline size_t tw__fix_tag_text(char *p, uint32_t tag)
+{
+    if (tag < 10) {
+        p[0] = (char)('0' + tag);
+        p[1] = '=';
+        return 2;
+    }
+    if (tag < 100) {
+        p[0] = (char)('0' + tag / 10);
+        p[1] = (char)('0' + tag % 10);
+        p[2] = '=';
+        return 3;
+    }
+    p[0] = (char)('0' + tag / 100);
+    p[1] = (char)('0' + tag / 10 % 10);
+    p[2] = (char)('0' + tag % 10);
+    p[3] = '=';
+    return 4;
+}
+
+/* memcpy out of line, for the long values (kept out of line so that the
+ * compiler does not judge it against the size of a short source). */
+void tw__fix_copy_long(char *dst, const char *src, size_t n);
+
+/* Copies n bytes without a call for the short values messages are made
+ * of: two overlapping loads and stores cover 4..32 bytes and never read
+ * outside src[0..n). */
+static inline void tw__fix_copy(char *dst, const char *src, size_t n)
+{
+    if (n > 16 && n <= 32) {
+        char a[16], b[16];
+        memcpy(a, src, 16);
+        memcpy(b, src + n - 16, 16);
+        memcpy(dst, a, 16);
+        memcpy(dst + n - 16, b, 16);
+    } else if (n >= 8 && n <= 16) {
+        uint64_t a, b;
+        memcpy(&a, src, 8);
+        memcpy(&b, src + n - 8, 8);
+        memcpy(dst, &a, 8);
+        memcpy(dst + n - 8, &b, 8);
+    } else if (n >= 4 && n < 8) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + n - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + n - 4, &b, 4);
+    } else if (n < 4) {
+        for (size_t i = 0; i < n; i++)
+            dst[i] = src[i];
+    } else {
+        tw__fix_copy_long(dst, src, n);
+    }
+}
+
+/* The general "tag=" value SOH writer (any tag, exact room checks, the
+ * sticky overflow): what the inline path falls back to. */
+void tw__fix_put_field(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len);
+
+static inline void tw_fix_put_str(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len)
+{
+    /* The common case: a tag below 1000 and room to spare ("ttt=" + SOH). */
+    if (TW_LIKELY(tag < 1000 && !w->overflow && w->cap - w->pos >= len + 5)) {
+        char *p = w->buf + w->pos;
+        size_t tl = tw__fix_tag_text(p, tag);
+        tw__fix_copy(p + tl, v, len);
+        p[tl + len] = '\x01';
+        w->pos += tl + len + 1;
+        return;
+    }
+    tw__fix_put_field(w, tag, v, len);
+}
+
+static inline void tw_fix_put_cstr(tw_fix_wbuf *w, uint32_t tag, const char *v)
+{
+    tw_fix_put_str(w, tag, v, strlen(v));
+}
+
+static inline void tw_fix_put_char(tw_fix_wbuf *w, uint32_t tag, char c)
+{
+    if (TW_LIKELY(tag < 1000 && !w->overflow && w->cap - w->pos >= 6)) {
+        char *p = w->buf + w->pos;
+        size_t tl = tw__fix_tag_text(p, tag);
+        p[tl] = c;
+        p[tl + 1] = '\x01';
+        w->pos += tl + 2;
+        return;
+    }
+    tw__fix_put_field(w, tag, &c, 1);
+}
 
 #ifdef __cplusplus
 }

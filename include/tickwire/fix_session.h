@@ -6,6 +6,19 @@
  * (write, close), so kernel TCP, the userspace stack and the simulated
  * network all drive the same code.
  *
+ * Time.  Every entry point takes one `now_ns`: CLOCK_MONOTONIC in ns
+ * (tw_clock_now_ns(), or a simulated clock), which drives the timers
+ * (heartbeats, TestRequest, logon and logout timeouts, resend retries).
+ * The wall-clock time the session writes (SendingTime 52, and 122 on
+ * resends and gap fills) is now_ns + epoch_offset_ns, an offset the
+ * session holds: the driver sets it in cfg.epoch_offset_ns from
+ * tw_clock_epoch_offset_ns() (and again with
+ * tw_fix_session_set_epoch_offset() if it wants to follow clock steps).
+ * A simulation passes any fixed offset, or 0 with a now_ns that counts
+ * from an epoch time of its choosing, and stays deterministic.  The
+ * application stamps its own epoch fields (TransactTime 60) with
+ * tw_fix_session_epoch_ns(s, now_ns), the same time SendingTime gets.
+ *
  * The store is an append-only file of checksummed records:
  *     [u32 magic|type][u32 payload length][u32 crc32c(header[0..8) + payload)][payload]
  * holding the next sequence numbers and every sent application message
@@ -150,9 +163,13 @@ typedef struct tw_fix_stream {
 typedef struct tw_fix_session tw_fix_session;
 
 typedef struct tw_fix_app {
-    /* An application message in sequence (possdup: PossDupFlag=Y).  The
-     * views are valid during the call only. */
-    void (*on_msg)(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup);
+    /* An application message in sequence (possdup: PossDupFlag=Y), as
+     * tw_fix_decode() gave it: d->msg holds every field as a view, d->kind
+     * and d->u the typed body when d->rc is 0 (the session checked the
+     * header; a body that does not decode, d->rc < 0, is the
+     * application's to judge), X/W entries in cfg.md_entries.  Valid
+     * during the call only. */
+    void (*on_msg)(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup);
     void (*on_event)(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *text);
     /* Optional: a TestRequest in sequence.  Return 0 and the session
      * answers it with a Heartbeat at once (FIX's rule); return 1 and the
@@ -173,7 +190,20 @@ typedef struct tw_fix_session_cfg {
     unsigned ts_digits;         /* SendingTime precision: 0 (seconds), 3, 6 or 9 */
     uint64_t logon_timeout_ns;  /* default 10 s */
     uint64_t logout_timeout_ns; /* default 2 s */
+    /* epoch_ns - now_ns: what turns the monotonic now_ns of every call
+     * into SendingTime (tw_clock_epoch_offset_ns(); 0 if the driver's
+     * now_ns already counts from the epoch, as a simulated clock may). */
+    int64_t epoch_offset_ns;
     tw_fix_store *store;        /* NULL: nothing persisted, resends are all gap-fill */
+    /* How received messages are decoded for on_msg: prices' fixed-point
+     * decimals (0: TW_FIX_PX_DECIMALS), TW_FIX_PX_F64 or 0, and the caller's
+     * array for X/W entries (NULL: such a message decodes with rc -E2BIG
+     * when it has entries; its fields are still there). */
+    unsigned px_decimals;
+    unsigned decode_flags;
+    tw_fix_md_entry *md_entries;
+    uint32_t md_entries_cap;
+    uint32_t pad_;
     tw_fix_stream stream;
     tw_fix_app app;
 } tw_fix_session_cfg;
@@ -190,7 +220,7 @@ typedef struct tw_fix_session_stats {
     uint64_t store_errors;
 } tw_fix_session_stats;
 
-/* One session; embed it in the caller's connection state (about 25 KB:
+/* One session; embed it in the caller's connection state (about 26 KB:
  * its buffers are inside, nothing is allocated after init).  Callbacks may
  * call tw_fix_session_begin/send/logout (to answer an order, say) but must
  * not feed input or run the timer re-entrantly. */
@@ -203,6 +233,8 @@ struct tw_fix_session {
     uint32_t heart_bt_int_s;
     uint32_t pad_;
     uint64_t hb_ns;
+    int64_t epoch_offset_ns;  /* SendingTime = now_ns + this */
+    /* Monotonic times (now_ns of the call that did it). */
     int64_t last_sent_ns, last_recv_ns, state_since_ns;
     int64_t test_req_sent_ns; /* 0: no TestRequest outstanding */
     uint64_t test_req_id;
@@ -213,10 +245,11 @@ struct tw_fix_session {
     tw_fix_session_stats st;
     /* Message being built by the application (tw_fix_session_begin). */
     size_t app_body_off;
-    int64_t app_time_ns;
+    int64_t app_time_ns;      /* its SendingTime (epoch ns), stored as OrigSendingTime */
     uint64_t app_seq;
     char app_type[8];
     tw_fix_wbuf w;
+    tw_fix_decoded dec;       /* the message being handled */
     tw_fix_field fields[TW_FIX_MAX_FIELDS];
     char tx[TW_FIX_TX_BUF];
     char rs[TW_FIX_TX_BUF];   /* resend: stored message read back */
@@ -226,7 +259,16 @@ struct tw_fix_session {
  * 1).  Returns 0 or -EINVAL with err filled. */
 int tw_fix_session_init(tw_fix_session *s, const tw_fix_session_cfg *cfg, tw_error *err);
 
-/* The stream is up: an initiator sends Logon; an acceptor waits. */
+/* Replaces the offset from now_ns to SendingTime (see "Time" above). */
+void tw_fix_session_set_epoch_offset(tw_fix_session *s, int64_t epoch_offset_ns);
+
+/* The epoch time the session writes as SendingTime at monotonic now_ns:
+ * what the application puts in its own timestamps (TransactTime). */
+int64_t tw_fix_session_epoch_ns(const tw_fix_session *s, int64_t now_ns);
+
+/* The stream is up: an initiator sends Logon; an acceptor waits.  Returns
+ * 0, or -EIO when the store or the stream failed (the session is then
+ * DISCONNECTED again). */
 int tw_fix_session_connected(tw_fix_session *s, int64_t now_ns);
 
 /* The stream went down under us (peer closed, error).  No close callback. */
@@ -257,17 +299,17 @@ int tw_fix_session_send(tw_fix_session *s, int64_t now_ns);
 
 /* A Heartbeat answering TestReqID test_req_id[0..len) (the application's
  * answer to a TestRequest it took with on_test_request).  Returns 0,
- * -ENOTCONN unless logged on, -EINVAL for an id longer than
- * TW_FIX_TESTREQID_MAX, -EIO when the store or the stream failed. */
-#define TW_FIX_TESTREQID_MAX 1024
+ * -ENOTCONN unless logged on, -EIO when the store or the stream failed. */
 int tw_fix_session_heartbeat(tw_fix_session *s, const char *test_req_id, size_t len,
                              int64_t now_ns);
 
-/* Starts the Logout handshake (text may be NULL). */
+/* Starts the Logout handshake (text may be NULL).  Returns 0, -ENOTCONN
+ * unless ACTIVE, -EIO when the store or the stream failed. */
 int tw_fix_session_logout(tw_fix_session *s, const char *text, int64_t now_ns);
 
 /* Test and recovery hooks: set the next outgoing MsgSeqNum (persisted),
- * e.g. to inject a gap the peer must resolve. */
+ * e.g. to inject a gap the peer must resolve.  Returns 0, -EINVAL for 0,
+ * or the store's -errno. */
 int tw_fix_session_set_next_out(tw_fix_session *s, uint64_t next_out);
 
 const char *tw_fix_state_name(tw_fix_state st);

@@ -77,6 +77,12 @@ void tw_sim_port_partition(tw_port *p, int on);
  * due by then.  Returns how many were delivered. */
 unsigned tw_sim_net_advance(tw_sim_net *net, uint64_t now_ns);
 
+/* The network's virtual time (where tw_sim_net_advance last moved it):
+ * what a capture of a simulated run stamps frames with (capture.h,
+ * tw_capture_config.now_ns = tw_sim_net_now(net)), so that the capture,
+ * like the run, is a function of the seed.  Valid until tw_sim_net_close. */
+const uint64_t *tw_sim_net_now(const tw_sim_net *net);
+
 /* The delivery time of the next frame in flight (UINT64_MAX if none). */
 uint64_t tw_sim_net_next_event_ns(const tw_sim_net *net);
 

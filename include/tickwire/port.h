@@ -15,6 +15,7 @@
 #ifndef TICKWIRE_PORT_H
 #define TICKWIRE_PORT_H
 
+#include "tickwire/capture.h"
 #include "tickwire/common.h"
 
 #ifdef __cplusplus
@@ -73,6 +74,10 @@ struct tw_port {
     uint8_t mac[6];
     uint16_t mtu;  /* IP MTU, default 1500 */
     uint32_t caps; /* TW_PORT_CAP_* */
+    /* Packet capture (capture.h), set by tw_port_capture_attach: NULL = off.
+     * The common path below is the one place every backend's frames pass. */
+    uint32_t capture_if; /* this port's interface id in the capture */
+    tw_capture *capture;
     /* Counters every backend keeps.  rx_bad: frames the backend itself
      * dropped as truncated or malformed (never handed to the caller). */
     uint64_t rx_pkts, tx_pkts, tx_full, alloc_fail, rx_bad;
@@ -80,12 +85,24 @@ struct tw_port {
 
 #define TW_PORT_MTU_FRAME 1518 /* 1500 + Ethernet header + FCS room */
 
+/* The capture hook of the common path (port.c): every frame received, and
+ * every frame a backend's tx_burst takes, is offered to p->capture with one
+ * TSC stamp per burst.  Out of line: with capture off the inline wrappers
+ * below cost one predictable branch per burst. */
+void tw__port_capture_rx(tw_port *p, const tw_pkt *pkts, unsigned n);
+unsigned tw__port_capture_tx(tw_port *p, tw_pkt *pkts, unsigned n);
+
 static inline unsigned tw_port_rx_burst(tw_port *p, tw_pkt *pkts, unsigned n)
 {
-    return p->ops->rx_burst(p, pkts, n);
+    unsigned got = p->ops->rx_burst(p, pkts, n);
+    if (TW_UNLIKELY(p->capture != NULL) && got)
+        tw__port_capture_rx(p, pkts, got);
+    return got;
 }
 static inline unsigned tw_port_tx_burst(tw_port *p, tw_pkt *pkts, unsigned n)
 {
+    if (TW_UNLIKELY(p->capture != NULL))
+        return tw__port_capture_tx(p, pkts, n);
     return p->ops->tx_burst(p, pkts, n);
 }
 static inline unsigned tw_port_alloc_burst(tw_port *p, tw_pkt *pkts, unsigned n)
@@ -113,6 +130,44 @@ static inline void tw_port_close(tw_port *p)
  * tx_burst or free_burst): its close says so on stderr and counts them
  * here, so that a test can assert the count stays 0.  Thread-safe. */
 uint64_t tw_port_leaked_total(void);
+
+/* ---- capture (capture.h) -----------------------------------------------
+ * Capture of a port's frames: received ones as rx_burst returns them,
+ * sent ones as tx_burst takes them (a frame the backend did not take is
+ * not captured: it never went out).  Copied on the polling thread into the
+ * capture's ring; a full ring drops the copy, never the frame.  With
+ * transmit checksum offload on, a sent frame is captured before the port
+ * fills its checksums (like tcpdump on a kernel with offload).
+ *
+ * Turning it on for a tool or a session (the `--pcap SPEC` of `tickwire
+ * net echo/connect`, `tickwire exchange`, a `pcap = SPEC` key of `tickwire
+ * trade`):
+ *
+ *     tw_capture_config cc;
+ *     if (tw_capture_config_parse(&cc, spec, &err) ||    // FILE[,snap=N,...]
+ *         tw_port_capture_open(port, &cc, "af_xdp:eth1", &cap, &err))
+ *         fail(err.msg);
+ *     ... poll the port ...
+ *     tw_port_capture_detach(port);                     // the polling thread, or after it
+ *     tw_capture_close(cap, &stats);                    // writes the rest, closes the file
+ *
+ * Several ports polled by one thread may share one capture (one file, an
+ * interface each): tw_capture_open once, tw_port_capture_attach per port. */
+
+/* Attaches port p to capture c as a new interface named if_name (NULL:
+ * the backend's name).  Call it before p is polled, or on p's polling
+ * thread; p's frames go to c from then on.  Returns 0, -EBUSY (p already
+ * has a capture), or tw_capture_add_iface's error. */
+int tw_port_capture_attach(tw_port *p, tw_capture *c, const char *if_name, tw_error *err);
+
+/* Stops capture on p (its polling thread, or once nobody polls it). */
+void tw_port_capture_detach(tw_port *p);
+
+/* tw_capture_open(cfg) and tw_port_capture_attach in one: *out is the
+ * capture, the caller's to close (after tw_port_capture_detach).  Returns
+ * 0 or the first failure, with nothing left open. */
+int tw_port_capture_open(tw_port *p, const tw_capture_config *cfg, const char *if_name,
+                         tw_capture **out, tw_error *err);
 
 /* ---- backends ----------------------------------------------------------
  * Each open function returns 0 and sets *out, or a negative errno-style

@@ -1,6 +1,6 @@
 /* The project's instruction-set enum: names and what this CPU has.  Each
  * part decides which of its variants exist (tw_isa_supported for the
- * kernel, tw_fix_isa_supported for the FIX scanner); this says only what
+ * kernel, tw_fix_find_soh_isa for the FIX scanner); this says only what
  * the processor can run. */
 #include <errno.h>
 #include <string.h>

@@ -36,13 +36,6 @@ void tw_xchg_cfg_init(tw_xchg_cfg *cfg)
     memset(cfg, 0, sizeof(*cfg));
 }
 
-int64_t tw__xchg_sess_time(const tw_xchg *x, int64_t now_ns)
-{
-    /* The session today takes one time argument for SendingTime (epoch)
-     * and for its timers (differences only), so it gets epoch time. */
-    return now_ns + x->cfg.epoch_offset_ns;
-}
-
 int64_t tw_xchg_epoch_ns(const tw_xchg *x, int64_t now_ns)
 {
     return now_ns + x->cfg.epoch_offset_ns;
@@ -261,11 +254,13 @@ static void s_close(void *ctx)
     c->io.close(c->io.ctx);
 }
 
-static void s_on_msg(void *ctx, tw_fix_session *fs, const tw_fix_msg *m, int possdup)
+static void s_on_msg(void *ctx, tw_fix_session *fs, const tw_fix_decoded *d, int possdup)
 {
     xs_sess *s = ctx;
     (void)fs;
-    tw__xchg_on_app(s->x, s, m, possdup, s->x->now_ns);
+    /* The fields as views: the venue reads each message its own way (its
+     * rejects name the tag at fault), not through the typed body. */
+    tw__xchg_on_app(s->x, s, &d->msg, possdup, s->x->now_ns);
 }
 
 static void s_on_event(void *ctx, tw_fix_session *fs, tw_fix_event ev, const char *text)
@@ -369,6 +364,7 @@ static xs_sess *sess_create(tw_xchg *x, const char *id, size_t n)
         .target_comp_id = s->comp_id,
         .initiator = 0,
         .ts_digits = x->cfg.ts_digits,
+        .epoch_offset_ns = x->cfg.epoch_offset_ns,
         .store = s->has_store ? &s->store : NULL,
         .stream = {.write = s_write, .close = s_close, .ctx = s},
         .app = {.on_msg = s_on_msg, .on_event = s_on_event, .ctx = s},
@@ -436,7 +432,7 @@ static void unbind(tw_xchg *x, xs_conn *c, int64_t now_ns)
     s->conn = NULL;
     c->sess = NULL;
     /* No close callback from here: the session has no connection now. */
-    tw_fix_session_disconnected(&s->fs, tw__xchg_sess_time(x, now_ns));
+    tw_fix_session_disconnected(&s->fs, now_ns);
 }
 
 void tw__xchg_drop_conn(tw_xchg *x, xs_conn *c, int64_t now_ns)
@@ -521,7 +517,7 @@ static void identify(tw_xchg *x, xs_conn *c, const char *msg, size_t len, int64_
     c->state = CONN_BOUND;
     c->sess = s;
     s->conn = c;
-    tw_fix_session_connected(&s->fs, tw__xchg_sess_time(x, now_ns));
+    tw_fix_session_connected(&s->fs, now_ns);
 }
 
 /* What a Heartbeat answers, from its TestReqID. */
@@ -581,7 +577,7 @@ static void feed(tw_xchg *x, xs_conn *c, const char *msg, size_t len, int64_t no
     uint64_t hb_bar = 0, hb_seq = 0;
     int hb = our_heartbeat(msg, len, &hb_bar, &hb_seq);
     uint64_t before = s->fs.next_in;
-    size_t used = tw_fix_session_input(&s->fs, msg, len, tw__xchg_sess_time(x, now_ns));
+    size_t used = tw_fix_session_input(&s->fs, msg, len, now_ns);
     TW_VERIFY(used == len); /* one framed message goes in whole */
     if (hb != HB_NONE && c->state == CONN_BOUND && s->fs.state == TW_FIX_ACTIVE) {
         /* Taken in sequence: every message before it has been handled.
@@ -715,7 +711,7 @@ static void start_logout(tw_xchg *x, int64_t now_ns)
         xs_sess *s = x->sess[i];
         if (active(s))
             tw_fix_session_logout(&s->fs, "trading session closed",
-                                  tw__xchg_sess_time(x, now_ns));
+                                  now_ns);
     }
 }
 
@@ -823,7 +819,7 @@ int64_t tw_xchg_poll(tw_xchg *x, int64_t now_ns)
     for (unsigned i = 0; i < x->n_sess; i++) {
         xs_sess *s = x->sess[i];
         if (s->conn)
-            tw_fix_session_timer(&s->fs, tw__xchg_sess_time(x, now_ns));
+            tw_fix_session_timer(&s->fs, now_ns);
         if (!active(s)) {
             if (s->n_sub && s->away_since_ns &&
                 now_ns - s->away_since_ns >= (int64_t)x->cfg.reconnect_grace_ns) {

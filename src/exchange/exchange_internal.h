@@ -120,9 +120,6 @@ struct tw_xchg {
     char log_line[256];
 };
 
-/* Epoch time the session is given (the FIX session takes one clock for
- * both SendingTime and its timers: see exchange.c). */
-int64_t tw__xchg_sess_time(const tw_xchg *x, int64_t now_ns);
 void tw__xchg_log(tw_xchg *x, const xs_sess *s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -25,7 +25,7 @@
 
 int tw__xchg_send(tw_xchg *x, xs_sess *s, int64_t now_ns)
 {
-    int rc = tw_fix_session_send(&s->fs, tw__xchg_sess_time(x, now_ns));
+    int rc = tw_fix_session_send(&s->fs, now_ns);
     if (rc != 0) {
         x->st.send_errors++;
         tw__xchg_log(x, s, "send failed: %s", tw_strerror(rc));
@@ -35,7 +35,7 @@ int tw__xchg_send(tw_xchg *x, xs_sess *s, int64_t now_ns)
 
 static tw_fix_wbuf *begin(tw_xchg *x, xs_sess *s, const char *type, int64_t now_ns)
 {
-    return tw_fix_session_begin(&s->fs, type, tw__xchg_sess_time(x, now_ns));
+    return tw_fix_session_begin(&s->fs, type, now_ns);
 }
 
 static uint64_t msg_seq(const tw_fix_msg *m)

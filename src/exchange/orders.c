@@ -75,7 +75,7 @@ typedef struct order_in {
 
 static tw_fix_wbuf *begin(tw_xchg *x, xs_sess *s, const char *type, int64_t now_ns)
 {
-    return tw_fix_session_begin(&s->fs, type, tw__xchg_sess_time(x, now_ns));
+    return tw_fix_session_begin(&s->fs, type, now_ns);
 }
 
 static size_t fmt_id(char *out, char letter, const char *run, uint64_t n)

@@ -2,6 +2,7 @@
  * a per-message table (tag -> slot, decoder, offset) so that adding a field
  * is one line and the pass costs one table load per field. */
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 
 #include "fix_internal.h"
@@ -13,6 +14,7 @@ typedef struct fdesc {
     uint8_t kind;
     uint8_t required;
     uint16_t off;
+    uint16_t off_f64; /* K_PX: where its float64 goes */
 } fdesc;
 
 /* Tags below this go through the slot tables (every tag an accessor reads
@@ -20,21 +22,27 @@ typedef struct fdesc {
  * skipped without a lookup. */
 #define SLOT_TAGS 1152
 
-/* One line per field: tag, kind, required, member. */
-#define F(t, k, r, type, member) { t, k, r, (uint16_t)offsetof(type, member) }
+/* One line per field: tag, kind, required, member (and for a price the
+ * member of its float64). */
+#define F(t, k, r, type, member) { t, k, r, (uint16_t)offsetof(type, member), 0 }
+#define FPX(t, r, type, member, member_f64)                                             \
+    { t, K_PX, r, (uint16_t)offsetof(type, member), (uint16_t)offsetof(type, member_f64) }
 
+/* -EBADMSG, with err (if any) naming the tag and what is wrong with it. */
 static int bad(tw_error *err, const char *what, uint32_t tag, const tw_fix_field *f)
 {
     if (!err)
-        return -1;
+        return -EBADMSG;
     const char *name = tw_fix_tag_name(tag);
     if (f)
-        return tw__err(err, -1, "%s(%u) has a bad value '%.*s'", name ? name : "tag", tag,
+        return tw__err(err, -EBADMSG, "%s(%u) has a bad value '%.*s'", name ? name : "tag", tag,
                        (int)(f->len > 40 ? 40 : f->len), f->val);
-    return tw__err(err, -1, "%s(%u) %s", name ? name : "tag", tag, what);
+    return tw__err(err, -EBADMSG, "%s(%u) %s", name ? name : "tag", tag, what);
 }
 
-static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *dst)
+/* Decodes one value of the given kind into dst: 0, or the decoder's
+ * -EINVAL / -ERANGE. */
+static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *dst, void *dst_f64)
 {
     switch (kind) {
     case K_STR: {
@@ -45,20 +53,31 @@ static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *d
     case K_CHAR:
         /* Single-character enums; a longer value is not one of them. */
         if (f->len != 1)
-            return -1;
+            return -EINVAL;
         *(char *)dst = f->val[0];
         return 0;
     case K_I64:
         return tw_fix_to_i64(f->val, f->len, (int64_t *)dst);
     case K_I32: {
         int64_t v;
-        if (tw_fix_to_i64(f->val, f->len, &v) != 0 || v < INT32_MIN || v > INT32_MAX)
-            return -1;
+        int rc = tw_fix_to_i64(f->val, f->len, &v);
+        if (rc != 0)
+            return rc;
+        if (v < INT32_MIN || v > INT32_MAX)
+            return -ERANGE;
         *(int32_t *)dst = (int32_t)v;
         return 0;
     }
-    case K_PX:
-        return tw_fix_to_fixed(f->val, f->len, px_dec, (int64_t *)dst);
+    case K_PX: {
+        int64_t fx;
+        double x;
+        int rc = tw__fix_px(f->val, f->len, px_dec, &fx, &x);
+        if (rc != 0)
+            return rc; /* strict: a price must fit px_dec exactly */
+        memcpy(dst, &fx, sizeof(fx));
+        memcpy(dst_f64, &x, sizeof(x));
+        return 0;
+    }
     case K_QTY:
         return tw_fix_to_qty(f->val, f->len, (int64_t *)dst);
     case K_TIME:
@@ -66,7 +85,8 @@ static int decode(const tw_fix_field *f, unsigned kind, unsigned px_dec, void *d
     case K_BOOL:
         return tw_fix_to_bool(f->val, f->len, (int *)dst);
     default:
-        return -1;
+        TW_ASSERT(0); /* every descriptor has one of the kinds above */
+        return -EINVAL;
     }
 }
 
@@ -98,22 +118,24 @@ static int fill(const tw_fix_msg *m, uint32_t from, uint32_t to, const fdesc *d,
                 return bad(err, "is required and missing", d[s].tag, NULL);
             continue;
         }
-        if (TW_UNLIKELY(decode(&f[i], d[s].kind, px_dec, (char *)out + d[s].off) != 0))
+        if (TW_UNLIKELY(decode(&f[i], d[s].kind, px_dec, (char *)out + d[s].off,
+                               (char *)out + d[s].off_f64) != 0))
             return bad(err, NULL, f[i].tag, &f[i]);
     }
     return 0;
 }
 
+/* 0 if m's MsgType is t, else -ENOMSG with err saying which it is. */
 static int want_type(const tw_fix_msg *m, const char *t, tw_error *err)
 {
     size_t n = strlen(t);
     if (m->msg_type_len == n && memcmp(m->msg_type, t, n) == 0)
         return 0;
     if (err)
-        tw__err(err, -1, "MsgType(35) is '%.*s', not '%s'",
+        tw__err(err, -ENOMSG, "MsgType(35) is '%.*s', not '%s'",
                 (int)(m->msg_type_len > 8 ? 8 : m->msg_type_len),
                 m->msg_type ? m->msg_type : "", t);
-    return -1;
+    return -ENOMSG;
 }
 
 /* ---- header ---------------------------------------------------------------- */
@@ -154,9 +176,11 @@ static const uint8_t logon_s[SLOT_TAGS] = { [98] = 1, [108] = 2, [141] = 3, [553
 int tw_fix_read_logon(const tw_fix_msg *m, tw_fix_logon *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "A", err) != 0 ||
-        fill(m, 0, m->count, logon_d, TW_ARRAY_SIZE(logon_d), logon_s, 0, o, err) != 0)
-        return -1;
+    int rc = want_type(m, "A", err);
+    if (rc == 0)
+        rc = fill(m, 0, m->count, logon_d, TW_ARRAY_SIZE(logon_d), logon_s, 0, o, err);
+    if (rc != 0)
+        return rc;
     if (o->heart_bt_int_s < 0)
         return bad(err, "is negative", 108, NULL);
     return 0;
@@ -169,16 +193,18 @@ static const uint8_t test_req_s[SLOT_TAGS] = { [112] = 1 };
 int tw_fix_read_heartbeat(const tw_fix_msg *m, tw_fix_heartbeat *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "0", err) != 0)
-        return -1;
+    int rc = want_type(m, "0", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, hb_d, 1, test_req_s, 0, o, err);
 }
 
 int tw_fix_read_test_request(const tw_fix_msg *m, tw_fix_test_request *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "1", err) != 0)
-        return -1;
+    int rc = want_type(m, "1", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, tr_d, 1, test_req_s, 0, o, err);
 }
 
@@ -191,9 +217,11 @@ static const uint8_t rr_s[SLOT_TAGS] = { [7] = 1, [16] = 2 };
 int tw_fix_read_resend_request(const tw_fix_msg *m, tw_fix_resend_request *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "2", err) != 0 ||
-        fill(m, 0, m->count, rr_d, TW_ARRAY_SIZE(rr_d), rr_s, 0, o, err) != 0)
-        return -1;
+    int rc = want_type(m, "2", err);
+    if (rc == 0)
+        rc = fill(m, 0, m->count, rr_d, TW_ARRAY_SIZE(rr_d), rr_s, 0, o, err);
+    if (rc != 0)
+        return rc;
     if (o->begin_seq_no < 1)
         return bad(err, "is below 1", 7, NULL);
     if (o->end_seq_no < 0 || (o->end_seq_no != 0 && o->end_seq_no < o->begin_seq_no))
@@ -215,8 +243,9 @@ int tw_fix_read_reject(const tw_fix_msg *m, tw_fix_reject *o, tw_error *err)
     memset(o, 0, sizeof(*o));
     o->ref_tag_id = -1;
     o->session_reject_reason = -1;
-    if (want_type(m, "3", err) != 0)
-        return -1;
+    int rc = want_type(m, "3", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, rej_d, TW_ARRAY_SIZE(rej_d), rej_s, 0, o, err);
 }
 
@@ -229,9 +258,11 @@ static const uint8_t sr_s[SLOT_TAGS] = { [36] = 1, [123] = 2 };
 int tw_fix_read_sequence_reset(const tw_fix_msg *m, tw_fix_sequence_reset *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "4", err) != 0 ||
-        fill(m, 0, m->count, sr_d, TW_ARRAY_SIZE(sr_d), sr_s, 0, o, err) != 0)
-        return -1;
+    int rc = want_type(m, "4", err);
+    if (rc == 0)
+        rc = fill(m, 0, m->count, sr_d, TW_ARRAY_SIZE(sr_d), sr_s, 0, o, err);
+    if (rc != 0)
+        return rc;
     if (o->new_seq_no < 1)
         return bad(err, "is below 1", 36, NULL);
     return 0;
@@ -243,8 +274,9 @@ static const uint8_t text_s[SLOT_TAGS] = { [58] = 1 };
 int tw_fix_read_logout(const tw_fix_msg *m, tw_fix_logout *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "5", err) != 0)
-        return -1;
+    int rc = want_type(m, "5", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, lo_d, 1, text_s, 0, o, err);
 }
 
@@ -259,24 +291,27 @@ static const fdesc er_d[] = {
     F(39, K_CHAR, 1, ER, ord_status),   F(54, K_CHAR, 1, ER, side),
     F(40, K_CHAR, 0, ER, ord_type),     F(59, K_CHAR, 0, ER, time_in_force),
     F(20, K_CHAR, 0, ER, exec_trans_type), F(38, K_QTY, 0, ER, order_qty),
-    F(44, K_PX, 0, ER, price),          F(32, K_QTY, 0, ER, last_qty),
-    F(31, K_PX, 0, ER, last_px),        F(151, K_QTY, 1, ER, leaves_qty),
-    F(14, K_QTY, 1, ER, cum_qty),       F(6, K_PX, 1, ER, avg_px),
-    F(60, K_TIME, 0, ER, transact_time_ns),
+    FPX(44, 0, ER, price, price_f64),   F(32, K_QTY, 0, ER, last_qty),
+    FPX(31, 0, ER, last_px, last_px_f64), F(151, K_QTY, 1, ER, leaves_qty),
+    F(14, K_QTY, 1, ER, cum_qty),       FPX(6, 1, ER, avg_px, avg_px_f64),
+    F(60, K_TIME, 0, ER, transact_time_ns), F(103, K_I32, 0, ER, ord_rej_reason),
 };
 #undef ER
 static const uint8_t er_s[SLOT_TAGS] = {
     [37] = 1,  [11] = 2,  [41] = 3,  [17] = 4,  [55] = 5,  [1] = 6,   [58] = 7,
     [150] = 8, [39] = 9,  [54] = 10, [40] = 11, [59] = 12, [20] = 13, [38] = 14,
-    [44] = 15, [32] = 16, [31] = 17, [151] = 18, [14] = 19, [6] = 20, [60] = 21,
+    [44] = 15, [32] = 16, [31] = 17, [151] = 18, [14] = 19, [6] = 20, [60] = 21, [103] = 22,
 };
 
 int tw_fix_read_exec_report(const tw_fix_msg *m, unsigned px_decimals, tw_fix_exec_report *o,
                             tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "8", err) != 0)
-        return -1;
+    o->price_f64 = o->last_px_f64 = o->avg_px_f64 = NAN;
+    o->ord_rej_reason = -1;
+    int rc = want_type(m, "8", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, er_d, TW_ARRAY_SIZE(er_d), er_s, px_decimals, o, err);
 }
 
@@ -295,8 +330,9 @@ int tw_fix_read_cancel_reject(const tw_fix_msg *m, tw_fix_cancel_reject *o, tw_e
 {
     memset(o, 0, sizeof(*o));
     o->cxl_rej_reason = -1;
-    if (want_type(m, "9", err) != 0)
-        return -1;
+    int rc = want_type(m, "9", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, cr_d, TW_ARRAY_SIZE(cr_d), cr_s, 0, o, err);
 }
 
@@ -306,7 +342,7 @@ static const fdesc no_d[] = {
     F(1, K_STR, 0, NO, account),        F(54, K_CHAR, 1, NO, side),
     F(40, K_CHAR, 1, NO, ord_type),     F(59, K_CHAR, 0, NO, time_in_force),
     F(21, K_CHAR, 0, NO, handl_inst),   F(38, K_QTY, 1, NO, order_qty),
-    F(44, K_PX, 0, NO, price),          F(60, K_TIME, 0, NO, transact_time_ns),
+    FPX(44, 0, NO, price, price_f64),   F(60, K_TIME, 0, NO, transact_time_ns),
 };
 #undef NO
 static const uint8_t no_s[SLOT_TAGS] = { [11] = 1, [55] = 2, [1] = 3,  [54] = 4, [40] = 5,
@@ -316,9 +352,12 @@ int tw_fix_read_new_order(const tw_fix_msg *m, unsigned px_decimals, tw_fix_new_
                           tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "D", err) != 0 ||
-        fill(m, 0, m->count, no_d, TW_ARRAY_SIZE(no_d), no_s, px_decimals, o, err) != 0)
-        return -1;
+    o->price_f64 = NAN;
+    int rc = want_type(m, "D", err);
+    if (rc == 0)
+        rc = fill(m, 0, m->count, no_d, TW_ARRAY_SIZE(no_d), no_s, px_decimals, o, err);
+    if (rc != 0)
+        return rc;
     /* A limit order without a price cannot be sent on. */
     if ((o->ord_type == '2' || o->ord_type == '4') && tw_fix_find(m, 44, 0) < 0)
         return bad(err, "is required for a limit order and missing", 44, NULL);
@@ -341,8 +380,9 @@ static const uint8_t cq_s[SLOT_TAGS] = { [41] = 1, [11] = 2, [37] = 3, [55] = 4,
 int tw_fix_read_cancel_request(const tw_fix_msg *m, tw_fix_cancel_request *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "F", err) != 0)
-        return -1;
+    int rc = want_type(m, "F", err);
+    if (rc != 0)
+        return rc;
     return fill(m, 0, m->count, cq_d, TW_ARRAY_SIZE(cq_d), cq_s, 0, o, err);
 }
 
@@ -401,15 +441,17 @@ static const uint8_t mr_s[SLOT_TAGS] = { [262] = 1, [263] = 2, [264] = 3, [265] 
 static int group_error(tw_error *err, const tw_fix_group_def *g, const char *what)
 {
     if (err)
-        tw__err(err, -1, "%s(%u) group: %s", tw_fix_tag_name(g->count_tag), g->count_tag, what);
-    return -1;
+        tw__err(err, -EBADMSG, "%s(%u) group: %s", tw_fix_tag_name(g->count_tag), g->count_tag,
+                what);
+    return -EBADMSG;
 }
 
 int tw_fix_read_md_request(const tw_fix_msg *m, tw_fix_md_request *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, "V", err) != 0)
-        return -1;
+    int rc = want_type(m, "V", err);
+    if (rc != 0)
+        return rc;
     /* Only the fields before the first group are body fields of V. */
     int g0 = tw_fix_find(m, 267, 0);
     int g1 = tw_fix_find(m, 146, 0);
@@ -418,8 +460,9 @@ int tw_fix_read_md_request(const tw_fix_msg *m, tw_fix_md_request *o, tw_error *
         body_end = (uint32_t)g0;
     if (g1 >= 0 && (uint32_t)g1 < body_end)
         body_end = (uint32_t)g1;
-    if (fill(m, 0, body_end, mr_d, TW_ARRAY_SIZE(mr_d), mr_s, 0, o, err) != 0)
-        return -1;
+    rc = fill(m, 0, body_end, mr_d, TW_ARRAY_SIZE(mr_d), mr_s, 0, o, err);
+    if (rc != 0)
+        return rc;
     tw_fix_group_iter it;
     int n = tw_fix_group_begin(&it, m, &tw_fix_grp_md_entry_types, 0);
     if (n < 0)
@@ -454,7 +497,7 @@ int tw_fix_read_md_request(const tw_fix_msg *m, tw_fix_md_request *o, tw_error *
 static const fdesc me_d[] = {
     F(55, K_STR, 0, ME, symbol),        F(278, K_STR, 0, ME, entry_id),
     F(279, K_CHAR, 0, ME, update_action), F(269, K_CHAR, 0, ME, entry_type),
-    F(290, K_I32, 0, ME, position_no),  F(270, K_PX, 0, ME, px),
+    F(290, K_I32, 0, ME, position_no),  FPX(270, 0, ME, px, px_f64),
     F(271, K_QTY, 0, ME, size),         F(346, K_I64, 0, ME, number_of_orders),
 };
 #undef ME
@@ -465,8 +508,9 @@ static int read_md(const tw_fix_msg *m, unsigned px_dec, tw_fix_md *o, tw_fix_md
                    uint32_t cap, int incremental, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
-    if (want_type(m, incremental ? "X" : "W", err) != 0)
-        return -1;
+    int rc = want_type(m, incremental ? "X" : "W", err);
+    if (rc != 0)
+        return rc;
     const tw_fix_group_def *g = incremental ? &tw_fix_grp_md_inc_entries : &tw_fix_grp_md_entries;
     int gi = tw_fix_find(m, 268, 0);
     uint32_t body_end = gi < 0 ? m->count : (uint32_t)gi;
@@ -506,8 +550,10 @@ static int read_md(const tw_fix_msg *m, unsigned px_dec, tw_fix_md *o, tw_fix_md
         p = j;
         tw_fix_md_entry *x = &e[o->n_entries];
         memset(x, 0, sizeof(*x));
-        if (fill(m, first, first + cnt, me_d, TW_ARRAY_SIZE(me_d), me_s, px_dec, x, err) != 0)
-            return -1;
+        x->px_f64 = NAN;
+        rc = fill(m, first, first + cnt, me_d, TW_ARRAY_SIZE(me_d), me_s, px_dec, x, err);
+        if (rc != 0)
+            return rc;
         if (x->symbol.p == NULL)
             x->symbol = o->symbol;
         if (!incremental && x->entry_type == 0)
@@ -527,6 +573,45 @@ int tw_fix_read_md_incremental(const tw_fix_msg *m, unsigned px_decimals, tw_fix
                                tw_fix_md_entry *entries, uint32_t cap, tw_error *err)
 {
     return read_md(m, px_decimals, o, entries, cap, 1, err);
+}
+
+/* ---- venue session status and rejects (live.md) --------------------------- */
+
+#define TS tw_fix_trading_session_status
+static const fdesc ts_d[] = {
+    F(336, K_STR, 1, TS, trading_session_id), F(340, K_I32, 1, TS, trad_ses_status),
+    F(335, K_STR, 0, TS, trad_ses_req_id),    F(58, K_STR, 0, TS, text),
+};
+#undef TS
+static const uint8_t ts_s[SLOT_TAGS] = { [336] = 1, [340] = 2, [335] = 3, [58] = 4 };
+
+int tw_fix_read_trading_session_status(const tw_fix_msg *m, tw_fix_trading_session_status *o,
+                                       tw_error *err)
+{
+    memset(o, 0, sizeof(*o));
+    int rc = want_type(m, "h", err);
+    if (rc != 0)
+        return rc;
+    return fill(m, 0, m->count, ts_d, TW_ARRAY_SIZE(ts_d), ts_s, 0, o, err);
+}
+
+#define RJ tw_fix_md_request_reject
+static const fdesc mrj_d[] = {
+    F(262, K_STR, 1, RJ, md_req_id),
+    F(281, K_CHAR, 0, RJ, md_req_rej_reason),
+    F(58, K_STR, 0, RJ, text),
+};
+#undef RJ
+static const uint8_t mrj_s[SLOT_TAGS] = { [262] = 1, [281] = 2, [58] = 3 };
+
+int tw_fix_read_md_request_reject(const tw_fix_msg *m, tw_fix_md_request_reject *o,
+                                  tw_error *err)
+{
+    memset(o, 0, sizeof(*o));
+    int rc = want_type(m, "Y", err);
+    if (rc != 0)
+        return rc;
+    return fill(m, 0, m->count, mrj_d, TW_ARRAY_SIZE(mrj_d), mrj_s, 0, o, err);
 }
 
 /* For tests: the member tables above say what the member lists say. */

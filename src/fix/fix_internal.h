@@ -10,7 +10,30 @@
  * p[0..n).  Chosen once per process like tw_fix_find_soh(). */
 typedef uint64_t (*tw__fix_mask_fn)(const char *p, size_t n);
 extern tw__fix_mask_fn tw__fix_soh_mask;
-uint64_t tw__fix_soh_mask_isa(tw_fix_isa isa, const char *p, size_t n);
+uint64_t tw__fix_soh_mask_isa(tw_isa isa, const char *p, size_t n);
+/* The one-pass decoder's classification of 64 bytes: bit i of each mask
+ * stands for byte i. */
+typedef struct tw__fix_blk {
+    uint64_t soh;   /* SOH */
+    uint64_t eq;    /* '=' */
+    uint64_t digit; /* '0'..'9' */
+    uint64_t zero;  /* '0' */
+} tw__fix_blk;
+
+/* Classifies p[0..n) into blk[0 .. ceil(n / 64)) (bits at and past n
+ * clear) and returns the sum of the bytes (mod 2^32).  Reads only
+ * [p, p + n).  tw__fix_classify is the process's choice (acquire-load it);
+ * tw__fix_classify_isa() gives a given ISA's. */
+typedef uint32_t (*tw__fix_classify_fn)(const char *p, size_t n, tw__fix_blk *blk);
+extern tw__fix_classify_fn tw__fix_classify;
+tw__fix_classify_fn tw__fix_classify_isa(tw_isa isa);
+
+/* The ISA AUTO (or an explicit one) resolves to on this CPU, TW_FIX_ISA
+ * applied; never AUTO. */
+tw_isa tw__fix_resolve_isa(tw_isa isa);
+/* Makes the process-wide ISA choice if it is not made yet (thread-safe,
+ * once); soh.c's constructor calls it before main(). */
+void tw__fix_isa_init(void);
 
 /* The parser's AVX-512 VBMI2 path (parse_avx512.c): 0 when it parsed the
  * message, 1 when the generic parser must (any error, rare shapes).  Used
@@ -19,6 +42,48 @@ int tw__fix_parse_avx512(const char *msg, size_t len, tw_fix_msg *m);
 extern int tw__fix_fast_parse;
 /* The generic parser alone, for tests that compare the two. */
 int tw__fix_parse_generic(const char *msg, size_t len, tw_fix_msg *m, tw_error *err);
+
+/* Where the framer found the parts of a message (frame.c). */
+typedef struct tw__fix_head {
+    size_t begin_end;   /* the SOH that ends BeginString(8) */
+    size_t bodylen_end; /* the SOH that ends BodyLength(9) */
+    size_t body;        /* "35=": the first byte BodyLength counts */
+    size_t t;           /* "10=": the message is buf[0 .. t + 7) */
+    unsigned checksum;  /* the value CheckSum(10) says */
+    unsigned pad_;
+} tw__fix_head;
+
+/* Parser: 0 (framed as far as the bytes' structure goes), -1 garbled (TW_FIX_GARBLED), -2 incomplete.
+ * Everything tw_fix_frame() checks but the CheckSum value: BeginString,
+ * BodyLength, MsgType's place, CheckSum's place and digits, in the same
+ * order with the same *skip and err. */
+int tw__fix_frame_head(const char *buf, size_t len, unsigned flags, size_t *skip, tw_error *err,
+                       tw__fix_head *h);
+/* TW_FIX_GARBLED with *skip and err as tw_fix_frame() sets them for a
+ * CheckSum that does not match (got: what the bytes sum to). */
+int tw__fix_bad_checksum(const char *buf, size_t len, const tw__fix_head *h, unsigned got,
+                         size_t *skip, tw_error *err);
+/* Offset of the next place a message may start (the framer's resync). */
+size_t tw__fix_resync(const char *buf, size_t len);
+
+/* A price both ways, for the accessors and the one-pass decoder: *fx the
+ * fixed-point value with `decimals` decimals (tw_fix_to_fixed), *f64 its
+ * correctly rounded float64.  0; -EINVAL if it is not a price (*fx, *f64
+ * unspecified); -ERANGE if it is one whose fixed-point form does not fit
+ * (*fx = TW_FIX_PX_NONE, *f64 set). */
+int tw__fix_px(const char *v, uint32_t len, unsigned decimals, int64_t *fx, double *f64);
+/* The day number of the last date a decoder saw: a message's timestamps
+ * (SendingTime, TransactTime) nearly always share their date.  Kept by the
+ * caller for one message; zero-initialise it. */
+typedef struct tw__fix_day_cache {
+    uint64_t date; /* the eight date bytes, or 0 */
+    int64_t days;
+} tw__fix_day_cache;
+/* tw_fix_to_epoch_ns() with a day cache (c may be NULL). */
+int tw__fix_epoch_ns(const char *v, uint32_t len, int64_t *out, tw__fix_day_cache *c);
+
+/* 10^0 .. 10^22, each exact as a double. */
+extern const double tw__fix_pow10_f64[23];
 
 /* Little-endian 8-byte load (no alignment needed). */
 static inline uint64_t tw__load64(const char *p)
@@ -43,6 +108,19 @@ static inline uint64_t tw__zero_bytes(uint64_t v)
  * when one of them is not a digit.  Returns their value. */
 static inline uint64_t tw__swar_digits(uint64_t w, unsigned k, int *ok)
 {
+    if (k <= 4) {
+        /* The same in 32 bits with one step less (most values). */
+        uint32_t w4 = (uint32_t)w;
+        unsigned sh4 = 32 - 8 * k;
+        uint32_t keep4 = ~0u >> sh4;
+        uint32_t x4 = w4 & 0x7F7F7F7Fu;
+        uint32_t good4 = (x4 + 0x50505050u) & ~(x4 + 0x46464646u) & ~w4;
+        uint32_t want4 = 0x80808080u & keep4;
+        *ok &= (good4 & want4) == want4;
+        uint32_t d4 = (w4 & keep4 & 0x0F0F0F0Fu) << sh4;
+        d4 = (d4 * 10 + (d4 >> 8)) & 0x00FF00FFu;
+        return (d4 * 100 + (d4 >> 16)) & 0xFFFFu;
+    }
     /* Keep the k digit bytes, move them to the top so the missing leading
      * digits read as zeros, then multiply-add pairs, quads, octets. */
     unsigned sh = 64 - 8 * k; /* k >= 1, so sh <= 56 */
@@ -60,6 +138,39 @@ static inline uint64_t tw__swar_digits(uint64_t w, unsigned k, int *ok)
     d = (d * 100 + (d >> 16)) & 0x0000FFFF0000FFFFull;
     d = (d * 10000 + (d >> 32)) & 0x00000000FFFFFFFFull;
     return d;
+}
+
+/* The tag of a field of flen bytes whose first eight bytes are w (bytes
+ * past the field may be anything).  Sets *k to the number of tag digits
+ * and *tag to their value; returns nonzero iff the field is well formed:
+ * 1 to 7 digits without a leading zero, '=', a value of at least one
+ * byte.  No branch per digit: the parser and the one-pass decoder run it
+ * on every field. */
+static inline __attribute__((always_inline)) int tw__fix_tag(uint64_t w, size_t flen, unsigned *k,
+                                                             uint32_t *tag)
+{
+    /* The lowest non-digit byte of w ends the tag and must be '='.  Bytes
+     * below it are digits, so no carry or borrow reaches it and its flag
+     * is exact (flags above it may be noise; they are not used).  The top
+     * bit caps the tag at seven digits. */
+    uint64_t nd = ((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull)) & TW__HIGHS;
+    unsigned kk = (unsigned)__builtin_ctzll(nd | (1ull << 63)) >> 3; /* 0..7 */
+    /* First byte '1'..'9' (so k >= 1 and no leading zero), '=' after the
+     * digits, and a value of at least one byte: one branch for all. */
+    int ok = ((unsigned)(w & 0xFF) - '1' < 9u) & ((unsigned char)(w >> (8 * kk)) == '=') &
+             (kk + 1 < flen);
+    if (TW_LIKELY(kk <= 4)) {
+        /* Up to four digits (nearly every tag): two multiply steps on 32
+         * bits, the digits shifted to the top so that missing leading
+         * digits read as zeros. */
+        uint32_t x = ((uint32_t)w & 0x0F0F0F0Fu) << ((32 - 8 * kk) & 31);
+        x = (x * 10 + (x >> 8)) & 0x00FF00FFu;
+        *tag = (x * 100 + (x >> 16)) & 0xFFFFu;
+    } else {
+        *tag = (uint32_t)tw__swar_digits(w, kk, &ok);
+    }
+    *k = kk;
+    return ok;
 }
 
 #endif

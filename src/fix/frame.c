@@ -12,7 +12,7 @@ static const char begin_prefix[] = "8=FIX";
 /* Offset of the next place a message may start: the next "8=FIX" after
  * buf[0], or a tail of the buffer that is a prefix of it (kept, since the
  * rest may still arrive), or len. */
-static size_t resync(const char *buf, size_t len)
+size_t tw__fix_resync(const char *buf, size_t len)
 {
     for (size_t i = 1; i < len; i++) {
         const char *c = memchr(buf + i, '8', len - i);
@@ -29,27 +29,28 @@ static size_t resync(const char *buf, size_t len)
 /* Errors from the framer: only the error path formats a message. */
 #define GARBLED(...)                                          \
     do {                                                      \
-        *skip = resync(buf, len);                             \
+        *skip = tw__fix_resync(buf, len);                     \
         if (err)                                              \
             tw__err(err, -EBADMSG, __VA_ARGS__);              \
         return TW_FIX_GARBLED;                                \
     } while (0)
 
-/* Parses the "10=nnn<SOH>" at buf[t..t+7); -1 if it is not one. */
+/* The value of the "10=nnn<SOH>" at buf[t..t+7), or -EBADMSG if it is not
+ * one. */
 static inline int trailer(const char *buf, size_t t)
 {
     const char *p = buf + t;
     if (p[0] != '1' || p[1] != '0' || p[2] != '=' || p[6] != TW_FIX_SOH)
-        return -1;
+        return -EBADMSG;
     unsigned a = (unsigned char)p[3] - '0', b = (unsigned char)p[4] - '0',
              c = (unsigned char)p[5] - '0';
     if (a > 9 || b > 9 || c > 9)
-        return -1;
+        return -EBADMSG;
     return (int)(a * 100 + b * 10 + c);
 }
 
-static inline int frame(const char *buf, size_t len, unsigned flags, size_t *skip,
-                        tw_error *err)
+int tw__fix_frame_head(const char *buf, size_t len, unsigned flags, size_t *skip, tw_error *err,
+                       tw__fix_head *h)
 {
     *skip = 0;
     if (len == 0)
@@ -87,11 +88,26 @@ static inline int frame(const char *buf, size_t len, unsigned flags, size_t *ski
     size_t q = p + 2;
     uint32_t body_len = 0;
     size_t d = q;
-    for (; d < len && d < q + 8; d++) {
-        unsigned c = (unsigned char)buf[d] - '0';
-        if (c > 9)
-            break;
-        body_len = body_len * 10 + c;
+    uint64_t w8;
+    unsigned nk;
+    if (TW_LIKELY(q + 8 <= len) &&
+        (w8 = tw__load64(buf + q),
+         nk = (unsigned)__builtin_ctzll((((w8 + 0x4646464646464646ull) |
+                                          (w8 - 0x3030303030303030ull)) & TW__HIGHS) |
+                                        (1ull << 63)) >> 3,
+         nk != 0 && (unsigned char)(w8 >> (8 * nk)) == TW_FIX_SOH)) {
+        /* 1 to 7 digits and SOH in one load (as a tag is found): the lowest
+         * non-digit byte's flag is exact. */
+        int ok = 1;
+        body_len = (uint32_t)tw__swar_digits(w8, nk, &ok);
+        d = q + nk;
+    } else {
+        for (; d < len && d < q + 8; d++) {
+            unsigned c = (unsigned char)buf[d] - '0';
+            if (c > 9)
+                break;
+            body_len = body_len * 10 + c;
+        }
     }
     if (d == len)
         return TW_FIX_INCOMPLETE;
@@ -104,9 +120,10 @@ static inline int frame(const char *buf, size_t len, unsigned flags, size_t *ski
      * a stream of junk is rejected before its claimed length arrives. */
     static const char mt[] = "35=";
     size_t avail = len - body < 3 ? len - body : 3;
-    for (size_t i = 0; i < avail; i++)
-        if (buf[body + i] != mt[i])
-            GARBLED("MsgType(35) is not the third field");
+    if (TW_UNLIKELY(avail < 3 || buf[body] != '3' || buf[body + 1] != '5' || buf[body + 2] != '='))
+        for (size_t i = 0; i < avail; i++)
+            if (buf[body + i] != mt[i])
+                GARBLED("MsgType(35) is not the third field");
 
     size_t t; /* offset of "10=" */
     if (!(flags & TW_FIX_NO_BODYLEN)) {
@@ -133,13 +150,33 @@ static inline int frame(const char *buf, size_t len, unsigned flags, size_t *ski
         if (trailer(buf, t) < 0)
             GARBLED("CheckSum(10) is not three digits and SOH");
     }
+    h->begin_end = e;
+    h->bodylen_end = d;
+    h->body = body;
+    h->t = t;
+    h->checksum = (unsigned)trailer(buf, t);
+    return 0;
+}
+
+int tw__fix_bad_checksum(const char *buf, size_t len, const tw__fix_head *h, unsigned got,
+                         size_t *skip, tw_error *err)
+{
+    GARBLED("CheckSum(10) is %03u but the bytes sum to %03u", h->checksum, got);
+}
+
+static inline int frame(const char *buf, size_t len, unsigned flags, size_t *skip,
+                        tw_error *err)
+{
+    tw__fix_head h;
+    int rc = tw__fix_frame_head(buf, len, flags, skip, err, &h);
+    if (rc != 0)
+        return rc;
     if (!(flags & TW_FIX_NO_CHECKSUM)) {
-        unsigned want = (unsigned)trailer(buf, t);
-        unsigned got = tw_fix_checksum(buf, t);
-        if (want != got)
-            GARBLED("CheckSum(10) is %03u but the bytes sum to %03u", want, got);
+        unsigned got = tw_fix_checksum(buf, h.t);
+        if (h.checksum != got)
+            return tw__fix_bad_checksum(buf, len, &h, got, skip, err);
     }
-    return (int)(t + 7);
+    return (int)(h.t + 7);
 }
 
 int tw_fix_frame(const char *buf, size_t len, unsigned flags, size_t *skip)

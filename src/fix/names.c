@@ -167,6 +167,46 @@ const char *tw_fix_tag_name(uint32_t tag)
     return lo < TW_ARRAY_SIZE(tags) && tags[lo].tag == tag ? tags[lo].name : NULL;
 }
 
+int tw_fix_tag_is_price(uint32_t tag)
+{
+    /* FIX 4.4 fields of type Price or PriceOffset. */
+    switch (tag) {
+    case 6:    /* AvgPx */
+    case 31:   /* LastPx */
+    case 44:   /* Price */
+    case 99:   /* StopPx */
+    case 132:  /* BidPx */
+    case 133:  /* OfferPx */
+    case 140:  /* PrevClosePx */
+    case 153:  /* AllocAvgPx */
+    case 188:  /* BidSpotRate */
+    case 189:  /* BidForwardPoints */
+    case 190:  /* OfferSpotRate */
+    case 191:  /* OfferForwardPoints */
+    case 194:  /* LastSpotRate */
+    case 195:  /* LastForwardPoints */
+    case 202:  /* StrikePrice */
+    case 218:  /* Spread */
+    case 270:  /* MDEntryPx */
+    case 332:  /* HighPx */
+    case 333:  /* LowPx */
+    case 366:  /* AllocPrice */
+    case 426:  /* DayAvgPx */
+    case 631:  /* MidPx */
+    case 640:  /* Price2 */
+    case 645:  /* MktBidPx */
+    case 646:  /* MktOfferPx */
+    case 669:  /* LastParPx */
+    case 730:  /* SettlPrice */
+    case 734:  /* PriorSettlPrice */
+    case 799:  /* OrderAvgPx */
+    case 860:  /* AvgParPx */
+        return 1;
+    default:
+        return 0;
+    }
+}
+
 /* For tests: the table must stay sorted for the search above. */
 int tw__fix_tag_table_sorted(void);
 int tw__fix_tag_table_sorted(void)

@@ -11,48 +11,30 @@
 static int field_error(const char *msg, size_t start, size_t end, uint32_t idx, tw_error *err)
 {
     if (!err)
-        return -1;
+        return -EBADMSG;
     int flen = (int)(end - start);
     const char *eq = memchr(msg + start, '=', end - start);
     const char *why = !eq ? "has no '='"
                       : eq == msg + start ? "has an empty tag"
                       : eq == msg + end - 1 ? "has an empty value"
                       : "has a tag that is not a number of 1 to 7 digits without leading zero";
-    return tw__err(err, -1, "field %u at byte %zu ('%.*s') %s", idx + 1, start,
+    return tw__err(err, -EBADMSG, "field %u at byte %zu ('%.*s') %s", idx + 1, start,
                    flen > 40 ? 40 : flen, msg + start, why);
 }
 
-/* One field [start, end) with its first eight bytes in w.  Returns 0 and
- * fills *f, or -1 if the field is malformed. */
+/* One field [start, end) with its first eight bytes in w.  Fills *f and
+ * returns 0, or -EBADMSG if the field is malformed. */
 static inline __attribute__((always_inline)) int field(const char *msg, size_t start, size_t end,
                                                        uint64_t w, tw_fix_field *f)
 {
     size_t flen = end - start;
-    /* The lowest non-digit byte of w ends the tag and must be '='.  Bytes
-     * below it are digits, so no carry or borrow reaches it and its flag
-     * is exact (flags above it may be noise; they are not used).  The top
-     * bit caps the tag at seven digits. */
-    uint64_t nd = ((w + 0x4646464646464646ull) | (w - 0x3030303030303030ull)) & TW__HIGHS;
-    unsigned k = (unsigned)__builtin_ctzll(nd | (1ull << 63)) >> 3; /* 0..7 */
-    /* First byte '1'..'9' (so k >= 1 and no leading zero), '=' after the
-     * digits, and a value of at least one byte: one branch for all. */
-    int ok = ((unsigned)(w & 0xFF) - '1' < 9u) & ((unsigned char)(w >> (8 * k)) == '=') &
-             (k + 1 < flen);
+    unsigned k;
     uint32_t tag;
-    if (TW_LIKELY(k <= 4)) {
-        /* Up to four digits (nearly every tag): two multiply steps on 32
-         * bits, the digits shifted to the top so that missing leading
-         * digits read as zeros. */
-        uint32_t x = ((uint32_t)w & 0x0F0F0F0Fu) << ((32 - 8 * k) & 31);
-        x = (x * 10 + (x >> 8)) & 0x00FF00FFu;
-        tag = (x * 100 + (x >> 16)) & 0xFFFFu;
-    } else {
-        tag = (uint32_t)tw__swar_digits(w, k, &ok);
-    }
+    int ok = tw__fix_tag(w, flen, &k, &tag);
     f->tag = tag;
     f->len = (uint32_t)(flen - k - 1);
     f->val = msg + start + k + 1;
-    return ok ? 0 : -1;
+    return ok ? 0 : -EBADMSG;
 }
 
 static inline int parse(const char *msg, size_t len, tw_fix_msg *m, tw_error *err)
@@ -63,9 +45,11 @@ static inline int parse(const char *msg, size_t len, tw_fix_msg *m, tw_error *er
     m->count = 0;
     m->msg_type = NULL;
     m->msg_type_len = 0;
+    /* acquire: pairs with the release store in soh.c's choose_isa() */
+    tw__fix_mask_fn soh_mask = __atomic_load_n(&tw__fix_soh_mask, __ATOMIC_ACQUIRE);
     for (size_t base = 0; base < len; base += 64) {
         size_t n = len - base < 64 ? len - base : 64;
-        uint64_t mask = tw__fix_soh_mask(msg + base, n);
+        uint64_t mask = soh_mask(msg + base, n);
         if (TW_LIKELY(base + 64 + 8 <= len && cap - count >= 64)) {
             /* Every field that starts in this block has eight readable
              * bytes and room in the array (a block holds at most 64
@@ -106,8 +90,8 @@ static inline int parse(const char *msg, size_t len, tw_fix_msg *m, tw_error *er
     m->count = count;
     if (start != len) {
         if (err)
-            tw__err(err, -1, "%zu bytes after the last SOH", len - start);
-        return -1;
+            tw__err(err, -EBADMSG, "%zu bytes after the last SOH", len - start);
+        return -EBADMSG;
     }
     /* MsgType is the third field of a framed message; anywhere else is
      * accepted for callers that parse unframed fragments. */
@@ -117,8 +101,8 @@ static inline int parse(const char *msg, size_t len, tw_fix_msg *m, tw_error *er
             ;
     if (i >= count) {
         if (err)
-            tw__err(err, -1, "no MsgType(35)");
-        return -1;
+            tw__err(err, -EBADMSG, "no MsgType(35)");
+        return -EBADMSG;
     }
     m->msg_type = f[i].val;
     m->msg_type_len = f[i].len;
@@ -157,7 +141,7 @@ int tw_fix_find(const tw_fix_msg *m, uint32_t tag, uint32_t from)
     for (uint32_t i = from; i < m->count; i++)
         if (m->fields[i].tag == tag)
             return (int)i;
-    return -1;
+    return -ENOENT;
 }
 
 /* ---- repeating groups ---------------------------------------------------- */
@@ -183,13 +167,13 @@ int tw_fix_group_begin(tw_fix_group_iter *it, const tw_fix_msg *m,
         return 0;
     int64_t n;
     if (tw_fix_to_i64(m->fields[i].val, m->fields[i].len, &n) != 0 || n < 0)
-        return -1;
+        return -EBADMSG;
     /* An entry holds at least one field, so a count above the fields left
      * is a lie that the iteration would find anyway; refuse it early. */
     if (n > (int64_t)(m->count - (uint32_t)i - 1))
-        return -1;
+        return -EBADMSG;
     if (n > 0 && m->fields[i + 1].tag != def->delim_tag)
-        return -1;
+        return -EBADMSG;
     it->count = (uint32_t)n;
     it->pos = (uint32_t)i + 1;
     return (int)n;
@@ -202,7 +186,7 @@ int tw_fix_group_next(tw_fix_group_iter *it, uint32_t *first, uint32_t *n)
     const tw_fix_msg *m = it->m;
     uint32_t p = it->pos;
     if (p >= m->count || m->fields[p].tag != it->def->delim_tag)
-        return -1;
+        return -EBADMSG;
     uint32_t j = p + 1;
     while (j < m->count && m->fields[j].tag != it->def->delim_tag &&
            is_member(it->def, m->fields[j].tag))

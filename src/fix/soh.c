@@ -3,6 +3,8 @@
  * variant reads only inside [p, p + n): tails are finished with masked
  * loads (AVX-512) or a copy into a stack block, never with a wide load
  * that could cross into an unmapped page. */
+#include <pthread.h>
+
 #include "fix_internal.h"
 
 #if defined(__x86_64__)
@@ -34,7 +36,47 @@ static uint64_t mask_scalar(const char *p, size_t n)
     return m;
 }
 
+/* Classification for the one-pass decoder: for each 64 bytes of p[0..n),
+ * the bitmasks of SOH, '=', digits and '0' (bits past n clear), and the
+ * byte sum, in one pass.  Each variant reads only [p, p + n): a last
+ * partial block is loaded so that it ends at p + n (overlapping the block
+ * before it) when n >= 64, or copied into a zeroed stack block when n < 64
+ * (a zero byte is none of the four). */
+static uint32_t classify_scalar(const char *p, size_t n, tw__fix_blk *blk)
+{
+    uint32_t sum = 0;
+    for (size_t i = 0; i < n; i += 64) {
+        size_t r = n - i < 64 ? n - i : 64;
+        tw__fix_blk b = { 0, 0, 0, 0 };
+        for (size_t j = 0; j < r; j++) {
+            unsigned char c = (unsigned char)p[i + j];
+            b.soh |= (uint64_t)(c == TW_FIX_SOH) << j;
+            b.eq |= (uint64_t)(c == '=') << j;
+            b.digit |= (uint64_t)((unsigned)(c - '0') < 10u) << j;
+            b.zero |= (uint64_t)(c == '0') << j;
+            sum += c;
+        }
+        blk[i / 64] = b;
+    }
+    return sum;
+}
+
 #ifdef TW_FIX_X86
+
+/* Byte j of win + r is 0xFF iff j >= 64 - r: the last r bytes of a block
+ * loaded at p + n - 64. */
+static const unsigned char tail_win[128] __attribute__((aligned(64))) = {
+    [64] = 0xFF, [65] = 0xFF, [66] = 0xFF, [67] = 0xFF, [68] = 0xFF, [69] = 0xFF, [70] = 0xFF,
+    [71] = 0xFF, [72] = 0xFF, [73] = 0xFF, [74] = 0xFF, [75] = 0xFF, [76] = 0xFF, [77] = 0xFF,
+    [78] = 0xFF, [79] = 0xFF, [80] = 0xFF, [81] = 0xFF, [82] = 0xFF, [83] = 0xFF, [84] = 0xFF,
+    [85] = 0xFF, [86] = 0xFF, [87] = 0xFF, [88] = 0xFF, [89] = 0xFF, [90] = 0xFF, [91] = 0xFF,
+    [92] = 0xFF, [93] = 0xFF, [94] = 0xFF, [95] = 0xFF, [96] = 0xFF, [97] = 0xFF, [98] = 0xFF,
+    [99] = 0xFF, [100] = 0xFF, [101] = 0xFF, [102] = 0xFF, [103] = 0xFF, [104] = 0xFF,
+    [105] = 0xFF, [106] = 0xFF, [107] = 0xFF, [108] = 0xFF, [109] = 0xFF, [110] = 0xFF,
+    [111] = 0xFF, [112] = 0xFF, [113] = 0xFF, [114] = 0xFF, [115] = 0xFF, [116] = 0xFF,
+    [117] = 0xFF, [118] = 0xFF, [119] = 0xFF, [120] = 0xFF, [121] = 0xFF, [122] = 0xFF,
+    [123] = 0xFF, [124] = 0xFF, [125] = 0xFF, [126] = 0xFF, [127] = 0xFF,
+};
 
 /* ---- SSE2 (baseline on x86-64) ----------------------------------------- */
 
@@ -68,6 +110,51 @@ __attribute__((target("sse2"))) static uint64_t mask_sse2(const char *p, size_t 
     return m;
 }
 
+/* The four masks of the 64 bytes at q (shifted right by `shift`, for a
+ * block loaded to end at the message's end) and their sum, counting only
+ * the bytes where keep (64 bytes) is 0xFF when keep is not NULL. */
+__attribute__((target("sse2"))) static inline void block_sse2(const char *q, const unsigned char *keep,
+                                                             unsigned shift, tw__fix_blk *out,
+                                                             __m128i *acc)
+{
+    const __m128i soh = _mm_set1_epi8(TW_FIX_SOH), eq = _mm_set1_epi8('='),
+                  zc = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9), zero = _mm_setzero_si128();
+    uint64_t ms = 0, me = 0, md = 0, mz = 0;
+    for (int k = 0; k < 4; k++) {
+        __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(q + 16 * k));
+        __m128i d = _mm_sub_epi8(v, zc);
+        ms |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, soh)) << (16 * k);
+        me |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, eq)) << (16 * k);
+        mz |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zc)) << (16 * k);
+        md |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, nine), d))
+              << (16 * k);
+        if (keep)
+            v = _mm_and_si128(v, _mm_loadu_si128((const __m128i *)(const void *)(keep + 16 * k)));
+        *acc = _mm_add_epi64(*acc, _mm_sad_epu8(v, zero));
+    }
+    *out = (tw__fix_blk){ ms >> shift, me >> shift, md >> shift, mz >> shift };
+}
+
+__attribute__((target("sse2"))) static uint32_t classify_sse2(const char *p, size_t n, tw__fix_blk *blk)
+{
+    __m128i acc = _mm_setzero_si128();
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        block_sse2(p + i, NULL, 0, &blk[i / 64], &acc);
+    if (i < n) {
+        size_t r = n - i;
+        if (n >= 64) {
+            block_sse2(p + n - 64, tail_win + r, (unsigned)(64 - r), &blk[i / 64], &acc);
+        } else {
+            char tmp[64] __attribute__((aligned(16)));
+            memset(tmp, 0, sizeof(tmp));
+            memcpy(tmp, p + i, r);
+            block_sse2(tmp, NULL, 0, &blk[i / 64], &acc);
+        }
+    }
+    return (uint32_t)_mm_cvtsi128_si64(acc) + (uint32_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
+}
+
 /* ---- AVX2 -------------------------------------------------------------- */
 
 __attribute__((target("avx2"))) static size_t find_avx2(const char *p, size_t n)
@@ -99,6 +186,53 @@ __attribute__((target("avx2"))) static uint64_t mask_avx2(const char *p, size_t 
     return lo | hi << 32;
 }
 
+
+__attribute__((target("avx2"))) static inline void block_avx2(const char *q, const unsigned char *keep,
+                                                             unsigned shift, tw__fix_blk *out,
+                                                             __m256i *acc)
+{
+    const __m256i soh = _mm256_set1_epi8(TW_FIX_SOH), eq = _mm256_set1_epi8('='),
+                  zc = _mm256_set1_epi8('0'), nine = _mm256_set1_epi8(9),
+                  zero = _mm256_setzero_si256();
+    __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)q);
+    __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(q + 32));
+    __m256i da = _mm256_sub_epi8(a, zc), db = _mm256_sub_epi8(b, zc);
+#define M2(x, y) ((uint64_t)(uint32_t)_mm256_movemask_epi8(x) | (uint64_t)(uint32_t)_mm256_movemask_epi8(y) << 32)
+    uint64_t ms = M2(_mm256_cmpeq_epi8(a, soh), _mm256_cmpeq_epi8(b, soh));
+    uint64_t me = M2(_mm256_cmpeq_epi8(a, eq), _mm256_cmpeq_epi8(b, eq));
+    uint64_t mz = M2(_mm256_cmpeq_epi8(a, zc), _mm256_cmpeq_epi8(b, zc));
+    uint64_t md = M2(_mm256_cmpeq_epi8(_mm256_min_epu8(da, nine), da),
+                     _mm256_cmpeq_epi8(_mm256_min_epu8(db, nine), db));
+#undef M2
+    if (keep) {
+        a = _mm256_and_si256(a, _mm256_loadu_si256((const __m256i *)(const void *)keep));
+        b = _mm256_and_si256(b, _mm256_loadu_si256((const __m256i *)(const void *)(keep + 32)));
+    }
+    *acc = _mm256_add_epi64(*acc, _mm256_add_epi64(_mm256_sad_epu8(a, zero), _mm256_sad_epu8(b, zero)));
+    *out = (tw__fix_blk){ ms >> shift, me >> shift, md >> shift, mz >> shift };
+}
+
+__attribute__((target("avx2"))) static uint32_t classify_avx2(const char *p, size_t n, tw__fix_blk *blk)
+{
+    __m256i acc = _mm256_setzero_si256();
+    size_t i = 0;
+    for (; i + 64 <= n; i += 64)
+        block_avx2(p + i, NULL, 0, &blk[i / 64], &acc);
+    if (i < n) {
+        size_t r = n - i;
+        if (n >= 64) {
+            block_avx2(p + n - 64, tail_win + r, (unsigned)(64 - r), &blk[i / 64], &acc);
+        } else {
+            char tmp[64] __attribute__((aligned(32)));
+            memset(tmp, 0, sizeof(tmp));
+            memcpy(tmp, p + i, r);
+            block_avx2(tmp, NULL, 0, &blk[i / 64], &acc);
+        }
+    }
+    __m128i s = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    return (uint32_t)_mm_cvtsi128_si64(s) + (uint32_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s));
+}
+
 /* ---- AVX-512BW --------------------------------------------------------- */
 
 /* Masked loads suppress faults on the masked-off bytes, so the tail needs
@@ -123,6 +257,26 @@ __attribute__((target("avx512f,avx512bw"))) static size_t find_avx512(const char
     return n;
 }
 
+/* Masked loads: the tail needs neither a copy nor an overlapping load. */
+__attribute__((target("avx512f,avx512bw"))) static uint32_t classify_avx512(const char *p, size_t n,
+                                                                           tw__fix_blk *blk)
+{
+    const __m512i soh = _mm512_set1_epi8(TW_FIX_SOH), eq = _mm512_set1_epi8('='),
+                  zc = _mm512_set1_epi8('0'), ten = _mm512_set1_epi8(10),
+                  zero = _mm512_setzero_si512();
+    __m512i acc = _mm512_setzero_si512();
+    for (size_t i = 0; i < n; i += 64) {
+        __mmask64 k = _cvtu64_mask64(n - i >= 64 ? ~0ull : ~0ull >> (64 - (n - i)));
+        __m512i v = _mm512_maskz_loadu_epi8(k, (const void *)(p + i));
+        blk[i / 64] = (tw__fix_blk){
+            _mm512_mask_cmpeq_epi8_mask(k, v, soh), _mm512_mask_cmpeq_epi8_mask(k, v, eq),
+            _mm512_mask_cmplt_epu8_mask(k, _mm512_sub_epi8(v, zc), ten),
+            _mm512_mask_cmpeq_epi8_mask(k, v, zc) };
+        acc = _mm512_add_epi64(acc, _mm512_sad_epu8(v, zero));
+    }
+    return (uint32_t)_mm512_reduce_add_epi64(acc);
+}
+
 __attribute__((target("avx512f,avx512bw"))) static uint64_t mask_avx512(const char *p, size_t n)
 {
     const __m512i soh = _mm512_set1_epi8(TW_FIX_SOH);
@@ -139,138 +293,163 @@ __attribute__((target("avx512f,avx512bw"))) static uint64_t mask_avx512(const ch
 
 /* ---- dispatch ---------------------------------------------------------- */
 
-int tw_fix_isa_supported(tw_fix_isa isa)
+/* The ISA AUTO resolves to: the best the CPU has, capped by TW_FIX_ISA
+ * (scalar, sse2, avx2, avx512) so that the slower variants can be
+ * benchmarked and tested on a machine that has the faster ones.  An
+ * explicit ISA the CPU lacks runs as scalar. */
+static tw_isa resolve(tw_isa isa)
 {
-    switch (isa) {
-    case TW_FIX_ISA_AUTO:
-    case TW_FIX_ISA_SCALAR:
-        return 1;
-#ifdef TW_FIX_X86
-    case TW_FIX_ISA_SSE2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("sse2");
-    case TW_FIX_ISA_AVX2:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx2");
-    case TW_FIX_ISA_AVX512:
-        __builtin_cpu_init();
-        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw");
-#endif
-    default:
-        return 0;
-    }
-}
-
-static tw_fix_isa resolve(tw_fix_isa isa)
-{
-    if (isa != TW_FIX_ISA_AUTO)
-        return tw_fix_isa_supported(isa) ? isa : TW_FIX_ISA_SCALAR;
-    /* TW_FIX_ISA (scalar, sse2, avx2, avx512) caps the choice, so the
-     * slower variants can be benchmarked and tested on a machine that has
-     * the faster ones. */
-    const char *cap = getenv("TW_FIX_ISA");
-    static const tw_fix_isa order[] = { TW_FIX_ISA_AVX512, TW_FIX_ISA_AVX2, TW_FIX_ISA_SSE2 };
+    if (isa != TW_ISA_AUTO)
+        return tw_cpu_has(isa) ? isa : TW_ISA_SCALAR;
+    tw_isa cap = TW_ISA_AUTO;
+    const char *env = getenv("TW_FIX_ISA");
+    if (env && *env && tw_isa_parse(env, &cap) != 0)
+        cap = TW_ISA_SCALAR; /* a name we do not know: the safe choice */
+    static const tw_isa order[] = { TW_ISA_AVX512, TW_ISA_AVX2, TW_ISA_SSE2 };
     for (size_t i = 0; i < TW_ARRAY_SIZE(order); i++) {
-        if (cap && *cap && strcmp(cap, tw_fix_isa_name(order[i])) != 0)
+        if (cap != TW_ISA_AUTO && cap != order[i])
             continue;
-        if (tw_fix_isa_supported(order[i]))
+        if (tw_cpu_has(order[i]))
             return order[i];
-        if (cap && *cap)
+        if (cap != TW_ISA_AUTO)
             break;
     }
-    return TW_FIX_ISA_SCALAR;
-}
-
-const char *tw_fix_isa_name(tw_fix_isa isa)
-{
-    switch (isa) {
-    case TW_FIX_ISA_SCALAR: return "scalar";
-    case TW_FIX_ISA_SSE2: return "sse2";
-    case TW_FIX_ISA_AVX2: return "avx2";
-    case TW_FIX_ISA_AVX512: return "avx512";
-    default: return "auto";
-    }
+    return TW_ISA_SCALAR;
 }
 
 typedef size_t (*find_fn)(const char *, size_t);
 
-static find_fn find_for(tw_fix_isa isa)
+static find_fn find_for(tw_isa isa)
 {
     switch (isa) {
 #ifdef TW_FIX_X86
-    case TW_FIX_ISA_SSE2: return find_sse2;
-    case TW_FIX_ISA_AVX2: return find_avx2;
-    case TW_FIX_ISA_AVX512: return find_avx512;
+    case TW_ISA_SSE2: return find_sse2;
+    case TW_ISA_AVX2: return find_avx2;
+    case TW_ISA_AVX512: return find_avx512;
 #endif
     default: return find_scalar;
     }
 }
 
-static tw__fix_mask_fn mask_for(tw_fix_isa isa)
+static tw__fix_mask_fn mask_for(tw_isa isa)
 {
     switch (isa) {
 #ifdef TW_FIX_X86
-    case TW_FIX_ISA_SSE2: return mask_sse2;
-    case TW_FIX_ISA_AVX2: return mask_avx2;
-    case TW_FIX_ISA_AVX512: return mask_avx512;
+    case TW_ISA_SSE2: return mask_sse2;
+    case TW_ISA_AVX2: return mask_avx2;
+    case TW_ISA_AVX512: return mask_avx512;
 #endif
     default: return mask_scalar;
     }
 }
 
-static tw_fix_isa active_isa;
+/* The choice, made once per process.  choose_isa() runs under
+ * pthread_once, from the constructor below (before main(), so the hot path
+ * finds everything set) or from the first call that finds it unset (a
+ * call from another library's constructor).  The pointers are published
+ * with release stores; the hot path reads them with acquire loads, which
+ * cost nothing on x86. */
+static tw__fix_classify_fn classify_for(tw_isa isa)
+{
+    switch (isa) {
+#ifdef TW_FIX_X86
+    case TW_ISA_SSE2: return classify_sse2;
+    case TW_ISA_AVX2: return classify_avx2;
+    case TW_ISA_AVX512: return classify_avx512;
+#endif
+    default: return classify_scalar;
+    }
+}
+
+tw__fix_classify_fn tw__fix_classify_isa(tw_isa isa)
+{
+    return classify_for(resolve(isa));
+}
+
+static tw_isa active_isa;
 int tw__fix_fast_parse;
 static int use_avx512_sum; /* CheckSum with 64-byte vpsadbw */
 static find_fn active_find;
+static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static uint64_t mask_first(const char *p, size_t n);
 tw__fix_mask_fn tw__fix_soh_mask = mask_first;
+static uint32_t classify_first(const char *p, size_t n, tw__fix_blk *blk);
+tw__fix_classify_fn tw__fix_classify = classify_first;
 
-/* Chosen before main() runs so that the hot path reads two plain function
- * pointers; the lazy path below covers a call from another constructor.
- * Both write the same values, so a race between them is benign. */
-__attribute__((constructor)) static void choose_isa(void)
+static void choose_isa(void)
 {
-    tw_fix_isa isa = resolve(TW_FIX_ISA_AUTO);
+    tw_isa isa = resolve(TW_ISA_AUTO);
 #ifdef TW_FIX_X86
     /* The block-at-a-time parser needs VBMI/VBMI2 on top of AVX-512BW. */
-    tw__fix_fast_parse = isa == TW_FIX_ISA_AVX512 && __builtin_cpu_supports("avx512vbmi") &&
+    tw__fix_fast_parse = isa == TW_ISA_AVX512 && __builtin_cpu_supports("avx512vbmi") &&
                          __builtin_cpu_supports("avx512vbmi2") && __builtin_cpu_supports("bmi") &&
                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
 #endif
-    use_avx512_sum = isa == TW_FIX_ISA_AVX512;
-    active_find = find_for(isa);
-    tw__fix_soh_mask = mask_for(isa);
+    use_avx512_sum = isa == TW_ISA_AVX512;
     active_isa = isa;
+    /* release: pairs with the acquire loads in tw_fix_find_soh(),
+     * mask_first() and the parser's load of tw__fix_soh_mask (the flags
+     * above are plain ints written before it: a reader that still sees the
+     * old pointer takes the lazy path, which waits in pthread_once). */
+    __atomic_store_n(&tw__fix_soh_mask, mask_for(isa), __ATOMIC_RELEASE);
+    __atomic_store_n(&tw__fix_classify, classify_for(isa), __ATOMIC_RELEASE);
+    __atomic_store_n(&active_find, find_for(isa), __ATOMIC_RELEASE);
+}
+
+void tw__fix_isa_init(void)
+{
+    pthread_once(&isa_once, choose_isa);
+}
+
+__attribute__((constructor)) static void choose_isa_at_start(void)
+{
+    tw__fix_isa_init();
 }
 
 static uint64_t mask_first(const char *p, size_t n)
 {
-    choose_isa();
-    return tw__fix_soh_mask(p, n);
+    tw__fix_isa_init();
+    /* acquire: pairs with the release store in choose_isa() */
+    return __atomic_load_n(&tw__fix_soh_mask, __ATOMIC_ACQUIRE)(p, n);
 }
 
-tw_fix_isa tw_fix_isa_active(void)
+static uint32_t classify_first(const char *p, size_t n, tw__fix_blk *blk)
 {
-    if (!active_find)
-        choose_isa();
+    tw__fix_isa_init();
+    /* acquire: pairs with the release store in choose_isa() */
+    return __atomic_load_n(&tw__fix_classify, __ATOMIC_ACQUIRE)(p, n, blk);
+}
+
+tw_isa tw_fix_isa_active(void)
+{
+    tw__fix_isa_init();
     return active_isa;
 }
 
 size_t tw_fix_find_soh(const char *p, size_t n)
 {
-    if (TW_UNLIKELY(!active_find))
-        choose_isa();
-    return active_find(p, n);
+    /* acquire: pairs with the release store in choose_isa() */
+    find_fn f = __atomic_load_n(&active_find, __ATOMIC_ACQUIRE);
+    if (TW_UNLIKELY(!f)) {
+        tw__fix_isa_init();
+        f = __atomic_load_n(&active_find, __ATOMIC_ACQUIRE);
+    }
+    return f(p, n);
 }
 
-size_t tw_fix_find_soh_isa(tw_fix_isa isa, const char *p, size_t n)
+size_t tw_fix_find_soh_isa(tw_isa isa, const char *p, size_t n)
 {
     return find_for(resolve(isa))(p, n);
 }
 
-uint64_t tw__fix_soh_mask_isa(tw_fix_isa isa, const char *p, size_t n)
+uint64_t tw__fix_soh_mask_isa(tw_isa isa, const char *p, size_t n)
 {
     return mask_for(resolve(isa))(p, n);
+}
+
+tw_isa tw__fix_resolve_isa(tw_isa isa)
+{
+    return resolve(isa);
 }
 
 /* ---- CheckSum ------------------------------------------------------------ */
@@ -297,7 +476,9 @@ unsigned tw_fix_checksum(const char *buf, size_t n)
     uint64_t sum = 0;
     size_t i = 0;
 #ifdef TW_FIX_X86
-    if (use_avx512_sum)
+    /* relaxed: a flag set once in choose_isa() before the release stores;
+     * a caller that still reads 0 just sums with SSE2, which is correct. */
+    if (__atomic_load_n(&use_avx512_sum, __ATOMIC_RELAXED))
         return checksum_avx512(buf, n);
     /* psadbw against zero adds 8 bytes into each 64-bit lane; SSE2 is part
      * of x86-64, so no dispatch is needed. */

@@ -3,7 +3,14 @@
 #include <errno.h>
 #include <string.h>
 
+#include "tickwire/decimal.h"
+#include "tickwire/fix.h"
 #include "tickwire/fix_build.h"
+
+void tw__fix_copy_long(char *dst, const char *src, size_t n)
+{
+    memcpy(dst, src, n);
+}
 
 static const char digit_pairs[201] =
     "00010203040506070809101112131415161718192021222324252627282930313233343536373839"
@@ -28,8 +35,33 @@ static inline size_t count_digits(uint64_t v)
     }
 }
 
+static const uint32_t pow10_u32[10] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                         100000000, 1000000000 };
+
 size_t tw_fix_fmt_u64(char *out, uint64_t v)
 {
+    if (TW_LIKELY(v < 100000000)) {
+        /* Up to eight digits (sequence numbers, quantities, lengths): all
+         * eight written as four pairs into one word, then shifted down past
+         * the leading zeros and stored at once (out has room for 20). */
+        unsigned bits = 64 - (unsigned)__builtin_clzll(v | 1);
+        unsigned n = (bits * 1233) >> 12; /* floor(log10(2^bits)) */
+        n += v >= pow10_u32[n];           /* now the number of digits */
+        n += n == 0;
+        uint32_t hi = (uint32_t)v / 10000, lo = (uint32_t)v % 10000;
+        char b[8];
+        memcpy(b, digit_pairs + 2 * (hi / 100), 2);
+        memcpy(b + 2, digit_pairs + 2 * (hi % 100), 2);
+        memcpy(b + 4, digit_pairs + 2 * (lo / 100), 2);
+        memcpy(b + 6, digit_pairs + 2 * (lo % 100), 2);
+        uint64_t x;
+        memcpy(&x, b, 8);
+        x >>= 8 * (8 - n) & 63;
+        if (n == 8)
+            memcpy(&x, b, 8);
+        memcpy(out, &x, 8);
+        return n;
+    }
     size_t n = count_digits(v);
     char *p = out + n;
     /* Two digits per division halves the divides; written backwards into
@@ -107,10 +139,10 @@ static size_t fmt_frac(char *out, int64_t epoch_ns, unsigned digits)
         ns += 1000000000;
     unsigned frac = (unsigned)ns;
     out[0] = '.';
-    /* Three digits at a time: ms, then us, then ns. */
-    unsigned groups[3] = { frac / 1000000, frac / 1000 % 1000, frac % 1000 };
-    for (unsigned g = 0; g < digits / 3; g++) {
-        unsigned v = groups[g];
+    /* Three digits at a time: ms, then us, then ns, each only if wanted. */
+    unsigned div = 1000000;
+    for (unsigned g = 0; g < digits / 3; g++, div /= 1000) {
+        unsigned v = frac / div % 1000;
         char *o = out + 1 + 3 * g;
         o[0] = (char)('0' + v / 100);
         o[1] = digit_pairs[2 * (v % 100)];
@@ -146,7 +178,7 @@ static int append(char *dst, uint32_t *len, size_t cap, const char *tag, const c
 {
     size_t tl = strlen(tag), vl = strlen(v);
     if (*len + tl + vl + 1 > cap)
-        return -1;
+        return -ENOBUFS;
     memcpy(dst + *len, tag, tl);
     memcpy(dst + *len + tl, v, vl);
     *len += (uint32_t)(tl + vl);
@@ -195,10 +227,9 @@ static inline int room(tw_fix_wbuf *w, size_t n)
     return 1;
 }
 
-/* Writes "tag=" + v[0..len) + SOH if it fits exactly (room checks are
- * exact so that a buffer sized to the message is enough). */
-/* "tag=" for the tags messages are made of (< 1000) without a general
- * integer conversion; returns its length. */
+/* "tag=" for a tag only known at run time (the inline path folds constant
+ * tags with tw__fix_tag_text); returns its length.  Pairs of digits from
+ * the table rather than divisions by 10. */
 static inline size_t fmt_tag(char *t, uint32_t tag)
 {
     if (tag < 10) {
@@ -207,15 +238,13 @@ static inline size_t fmt_tag(char *t, uint32_t tag)
         return 2;
     }
     if (tag < 100) {
-        t[0] = digit_pairs[2 * tag];
-        t[1] = digit_pairs[2 * tag + 1];
+        memcpy(t, digit_pairs + 2 * tag, 2);
         t[2] = '=';
         return 3;
     }
     if (tag < 1000) {
         t[0] = (char)('0' + tag / 100);
-        t[1] = digit_pairs[2 * (tag % 100)];
-        t[2] = digit_pairs[2 * (tag % 100) + 1];
+        memcpy(t + 1, digit_pairs + 2 * (tag % 100), 2);
         t[3] = '=';
         return 4;
     }
@@ -227,12 +256,12 @@ static inline size_t fmt_tag(char *t, uint32_t tag)
 /* Writes "tag=" + v[0..len) + SOH if it fits exactly (room checks are
  * exact so that a buffer sized to the message is enough).  The common case,
  * with room to spare for the longest tag, writes the tag in place. */
-static inline void put_field(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len)
+void tw__fix_put_field(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len)
 {
     if (TW_LIKELY(!w->overflow && w->cap - w->pos >= len + 12)) {
         char *p = w->buf + w->pos;
         size_t tl = fmt_tag(p, tag);
-        memcpy(p + tl, v, len);
+        tw__fix_copy(p + tl, v, len);
         p[tl + len] = '\x01';
         w->pos += tl + len + 1;
         return;
@@ -264,7 +293,7 @@ void tw_fix_build_begin_raw(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_
     }
     tw_fix_put_cstr(w, 35, msg_type);
     if (room(w, t->comp_len)) {
-        memcpy(w->buf + w->pos, t->comp, t->comp_len);
+        tw__fix_copy(w->buf + w->pos, t->comp, t->comp_len);
         w->pos += t->comp_len;
     }
 }
@@ -277,25 +306,10 @@ void tw_fix_build_begin(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_t ca
     tw_fix_put_ts(w, 52, sending_time_ns, t->ts_digits);
 }
 
-void tw_fix_put_str(tw_fix_wbuf *w, uint32_t tag, const char *v, size_t len)
-{
-    put_field(w, tag, v, len);
-}
-
-void tw_fix_put_cstr(tw_fix_wbuf *w, uint32_t tag, const char *v)
-{
-    put_field(w, tag, v, strlen(v));
-}
-
-void tw_fix_put_char(tw_fix_wbuf *w, uint32_t tag, char c)
-{
-    put_field(w, tag, &c, 1);
-}
-
 void tw_fix_put_u64(tw_fix_wbuf *w, uint32_t tag, uint64_t v)
 {
     char d[20];
-    put_field(w, tag, d, tw_fix_fmt_u64(d, v));
+    tw__fix_put_field(w, tag, d, tw_fix_fmt_u64(d, v));
 }
 
 void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v)
@@ -308,7 +322,7 @@ void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v)
         u = 0 - u; /* well defined for INT64_MIN too */
     }
     n += tw_fix_fmt_u64(d + n, u);
-    put_field(w, tag, d, n);
+    tw__fix_put_field(w, tag, d, n);
 }
 
 void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned decimals)
@@ -331,13 +345,40 @@ void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned d
     if (decimals > 0) {
         uint64_t frac = u % scale;
         d[n++] = '.';
-        for (unsigned k = decimals; k > 0; k--) {
-            d[n + k - 1] = (char)('0' + frac % 10);
-            frac /= 10;
+        /* Right to left, two digits per step, zeros kept to `decimals`. */
+        unsigned k = decimals;
+        for (; k >= 2; k -= 2) {
+            put2(d + n + k - 2, (unsigned)(frac % 100));
+            frac /= 100;
         }
+        if (k)
+            d[n] = (char)('0' + frac % 10);
         n += decimals;
     }
-    put_field(w, tag, d, n);
+    tw__fix_put_field(w, tag, d, n);
+}
+
+void tw_fix_put_f64(tw_fix_wbuf *w, uint32_t tag, double x)
+{
+    if (TW_UNLIKELY(x - x != 0)) { /* NaN or an infinity */
+        w->overflow = 1;
+        return;
+    }
+    /* The digits go straight into the message (tw_decimal_put is the
+     * bounded writer for builders); "tag=" first, SOH after. */
+    char t[16];
+    size_t tl = fmt_tag(t, tag);
+    if (!room(w, tl + 2))
+        return;
+    size_t left = w->cap - w->pos - tl - 1;
+    int n = tw_decimal_put(x, w->buf + w->pos + tl, left);
+    if (n < 0) {
+        w->overflow = 1;
+        return;
+    }
+    memcpy(w->buf + w->pos, t, tl);
+    w->buf[w->pos + tl + (size_t)n] = '\x01';
+    w->pos += tl + (size_t)n + 1;
 }
 
 void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits)
@@ -353,7 +394,7 @@ void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digi
     char d[28];
     memcpy(d, t->cached_ts, 17);
     size_t n = 17 + fmt_frac(d + 17, epoch_ns, digits);
-    put_field(w, tag, d, n);
+    tw__fix_put_field(w, tag, d, n);
 }
 
 void tw_fix_put_raw(tw_fix_wbuf *w, const char *fields, size_t len)
@@ -362,29 +403,6 @@ void tw_fix_put_raw(tw_fix_wbuf *w, const char *fields, size_t len)
         return;
     memcpy(w->buf + w->pos, fields, len);
     w->pos += len;
-}
-
-/* Sum of n bytes, eight at a time: bytes are spread into 16-bit lanes and
- * added lane-wise (a lane cannot overflow: 255 * 2 per word, and the
- * accumulator is folded every 128 words). */
-static unsigned byte_sum(const char *p, size_t n)
-{
-    const uint64_t lo = 0x00FF00FF00FF00FFull;
-    uint64_t total = 0;
-    while (n >= 8) {
-        uint64_t acc = 0;
-        for (int k = 0; k < 128 && n >= 8; k++, p += 8, n -= 8) {
-            uint64_t x;
-            memcpy(&x, p, 8);
-            acc += (x & lo) + ((x >> 8) & lo);
-        }
-        /* Fold four 16-bit lanes. */
-        acc = (acc & 0x0000FFFF0000FFFFull) + ((acc >> 16) & 0x0000FFFF0000FFFFull);
-        total += (acc & 0xFFFFFFFFull) + (acc >> 32);
-    }
-    while (n--)
-        total += (unsigned char)*p++;
-    return (unsigned)total;
 }
 
 int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len)
@@ -399,7 +417,7 @@ int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len)
     size_t nd = tw_fix_fmt_u64(num, body_len);
     size_t start = w->body_off - (w->t->begin_len + 2 + nd + 1);
     char *p = w->buf + start;
-    memcpy(p, w->t->begin, w->t->begin_len);
+    tw__fix_copy(p, w->t->begin, w->t->begin_len);
     p += w->t->begin_len;
     *p++ = '9';
     *p++ = '=';
@@ -407,7 +425,7 @@ int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len)
     p[nd] = '\x01';
     TW_ASSERT(p + nd + 1 == w->buf + w->body_off);
     /* CheckSum: byte sum mod 256 of everything before "10=". */
-    unsigned sum = byte_sum(w->buf + start, w->pos - start) & 255;
+    unsigned sum = tw_fix_checksum(w->buf + start, w->pos - start);
     char *q = w->buf + w->pos;
     q[0] = '1';
     q[1] = '0';

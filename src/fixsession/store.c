@@ -6,6 +6,7 @@
  * tell a torn tail (cut it) from corruption (refuse and report). */
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,8 +16,12 @@
 #include "tickwire/fix_session.h"
 #include "fixsession/store_internal.h"
 
+/* The slicing-by-8 table and the choice of the hardware instruction, made
+ * once per process under pthread_once: every thread that gets past
+ * crc_once sees both complete (pthread_once orders them). */
 static uint32_t crc_table[8][256];
-static int crc_ready;
+static int crc_hw;
+static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
 
 static void crc_init(void)
 {
@@ -29,9 +34,7 @@ static void crc_init(void)
     for (uint32_t i = 0; i < 256; i++)
         for (int t = 1; t < 8; t++)
             crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 255];
-    /* Benign race: every thread computes the same table; the flag is only
-     * an optimisation and is set after the table is complete. */
-    __atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE);
+    crc_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
 }
 
 /* The SSE4.2 crc32 instruction computes CRC-32C directly, 8 bytes per
@@ -56,24 +59,15 @@ __attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const 
 
 uint32_t tw_crc32c(uint32_t crc, const void *p, size_t n)
 {
-    static int hw_ = -1;
-    /* Relaxed: every thread computes the same answer and publishes nothing
-     * else with it (sessions on several net cores call this at once). */
-    int hw = __atomic_load_n(&hw_, __ATOMIC_RELAXED);
-    if (TW_UNLIKELY(hw < 0)) {
-        hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-        __atomic_store_n(&hw_, hw, __ATOMIC_RELAXED);
-    }
-    if (hw)
+    pthread_once(&crc_once, crc_init);
+    if (crc_hw)
         return crc32c_hw(crc, p, n);
     return tw__crc32c_sw(crc, p, n);
 }
 
 uint32_t tw__crc32c_sw(uint32_t crc, const void *p, size_t n)
 {
-    /* acquire pairs with the release-store in crc_init */
-    if (!__atomic_load_n(&crc_ready, __ATOMIC_ACQUIRE))
-        crc_init();
+    pthread_once(&crc_once, crc_init);
     const unsigned char *b = p;
     crc = ~crc;
     /* Slicing-by-8: store records are small, this is plenty. */

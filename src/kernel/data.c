@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/stat.h>
 
 #include "kernel/kernel_internal.h"
 #include "kernel/data_internal.h"
@@ -395,6 +396,9 @@ int tw__csv_parse(const char *buf, size_t len, const char *column, const char *n
 
 /* ---- files -------------------------------------------------------------- */
 
+/* The whole file into one malloc'd buffer, sized from the file's size
+ * when it has one (so that no more than the file is ever resident), else
+ * grown as it is read. */
 static int read_file(const char *path, uint8_t **buf, size_t *len, tw_error *err)
 {
     FILE *f = fopen(path, "rb");
@@ -402,6 +406,17 @@ static int read_file(const char *path, uint8_t **buf, size_t *len, tw_error *err
         return tw__err(err, -errno, "%s: %s", path, strerror(errno));
     uint8_t *b = NULL;
     size_t n = 0, cap = 0;
+    struct stat sb;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && sb.st_size > 0 &&
+        (uint64_t)sb.st_size < SIZE_MAX / 2) {
+        /* One byte more, so that a file that grew is still seen to. */
+        cap = (size_t)sb.st_size + 1;
+        b = malloc(cap);
+        if (!b) {
+            fclose(f);
+            return tw__err(err, -ENOMEM, "%s: out of memory for %zu bytes", path, cap - 1);
+        }
+    }
     for (;;) {
         if (n == cap) {
             cap = cap ? cap * 2 : 1 << 16;
@@ -429,6 +444,44 @@ static int read_file(const char *path, uint8_t **buf, size_t *len, tw_error *err
     return 0;
 }
 
+/* The data part of a parsed .npy: exactly count values after the header. */
+static int npy_check(const uint8_t *b, size_t len, size_t off, size_t count, const char *name,
+                     tw_error *err)
+{
+    (void)b;
+    size_t data = len - off;
+    if (data < count * 8)
+        return tw__err(err, -TW_EFORMAT,
+                       "%s: truncated: the header says %zu values, the file holds %zu bytes of data",
+                       name, count, data);
+    if (data > count * 8)
+        return tw__err(err, -TW_EFORMAT, "%s: %zu bytes after the %zu values", name,
+                       data - count * 8, count);
+    if (count == 0)
+        return tw__err(err, -TW_ENODATA, "%s: no values", name);
+    return 0;
+}
+
+/* The n little-endian float64 at buf + off, made the buffer's own
+ * doubles in place (moved to its start, byte order fixed on big-endian
+ * hosts) and the buffer shrunk to them; buf was malloc'd and is now the
+ * caller's as the returned array. */
+static double *in_place_doubles(uint8_t *buf, size_t off, size_t n)
+{
+    if (off)
+        memmove(buf, buf + off, n * 8);
+#if !(defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__)
+    for (size_t i = 0; i < n; i++) {
+        uint64_t v = 0;
+        for (int b = 7; b >= 0; b--)
+            v = v << 8 | buf[i * 8 + (size_t)b];
+        memcpy(buf + i * 8, &v, 8);
+    }
+#endif
+    double *v = realloc(buf, n * sizeof(double));
+    return v ? v : (double *)(void *)buf;
+}
+
 int tw_read_raw(const char *path, double **close, size_t *n, tw_error *err)
 {
     uint8_t *b;
@@ -445,13 +498,9 @@ int tw_read_raw(const char *path, double **close, size_t *n, tw_error *err)
         free(b);
         return tw__err(err, -TW_ENODATA, "%s: empty file", path);
     }
-    double *v = malloc(len);
-    if (!v) {
-        free(b);
-        return tw__err(err, -ENOMEM, "%s: out of memory", path);
-    }
-    le_to_doubles(b, len / 8, v);
-    free(b);
+    /* The file's bytes become the array, converted in place: the input
+     * is resident once, not twice. */
+    double *v = in_place_doubles(b, 0, len / 8);
     *close = v;
     *n = len / 8;
     return 0;
@@ -467,16 +516,9 @@ int tw__npy_load(const uint8_t *b, size_t len, const char *name, double **close,
         return tw__err(err, -TW_EFORMAT, "%s: truncated .npy header", name);
     if (off < 0)
         return tw__err(err, -TW_EFORMAT, "%s: %s", name, e2.msg);
-    size_t data = len - (size_t)off;
-    if (data < count * 8)
-        return tw__err(err, -TW_EFORMAT,
-                       "%s: truncated: the header says %zu values, the file holds %zu bytes of data",
-                       name, count, data);
-    if (data > count * 8)
-        return tw__err(err, -TW_EFORMAT, "%s: %zu bytes after the %zu values", name,
-                       data - count * 8, count);
-    if (count == 0)
-        return tw__err(err, -TW_ENODATA, "%s: no values", name);
+    int rc = npy_check(b, len, (size_t)off, count, name, err);
+    if (rc)
+        return rc;
     double *v = malloc(count * sizeof(double));
     if (!v)
         return tw__err(err, -ENOMEM, "%s: out of memory", name);
@@ -493,9 +535,27 @@ int tw_read_npy(const char *path, double **close, size_t *n, tw_error *err)
     int rc = read_file(path, &b, &len, err);
     if (rc)
         return rc;
-    rc = tw__npy_load(b, len, path, close, n, err);
-    free(b);
-    return rc;
+    /* Checked as tw__npy_load does, then converted in place. */
+    size_t count;
+    tw_error e2;
+    long off = tw__npy_parse(b, len, &count, &e2);
+    rc = 0;
+    if (off == -2)
+        rc = tw__err(err, -TW_EFORMAT, "%s: truncated .npy header", path);
+    else if (off < 0)
+        rc = tw__err(err, -TW_EFORMAT, "%s: %s", path, e2.msg);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    rc = npy_check(b, len, (size_t)off, count, path, err);
+    if (rc) {
+        free(b);
+        return rc;
+    }
+    *close = in_place_doubles(b, (size_t)off, count);
+    *n = count;
+    return 0;
 }
 
 int tw_read_csv(const char *path, const char *column, double **close, size_t *n,

@@ -484,6 +484,11 @@ unsigned tw_sim_net_advance(tw_sim_net *n, uint64_t now_ns)
     return done;
 }
 
+const uint64_t *tw_sim_net_now(const tw_sim_net *n)
+{
+    return &n->now_ns;
+}
+
 uint64_t tw_sim_net_next_event_ns(const tw_sim_net *n)
 {
     return n->n_in_flight ? n->heap[0].at_ns : UINT64_MAX;

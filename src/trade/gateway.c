@@ -83,6 +83,7 @@ struct tw__gw {
     /* Events that found the ring full. */
     tw_ev *spill;
     uint32_t spill_head, spill_n, spill_cap;
+    tw_fix_md_entry md_entries[TW_FIX_MAX_FIELDS]; /* the decoder's X entries */
     /* Orders sent and not yet done (filled, rejected, canceled). */
     open_order *open;
     uint32_t n_open, open_cap;
@@ -125,12 +126,12 @@ struct tw__gw {
 
 static void publish(tw__gw *g);
 
-static int64_t snow(const tw__gw *g)
-{
-    /* The session of this tree writes now_ns as SendingTime: it gets
-     * epoch time, which moves with the monotonic clock of the turn. */
-    return g->now_ns + g->epoch_offset_ns;
-}
+/* The session's clock: the turn's monotonic ns (the session adds the
+ * epoch offset for SendingTime). */
+static int64_t snow(const tw__gw *g) { return g->now_ns; }
+
+/* Epoch time for TransactTime (60): what SendingTime gets. */
+static int64_t epoch(const tw__gw *g) { return tw_fix_session_epoch_ns(&g->fs, g->now_ns); }
 
 static void logf_(tw__gw *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void logf_(tw__gw *g, const char *fmt, ...)
@@ -409,6 +410,8 @@ static int stopping(const tw__gw *g)
     return __atomic_load_n(&g->e->phase, __ATOMIC_ACQUIRE) == TW__PH_STOPPING;
 }
 
+static void forward_bar(tw__gw *g, uint32_t local, uint64_t bar, double close, int possdup);
+
 static void on_bar_entry(tw__gw *g, const tw_fix_field *sym, const tw_fix_field *idx,
                          const tw_fix_field *px, int possdup)
 {
@@ -427,6 +430,11 @@ static void on_bar_entry(tw__gw *g, const tw_fix_field *sym, const tw_fix_field 
               sym->val, (unsigned long long)bar, (int)px->len, px->val);
         return;
     }
+    forward_bar(g, local, bar, close, possdup);
+}
+
+static void forward_bar(tw__gw *g, uint32_t local, uint64_t bar, double close, int possdup)
+{
     if (possdup && (int64_t)bar <= g->last_bar[local]) {
         g->st.possdup_bars_dropped++;
         return;
@@ -446,6 +454,26 @@ static void on_bar_entry(tw__gw *g, const tw_fix_field *sym, const tw_fix_field 
     ev.u.bar.index = bar;
     ev.u.bar.close = close;
     push(g, &ev);
+}
+
+/* The one-pass decoder's entries (prices already float64, NaN when 270
+ * is absent). */
+static void on_md_entries(tw__gw *g, const tw_fix_decoded *d, int possdup)
+{
+    for (uint32_t k = 0; k < d->u.md.n_entries; k++) {
+        const tw_fix_md_entry *en = &d->entries[k];
+        if (en->update_action != '0' || en->entry_type != '2')
+            continue; /* not a New Trade entry: not a bar */
+        uint64_t bar;
+        uint32_t local;
+        if (parse_u64(en->entry_id.p, en->entry_id.len, &bar) != 0 ||
+            (local = sym_find(g, en->symbol.p, en->symbol.len)) == UINT32_MAX) {
+            g->st.bad_app_msgs++;
+            logf_(g, "an X entry without a known 55 or a numeric 278: ignored");
+            continue;
+        }
+        forward_bar(g, local, bar, en->px_f64, possdup);
+    }
 }
 
 static void on_md_incremental(tw__gw *g, const tw_fix_msg *m, int possdup)
@@ -554,13 +582,22 @@ static void on_cancel_reject(tw__gw *g, const tw_fix_msg *m)
     push(g, &ev);
 }
 
-static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup)
+static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup)
 {
     tw__gw *g = ctx;
+    const tw_fix_msg *m = &d->msg;
     (void)s;
     if (m->msg_type_len == 1) {
         switch (m->msg_type[0]) {
-        case 'X': on_md_incremental(g, m, possdup); return;
+        case 'X':
+            /* The one-pass path; anything it does not take whole (more
+             * entries than our array, a field it refuses) is read field by
+             * field, entry by entry, and judged there. */
+            if (d->rc == 0 && d->kind == TW_FIX_K_MD_INCREMENTAL)
+                on_md_entries(g, d, possdup);
+            else
+                on_md_incremental(g, m, possdup);
+            return;
         case '8': on_exec_report(g, m, possdup); return;
         case '9': on_cancel_reject(g, m); return;
         case 'h': {
@@ -797,7 +834,7 @@ static int send_order(tw__gw *g, const tw_out *o)
     tw_fix_put_char(w, 54, o->side == TW_SIDE_BUY ? '1' : '2');
     tw_fix_put_i64(w, 38, o->qty);
     tw_fix_put_char(w, 40, '1');
-    tw_fix_put_ts(w, 60, snow(g), 6);
+    tw_fix_put_ts(w, 60, epoch(g), 6);
     int rc = tw_fix_session_send(&g->fs, snow(g));
     if (rc != 0)
         return rc;
@@ -828,7 +865,7 @@ static int send_cancel(tw__gw *g, uint64_t order_id, uint32_t instance, uint32_t
     tw_fix_put_cstr(w, 55, c->strategy_instruments[instrument].symbol);
     tw_fix_put_char(w, 54, side == TW_SIDE_BUY ? '1' : '2');
     tw_fix_put_i64(w, 38, qty > 0 ? qty : 1);
-    tw_fix_put_ts(w, 60, snow(g), 6);
+    tw_fix_put_ts(w, 60, epoch(g), 6);
     int rc = tw_fix_session_send(&g->fs, snow(g));
     if (rc == 0)
         g->st.cancels_sent++;
@@ -1217,6 +1254,10 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
         .heart_bt_int_s = sc->heartbeat_s,
         .reset_on_logon = e->opts.reset_seqs,
         .ts_digits = 6,
+        .epoch_offset_ns = g->epoch_offset_ns,
+        .decode_flags = TW_FIX_PX_F64,
+        .md_entries = g->md_entries,
+        .md_entries_cap = TW_FIX_MAX_FIELDS,
         .store = &g->store,
         .stream = {.write = s_write, .close = s_close, .ctx = g},
         .app = {.on_msg = on_msg, .on_event = on_event, .on_test_request = on_test_request,

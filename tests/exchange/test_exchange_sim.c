@@ -88,7 +88,7 @@ static void trader_io(tw_net *st, side *sd, uint64_t now)
     tw_tcp_state s = tw_tcp_get_state(&sd->tcp);
     if ((ev & TW_TCP_EV_CONNECTED) && cl->fs.state == TW_FIX_DISCONNECTED) {
         cl->c2v_len = cl->v2c_len = 0;
-        tw_fix_session_connected(&cl->fs, e->now + XT_EPOCH);
+        tw_fix_session_connected(&cl->fs, e->now);
     }
     const uint8_t *p;
     size_t n;
@@ -125,12 +125,12 @@ static void trader_io(tw_net *st, side *sd, uint64_t now)
         }
     }
     if (cl->fs.state != TW_FIX_DISCONNECTED)
-        tw_fix_session_timer(&cl->fs, e->now + XT_EPOCH);
+        tw_fix_session_timer(&cl->fs, e->now);
     s = tw_tcp_get_state(&sd->tcp);
     if ((ev & (TW_TCP_EV_PEER_FIN | TW_TCP_EV_RESET | TW_TCP_EV_TIMEOUT)) || s == TW_TCP_CLOSE_WAIT ||
         s == TW_TCP_CLOSED) {
         if (cl->fs.state != TW_FIX_DISCONNECTED)
-            tw_fix_session_disconnected(&cl->fs, e->now + XT_EPOCH);
+            tw_fix_session_disconnected(&cl->fs, e->now);
         if (s == TW_TCP_CLOSE_WAIT || s == TW_TCP_ESTABLISHED)
             tw_tcp_close(&sd->tcp, now);
     }

@@ -5,6 +5,10 @@
  * itself (bars once, in order, exact closes; fills at the right close bit
  * for bit; the lockstep barrier); this program checks that both ends exit
  * 0, the trader's counts, and the venue's fills log against the datasets.
+ * The venue runs with --pcap: where tshark is installed, its capture must
+ * read back whole (no frame dropped) and tshark's follow of the trader's
+ * connection must hold the FIX session both ways (Logons, the bars, one
+ * ExecutionReport with 150=F per fill logged).
  * Root only (namespaces, veth); exits 77 with a message otherwise.
  *
  *   exchange_veth_test KIND TICKWIRE QF_TRADER DICTIONARY [FAULT]
@@ -20,6 +24,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "capture/capcheck.h"
 #include "common/netenv.h"
 #include "tickwire/decimal.h"
 #include "tickwire/kernel.h"
@@ -53,6 +58,60 @@ static long result(const char *path, const char *key)
         }
     fclose(f);
     return -1;
+}
+
+static long count_of(const uint8_t *b, size_t n, const char *needle)
+{
+    size_t k = strlen(needle);
+    long c = 0;
+    for (size_t i = 0; i + k <= n; i++)
+        c += !memcmp(b + i, needle, k);
+    return c;
+}
+
+/* The venue's --pcap file: whole, nothing dropped, read by tshark, and the
+ * FIX session in it.  Returns 0, or 1 after saying what is wrong. */
+static int check_capture(const char *file, long fills, int exact)
+{
+    if (cap_need_tools("exchange_veth (its --pcap check)", 0) != 0)
+        return 0;
+    cap_file f;
+    if (cap_load(file, &f) != 0 || !f.first_shb || f.malformed || f.whole != f.len ||
+        f.n_idb != 1 || f.n_isb != 1 || f.isb_drop[0] != 0 || f.n_pkts < 100) {
+        fprintf(stderr, "FAIL: --pcap %s: %zu packets, whole %d, drops %llu\n", file, f.n_pkts,
+                f.whole == f.len, (unsigned long long)f.isb_drop[0]);
+        return 1;
+    }
+    size_t n_pkts = f.n_pkts;
+    cap_free(&f);
+    long frames;
+    char why[512];
+    if (cap_tshark_read(file, &frames, why, sizeof(why)) != 0 || frames != (long)n_pkts) {
+        fprintf(stderr, "FAIL: --pcap %s: tshark read %ld of %zu frames: %s\n", file, frames,
+                n_pkts, why);
+        return 1;
+    }
+    uint8_t *tr = NULL, *ve = NULL;
+    size_t ntr = 0, nve = 0;
+    if (cap_follow_bytes(file, 0, 0, &tr, &ntr) != 0 || cap_follow_bytes(file, 0, 1, &ve, &nve)) {
+        fprintf(stderr, "FAIL: --pcap %s: tshark's follow,tcp,raw failed\n", file);
+        free(tr);
+        return 1;
+    }
+    long er = count_of(ve, nve, "\00135=8\001"), filled = count_of(ve, nve, "\001150=F\001");
+    int ok = ntr > 9 && !memcmp(tr, "8=FIX.4.4\001", 10) && count_of(tr, ntr, "\00135=A\001") &&
+             count_of(ve, nve, "\00135=A\001") && count_of(ve, nve, "\00135=X\001") > 0 &&
+             er >= filled && (exact ? filled == fills : filled > 0);
+    if (!ok)
+        fprintf(stderr, "FAIL: --pcap %s: the session in the capture: trader sent %zu bytes, "
+                        "venue %zu; %ld ExecutionReports, %ld fills (logged %ld)\n",
+                file, ntr, nve, er, filled, fills);
+    else
+        printf("PASS --pcap: %zu frames, the FIX session both ways (%zu / %zu bytes, %ld fills)\n",
+               n_pkts, ntr, nve, filled);
+    free(tr);
+    free(ve);
+    return !ok;
 }
 
 /* Each fill line: price text is the close of its bar, exactly. */
@@ -145,12 +204,13 @@ int main(int argc, char **argv)
         return rc == TW_NETENV_SKIP ? 77 : 1;
     if (chdir(tmp) != 0)
         return 1;
-    char spec[64], data[1100], fills[600], store[600], out[600], faultarg[64];
+    char spec[64], data[1100], fills[600], store[600], out[600], faultarg[64], pcap[600];
     snprintf(spec, sizeof(spec), "%s:%s", kind, e.host);
     snprintf(data, sizeof(data), "AAA=%s/a.npy,BBB=%s/b.npy", tmp, tmp);
     snprintf(fills, sizeof(fills), "%s/fills.csv", tmp);
     snprintf(store, sizeof(store), "%s/store", tmp);
     snprintf(out, sizeof(out), "%s/venue.out", tmp);
+    snprintf(pcap, sizeof(pcap), "%s/venue.pcapng", tmp);
     snprintf(faultarg, sizeof(faultarg), "%s", fault ? fault : "");
     char *vargv[32] = {(char *)tickwire, (char *)"exchange", (char *)"--listen",
                        (char *)TW_NETENV_STACK_IP ":7010", (char *)"--port", spec, (char *)"--ip",
@@ -158,8 +218,9 @@ int main(int argc, char **argv)
                        /* A MAC of its own: the host kernel drops the stack's
                         * frames at its L2 check instead of answering them. */
                        (char *)"--mac", (char *)"02:74:77:00:00:10", (char *)"--data", data,
-                       (char *)"--fills", fills, (char *)"--store", store};
-    int vn = 16;
+                       (char *)"--fills", fills, (char *)"--store", store,
+                       (char *)"--pcap", pcap};
+    int vn = 18;
     if (fault) {
         vargv[vn++] = (char *)"--fault";
         vargv[vn++] = faultarg;
@@ -207,6 +268,11 @@ int main(int argc, char **argv)
     printf("PASS exchange over %s%s%s: %d + %d bars in lockstep to QuickFIX over kernel TCP, "
            "%ld fills exact\n",
            kind, fault ? " with " : "", fault ? fault : "", NA, NB, tfills);
+    /* One connection unless a fault reconnects; a gap resends bars, not fills. */
+    if (check_capture(pcap, vfills, !fault || !strncmp(fault, "gap", 3))) {
+        fprintf(stderr, "  logs in %s\n", tmp);
+        return 1;
+    }
     char cmd[700];
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
     return system(cmd) == 0 ? 0 : 1;

@@ -166,16 +166,17 @@ static inline void xt_ven_close(void *ctx)
     cl->xc = NULL;
 }
 
-static inline void xt_cli_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup)
+static inline void xt_cli_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup)
 {
     xt_client *cl = ctx;
+    const tw_fix_msg *m = &d->msg;
     (void)s;
     if (cl->on_app)
         cl->on_app(cl, m, possdup);
     if (cl->logout_on_closed && m->msg_type_len == 1 && m->msg_type[0] == 'h') {
         const tw_fix_field *f = tw_fix_get(m, 340);
         if (f && f->len == 1 && f->val[0] == '3')
-            tw_fix_session_logout(&cl->fs, NULL, cl->env->now + XT_EPOCH);
+            tw_fix_session_logout(&cl->fs, NULL, cl->env->now);
     }
 }
 
@@ -217,6 +218,7 @@ static inline xt_client *xt_client_new(xt_env *e, const char *name, int with_sto
         .initiator = 1,
         .heart_bt_int_s = 30,
         .ts_digits = 6,
+        .epoch_offset_ns = XT_EPOCH, /* virtual now_ns + this: SendingTime */
         .store = with_store ? &cl->store : NULL,
         .stream = {xt_cli_write, xt_cli_close, cl},
         .app = {.on_msg = xt_cli_msg, .on_event = xt_cli_event, .ctx = cl},
@@ -259,7 +261,7 @@ static inline int xt_connect(xt_client *cl, int logon)
     if (tw_xchg_conn_open(e->x, &io, NULL, e->now, &cl->xc) != 0)
         return -1;
     if (logon)
-        tw_fix_session_connected(&cl->fs, e->now + XT_EPOCH);
+        tw_fix_session_connected(&cl->fs, e->now);
     return 0;
 }
 
@@ -270,7 +272,7 @@ static inline void xt_drop(xt_client *cl)
         tw_xchg_conn_closed(cl->env->x, cl->xc, cl->env->now);
     cl->xc = NULL;
     cl->c2v_len = cl->v2c_len = 0;
-    tw_fix_session_disconnected(&cl->fs, cl->env->now + XT_EPOCH);
+    tw_fix_session_disconnected(&cl->fs, cl->env->now);
 }
 
 /* Raw bytes from us to the venue (bypassing our session). */
@@ -308,7 +310,7 @@ static inline int xt_deliver_v2c(xt_client *cl)
             fputc('\n', stderr);
         }
         if (cl->fs.state != TW_FIX_DISCONNECTED)
-            tw_fix_session_input(&cl->fs, cl->v2c + off, (size_t)r, e->now + XT_EPOCH);
+            tw_fix_session_input(&cl->fs, cl->v2c + off, (size_t)r, e->now);
         off += (size_t)r;
     }
     cl->v2c_len = 0;
@@ -335,7 +337,7 @@ static inline void xt_pump(xt_env *e)
                 moved |= xt_deliver_v2c(cl);
             if (cl->venue_closed && cl->fs.state != TW_FIX_DISCONNECTED) {
                 cl->c2v_len = 0;
-                tw_fix_session_disconnected(&cl->fs, e->now + XT_EPOCH);
+                tw_fix_session_disconnected(&cl->fs, e->now);
             }
             if (!cl->xc)
                 cl->c2v_len = 0; /* bytes into a closed connection are lost */
@@ -379,7 +381,7 @@ static inline void xt_advance(xt_env *e, int64_t ns)
         e->now += step;
         for (unsigned i = 0; i < e->n_cl; i++)
             if (e->cl[i]->fs.state != TW_FIX_DISCONNECTED)
-                tw_fix_session_timer(&e->cl[i]->fs, e->now + XT_EPOCH);
+                tw_fix_session_timer(&e->cl[i]->fs, e->now);
         xt_pump(e);
     }
 }
@@ -404,7 +406,7 @@ static inline int xt_pred_done(xt_env *e, void *a)
 
 static tw_fix_wbuf *xt_begin(xt_client *cl, const char *type)
 {
-    tw_fix_wbuf *w = tw_fix_session_begin(&cl->fs, type, cl->env->now + XT_EPOCH);
+    tw_fix_wbuf *w = tw_fix_session_begin(&cl->fs, type, cl->env->now);
     if (!w) {
         CHECKF(0, "%s: cannot send 35=%s: session %s", cl->name, type,
                tw_fix_state_name(cl->fs.state));
@@ -414,7 +416,7 @@ static tw_fix_wbuf *xt_begin(xt_client *cl, const char *type)
 
 static inline void xt_send(xt_client *cl)
 {
-    int rc = tw_fix_session_send(&cl->fs, cl->env->now + XT_EPOCH);
+    int rc = tw_fix_session_send(&cl->fs, cl->env->now);
     CHECKF(rc == 0, "%s: send: %d", cl->name, rc);
 }
 

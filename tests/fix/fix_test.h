@@ -1,5 +1,6 @@
-/* Helpers shared by the FIX parser tests: checks, golden messages, a
- * reference checksum written the slow way, guard-page buffers. */
+/* Helpers shared by the FIX parser tests: golden messages, a reference
+ * checksum written the slow way, guard-page buffers, and CHECK_STR for
+ * string views (the checks themselves are tests/tw_check.h). */
 #ifndef TW_FIX_TEST_H
 #define TW_FIX_TEST_H
 
@@ -11,34 +12,28 @@
 #include <unistd.h>
 
 #include "tickwire/fix.h"
+#include "tw_check.h"
 
-static int tw_test_failures;
-
-#define CHECK(c)                                                                       \
-    do {                                                                               \
-        if (!(c)) {                                                                    \
-            fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, #c);      \
-            tw_test_failures++;                                                        \
-        }                                                                              \
-    } while (0)
-#define CHECK_EQ(a, b)                                                                 \
-    do {                                                                               \
-        long long a_ = (long long)(a), b_ = (long long)(b);                            \
-        if (a_ != b_) {                                                                \
-            fprintf(stderr, "%s:%d: %s == %lld, expected %s == %lld\n", __FILE__,      \
-                    __LINE__, #a, a_, #b, b_);                                         \
-            tw_test_failures++;                                                        \
-        }                                                                              \
-    } while (0)
 #define CHECK_STR(view, s)                                                             \
     do {                                                                               \
         const char *s_ = (s);                                                          \
         if ((view).len != strlen(s_) || memcmp((view).p, s_, strlen(s_)) != 0) {        \
             fprintf(stderr, "%s:%d: %s is '%.*s', expected '%s'\n", __FILE__, __LINE__, \
                     #view, (int)(view).len, (view).p ? (view).p : "", s_);             \
-            tw_test_failures++;                                                        \
+            tw_check_failures++;                                                       \
         }                                                                              \
     } while (0)
+
+/* xorshift64, the deterministic generator of the tests that want one
+ * (seed fix_rng to start another sequence). */
+static unsigned long long fix_rng = 0x2545F4914F6CDD1Dull;
+static inline unsigned fix_rnd(void)
+{
+    fix_rng ^= fix_rng << 13;
+    fix_rng ^= fix_rng >> 7;
+    fix_rng ^= fix_rng << 17;
+    return (unsigned)(fix_rng >> 11);
+}
 
 /* '|' -> SOH into a malloc'd copy (the tests write messages readably). */
 static inline char *soh(const char *s, size_t *len)
@@ -56,7 +51,7 @@ static inline char *soh(const char *s, size_t *len)
  * the library's framer is checked against an independent oracle. */
 static inline size_t mkmsg(char *out, size_t cap, const char *begin, const char *body)
 {
-    char b[4096];
+    char b[1 << 15];
     size_t bl = strlen(body);
     if (bl >= sizeof(b))
         abort();

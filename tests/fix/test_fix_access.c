@@ -64,7 +64,7 @@ static void test_session_messages(void)
     tw_fix_test_request tr;
     CHECK_EQ(tw_fix_read_test_request(&m, &tr, &err), 0);
     CHECK_STR(tr.test_req_id, "TEST42");
-    CHECK_EQ(tw_fix_read_heartbeat(&m, &hb, &err), -1); /* it is a 1, not a 0 */
+    CHECK_EQ(tw_fix_read_heartbeat(&m, &hb, &err), -ENOMSG); /* it is a 1, not a 0 */
     CHECK(strstr(err.msg, "MsgType") != NULL);
 
     m = parse_golden(4);
@@ -103,7 +103,7 @@ static void test_order_messages(void)
     tw_fix_exec_report er;
     /* Wikipedia's example has neither OrderID nor ExecID: the accessor says so. */
     tw_fix_msg m = parse_golden(1);
-    CHECK_EQ(tw_fix_read_exec_report(&m, PX, &er, &err), -1);
+    CHECK_EQ(tw_fix_read_exec_report(&m, PX, &er, &err), -EBADMSG);
     CHECK(strstr(err.msg, "OrderID(37)") != NULL);
 
     m = parse_golden(16);
@@ -160,7 +160,7 @@ static void test_order_messages(void)
     CHECK_EQ(no.time_in_force, '3');
     CHECK_EQ(no.transact_time_ns, NS(1710493200) + 500);
     /* Four decimals cannot hold 1.08345 exactly: an error, not a rounding. */
-    CHECK_EQ(tw_fix_read_new_order(&m, 4, &no, &err), -1);
+    CHECK_EQ(tw_fix_read_new_order(&m, 4, &no, &err), -EBADMSG);
     CHECK(strstr(err.msg, "Price(44)") != NULL);
 
     m = parse_golden(10);
@@ -223,7 +223,7 @@ static void test_market_data(void)
     CHECK_EQ(k, 3);
     CHECK(sizes[0] == 4 && sizes[1] == 4 && sizes[2] == 3);
     CHECK_EQ(tw_fix_read_md_snapshot(&m, 2, &md, e, 2, &err), -E2BIG);
-    CHECK_EQ(tw_fix_read_md_incremental(&m, 2, &md, e, 8, &err), -1); /* it is a W */
+    CHECK_EQ(tw_fix_read_md_incremental(&m, 2, &md, e, 8, &err), -ENOMSG); /* it is a W */
 
     m = parse_golden(13);
     CHECK_EQ(tw_fix_read_md_incremental(&m, 2, &md, e, 8, &err), 0);
@@ -336,12 +336,12 @@ static void test_groups(void)
     CHECK_EQ(tw_fix_group_next(&it, &first, &n), 0);
     /* A count above the fields that follow is refused at begin. */
     m = parse_body(buf, sizeof(buf), "35=X|268=50|279=0|");
-    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -1);
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -EBADMSG);
     m = parse_body(buf, sizeof(buf), "35=X|268=-1|279=0|");
-    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -1);
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -EBADMSG);
     /* The first field after the count must be the delimiter. */
     m = parse_body(buf, sizeof(buf), "35=X|268=1|269=0|279=0|");
-    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -1);
+    CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, 0), -EBADMSG);
     /* The last entry ends at the first tag that is not a member (58 is a
      * member, 10 and 9999 are not), and fewer entries than announced is an
      * error from next. */
@@ -351,13 +351,13 @@ static void test_groups(void)
     CHECK_EQ(n, 2);
     CHECK_EQ(tw_fix_group_next(&it, &first, &n), 1);
     CHECK_EQ(n, 2);
-    CHECK_EQ(tw_fix_group_next(&it, &first, &n), -1);
+    CHECK_EQ(tw_fix_group_next(&it, &first, &n), -EBADMSG);
     /* `from` skips an earlier group with the same count tag. */
     m = parse_body(buf, sizeof(buf), "35=X|268=1|279=0|58=a|268=2|279=1|279=2|");
     int second = tw_fix_find(&m, 268, 4);
     CHECK(second > 0);
     CHECK_EQ(tw_fix_group_begin(&it, &m, &tw_fix_grp_md_inc_entries, (uint32_t)second), 2);
-    CHECK_EQ(tw_fix_find(&m, 99, 0), -1);
+    CHECK_EQ(tw_fix_find(&m, 99, 0), -ENOENT);
     CHECK(tw_fix_get(&m, 58) != NULL && tw_fix_get(&m, 58)->val[0] == 'a');
     CHECK(tw_fix_get(&m, 77) == NULL);
 }
@@ -390,10 +390,5 @@ int main(int argc, char **argv)
     CHECK(tw__fix_md_tables_consistent());
     for (int i = 0; i < n; i++)
         free(gold[i].p);
-    if (tw_test_failures) {
-        fprintf(stderr, "%d checks failed\n", tw_test_failures);
-        return 1;
-    }
-    printf("fix accessors: all checks passed\n");
-    return 0;
+    return tw_check_done("fix accessors");
 }

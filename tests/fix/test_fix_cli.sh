@@ -35,6 +35,23 @@ expect "decode SOH back to back" 0 "^#19 " "$T" fix decode "$tmp/soh.fix"
 expect "decode reports junk" 1 "skipped 17 bytes: message does not start with 8=FIX" "$T" fix decode -p "$tmp/junk.txt"
 expect "decode keeps going" 1 "^#19 " "$T" fix decode -p "$tmp/junk.txt"
 expect "decode missing file" 1 "cannot open" "$T" fix decode /nonexistent/x.fix
+# --json: one object per message; prices as the float64 they parse to in
+# shortest round-trip form (172.350 -> 172.35), other values as strings.
+J='8=FIX.4.4|9=95|35=8|49=V|56=T|34=1|52=20240315-14:30:00.123|31=172.350|44=0.000010|6=100.0000000000001|58=a"b|10=214|'
+expect "decode --json prices" 0 '"tag":31,"name":"LastPx","value":172.35}' "$T" fix decode --json "$J"
+expect "decode --json small price" 0 '"tag":44,"name":"Price","value":0.00001}' "$T" fix decode --json "$J"
+expect "decode --json 17 digits" 0 '"tag":6,"name":"AvgPx","value":100.0000000000001}' "$T" fix decode --json "$J"
+expect "decode --json strings" 0 '"tag":58,"name":"Text","value":"a\\"b"}' "$T" fix decode --json "$J"
+expect "decode --json golden" 0 '"index":19,"msg_type":"X"' "$T" fix decode --json -p "$tmp/log.txt"
+if [ -x /usr/bin/python3 ]; then
+    expect "decode --json parses" 0 "19 messages, LastPx 1.08346, LeavesQty 750000.00" sh -c "\"$T\" fix decode --json -p \"$tmp/log.txt\" | /usr/bin/python3 -c '
+import json, sys
+ms = [json.loads(l) for l in sys.stdin]
+er = ms[16][\"fields\"]
+v = {f[\"tag\"]: f[\"value\"] for f in er}
+assert isinstance(v[31], float) and isinstance(v[151], str)
+print(\"%d messages, LastPx %r, LeavesQty %s\" % (len(ms), v[31], v[151]))'"
+fi
 
 L='8=FIX.4.2|9=65|35=A|49=SERVER|56=CLIENT|34=177|52=20090107-18:15:16|98=0|108=30|10=062|'
 expect "check good" 0 "OK  Logon (A), FIX.4.2 seq 177" "$T" fix check "$L"
@@ -49,5 +66,5 @@ expect "check empty" 1 "no FIX message" sh -c "\"$T\" fix check - < /dev/null"
 
 # The benchmark checks every parse result (ours and QuickFIX's) before it
 # times anything; --quick keeps this short.  Nothing here depends on speed.
-expect "bench fix runs" 0 "goal: ExecutionReport\|QuickFIX: not built in" "$T" bench fix --quick --reps 1
+expect "bench fix runs" 0 "goal: typed ExecutionReport\|QuickFIX: not built in" "$T" bench fix --quick --reps 1
 exit $fail

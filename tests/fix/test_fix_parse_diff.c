@@ -7,19 +7,11 @@
 #include "fix/fix_internal.h"
 #include "fix_test.h"
 
-static unsigned long long rng = 0x2545F4914F6CDD1Dull;
-static unsigned rnd(void)
-{
-    rng ^= rng << 13;
-    rng ^= rng >> 7;
-    rng ^= rng << 17;
-    return (unsigned)(rng >> 11);
-}
 
 static size_t random_message(char *b, size_t cap)
 {
     size_t n = 0;
-    unsigned nfields = 3 + rnd() % (rnd() % 4 == 0 ? 400 : 40);
+    unsigned nfields = 3 + fix_rnd() % (fix_rnd() % 4 == 0 ? 400 : 40);
     for (unsigned i = 0; i < nfields && n + 64 < cap; i++) {
         unsigned tag;
         switch (i) {
@@ -27,19 +19,19 @@ static size_t random_message(char *b, size_t cap)
         case 1: tag = 9; break;
         case 2: tag = 35; break;
         default: {
-            unsigned digits = rnd() % 256 == 0 ? 5 + rnd() % 3 : 1 + rnd() % 4;
+            unsigned digits = fix_rnd() % 256 == 0 ? 5 + fix_rnd() % 3 : 1 + fix_rnd() % 4;
             static const unsigned lim[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000 };
-            tag = lim[digits - 1] + rnd() % (lim[digits] - lim[digits - 1]);
+            tag = lim[digits - 1] + fix_rnd() % (lim[digits] - lim[digits - 1]);
         }
         }
         n += (size_t)snprintf(b + n, cap - n, "%u=", tag);
-        unsigned vlen = 1 + rnd() % (rnd() % 8 == 0 ? 60 : 12);
+        unsigned vlen = 1 + fix_rnd() % (fix_rnd() % 8 == 0 ? 60 : 12);
         for (unsigned k = 0; k < vlen; k++) {
-            char c = (char)(0x20 + rnd() % 0x5f);
-            if (rnd() % 20 == 0)
+            char c = (char)(0x20 + fix_rnd() % 0x5f);
+            if (fix_rnd() % 20 == 0)
                 c = '=';
-            if (rnd() % 40 == 0)
-                c = (char)(0x80 + rnd() % 0x80);
+            if (fix_rnd() % 40 == 0)
+                c = (char)(0x80 + fix_rnd() % 0x80);
             b[n++] = c;
         }
         b[n++] = TW_FIX_SOH;
@@ -50,9 +42,9 @@ static size_t random_message(char *b, size_t cap)
 static void corrupt(char *b, size_t n)
 {
     static const char pick[] = { TW_FIX_SOH, '=', '0', '5', 'x', (char)0x81, 0 };
-    unsigned k = 1 + rnd() % 3;
+    unsigned k = 1 + fix_rnd() % 3;
     for (unsigned i = 0; i < k; i++)
-        b[rnd() % n] = pick[rnd() % sizeof(pick)];
+        b[fix_rnd() % n] = pick[fix_rnd() % sizeof(pick)];
 }
 
 static int same(const tw_fix_msg *a, int ra, const tw_fix_msg *b, int rb)
@@ -80,33 +72,29 @@ int main(void)
         if (it % 2)
             corrupt(buf, n);
         if (it % 7 == 0)
-            n = 1 + rnd() % n;
+            n = 1 + fix_rnd() % n;
         guard g = guard_alloc(buf, n);
-        uint32_t cap = it % 5 == 0 ? 1 + rnd() % 64 : 1024;
+        uint32_t cap = it % 5 == 0 ? 1 + fix_rnd() % 64 : 1024;
         tw_fix_msg a = { .fields = fa, .cap = cap }, b = { .fields = fb, .cap = cap };
         int ra = tw_fix_parse(g.p, n, &a);
         int rb = tw__fix_parse_generic(g.p, n, &b, NULL);
         if (!same(&a, ra, &b, rb)) {
             fprintf(stderr, "iteration %d (len %zu, cap %u): fast rc %d count %u, generic rc %d count %u\n",
                     it, n, cap, ra, a.count, rb, b.count);
-            tw_test_failures++;
+            tw_check_failures++;
         }
         tw_fix_msg c = { .fields = fa, .cap = cap };
         fast_used += tw__fix_fast_parse && tw__fix_parse_avx512(g.p, n, &c) == 0;
         total++;
         guard_free(&g);
-        if (tw_test_failures > 5)
+        if (tw_check_failures > 5)
             break;
     }
     printf("parse paths agree on %ld inputs (fast path %s, took %ld of them)\n", total,
            tw__fix_fast_parse ? "on" : "off (no AVX-512 VBMI2 or capped by TW_FIX_ISA)", fast_used);
     if (tw__fix_fast_parse && fast_used < total / 10) {
         fprintf(stderr, "the fast path took too few inputs to have been tested\n");
-        tw_test_failures++;
+        tw_check_failures++;
     }
-    if (tw_test_failures) {
-        fprintf(stderr, "%d checks failed\n", tw_test_failures);
-        return 1;
-    }
-    return 0;
+    return tw_check_done("fix parse paths");
 }

@@ -5,8 +5,8 @@
 #include "fix/fix_internal.h"
 #include "fix_test.h"
 
-static const tw_fix_isa isas[] = { TW_FIX_ISA_SCALAR, TW_FIX_ISA_SSE2, TW_FIX_ISA_AVX2,
-                                   TW_FIX_ISA_AVX512, TW_FIX_ISA_AUTO };
+static const tw_isa isas[] = { TW_ISA_SCALAR, TW_ISA_SSE2, TW_ISA_AVX2, TW_ISA_AVX512,
+                               TW_ISA_AUTO };
 
 static size_t ref_find(const char *p, size_t n)
 {
@@ -46,17 +46,17 @@ static void check_all(const char *p, size_t n, const char *where)
 {
     size_t want = ref_find(p, n);
     for (size_t k = 0; k < TW_ARRAY_SIZE(isas); k++) {
-        if (!tw_fix_isa_supported(isas[k]))
+        if (!tw_cpu_has(isas[k]))
             continue;
         size_t got = tw_fix_find_soh_isa(isas[k], p, n);
         if (got != want)
             fprintf(stderr, "%s: %s find n=%zu got %zu want %zu\n", where,
-                    tw_fix_isa_name(isas[k]), n, got, want);
+                    tw_isa_name(isas[k]), n, got, want);
         CHECK_EQ(got, want);
         if (n <= 64) {
             uint64_t gm = tw__fix_soh_mask_isa(isas[k], p, n);
             if (gm != ref_mask(p, n))
-                fprintf(stderr, "%s: %s mask n=%zu\n", where, tw_fix_isa_name(isas[k]), n);
+                fprintf(stderr, "%s: %s mask n=%zu\n", where, tw_isa_name(isas[k]), n);
             CHECK(gm == ref_mask(p, n));
         }
     }
@@ -138,11 +138,7 @@ int main(void)
     test_page_edges();
     printf("SOH scan variants tested:");
     for (size_t k = 0; k + 1 < TW_ARRAY_SIZE(isas); k++)
-        printf(" %s%s", tw_fix_isa_name(isas[k]), tw_fix_isa_supported(isas[k]) ? "" : "(absent)");
-    printf("; active %s\n", tw_fix_isa_name(tw_fix_isa_active()));
-    if (tw_test_failures) {
-        fprintf(stderr, "%d checks failed\n", tw_test_failures);
-        return 1;
-    }
-    return 0;
+        printf(" %s%s", tw_isa_name(isas[k]), tw_cpu_has(isas[k]) ? "" : "(absent)");
+    printf("; active %s\n", tw_isa_name(tw_fix_isa_active()));
+    return tw_check_done("fix simd");
 }

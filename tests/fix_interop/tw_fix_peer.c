@@ -30,6 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "tickwire/clock.h"
 #include "tickwire/fix_session.h"
 
 #define MAX_ORDERS 1000000
@@ -48,11 +49,11 @@ static const char *begin_string = "FIX.4.4";
 static tw_fix_session sess;
 static tw_fix_store store;
 
+/* The session's clock: monotonic; SendingTime comes from the epoch
+ * offset set in its cfg. */
 static int64_t now_ns(void)
 {
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+    return tw_clock_now_ns();
 }
 
 static int s_write(void *ctx, const char *buf, size_t len)
@@ -91,8 +92,9 @@ static long field_long(const tw_fix_msg *m, uint32_t tag)
     return (long)v;
 }
 
-static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdup)
+static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup)
 {
+    const tw_fix_msg *m = &d->msg;
     (void)ctx;
     int64_t now = now_ns();
     if (initiator) {
@@ -141,7 +143,7 @@ static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *m, int possdu
     tw_fix_put_u64(w, 151, 0);
     tw_fix_put_str(w, 14, qty->val, qty->len);
     tw_fix_put_fixed(w, 6, 108725, 5);
-    tw_fix_put_ts(w, 60, now, 3);
+    tw_fix_put_ts(w, 60, tw_fix_session_epoch_ns(s, now), 3);
     if (id == die_at)
         die_armed = 1;
     if (tw_fix_session_send(s, now) != 0)
@@ -261,7 +263,7 @@ static void maybe_send_orders(int64_t now)
         tw_fix_put_char(w, 21, '1');
         tw_fix_put_cstr(w, 55, "EURUSD");
         tw_fix_put_char(w, 54, next_id % 2 ? '1' : '2');
-        tw_fix_put_ts(w, 60, now, 3);
+        tw_fix_put_ts(w, 60, tw_fix_session_epoch_ns(&sess, now), 3);
         tw_fix_put_u64(w, 38, (uint64_t)(100 + next_id % 7));
         tw_fix_put_char(w, 40, '2');
         tw_fix_put_fixed(w, 44, 108725, 5);
@@ -328,6 +330,7 @@ int main(int argc, char **argv)
         .begin_string = begin_string, .sender_comp_id = "TW", .target_comp_id = "QF",
         .initiator = initiator, .heart_bt_int_s = (uint32_t)hb_s, .ts_digits = 3,
         .store = &store, .stream = { s_write, s_close, NULL }, .app = { .on_msg = on_msg, .on_event = on_event },
+        .epoch_offset_ns = tw_clock_epoch_offset_ns(),
     };
     if (tw_fix_session_init(&sess, &cfg, &err) != 0) {
         fprintf(stderr, "tw_fix_peer: %s\n", err.msg);

@@ -97,8 +97,9 @@ static void s_close(void *ctx)
     m->closed = 1;
 }
 
-static void s_on_msg(void *ctx, tw_fix_session *s, const tw_fix_msg *msg, int possdup)
+static void s_on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int possdup)
 {
+    const tw_fix_msg *msg = &d->msg;
     sim *m = ctx;
     (void)s;
     if (m->napp == MAX_APP)

@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "test_check.h"
+#include "tw_check.h"
 #include "fixsession/store_internal.h"
 #include "tickwire/fix_session.h"
 
@@ -400,10 +400,5 @@ int main(void)
     test_mmap_grow();
     unlink(path);
     unlink(path2);
-    if (failures) {
-        fprintf(stderr, "fix_session_store: %d failures\n", failures);
-        return 1;
-    }
-    printf("fix_session_store: ok\n");
-    return 0;
+    return tw_check_done("fix_session_store");
 }

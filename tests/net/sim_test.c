@@ -17,18 +17,64 @@
  *
  * Usage: net_sim_test [--seeds N] [--first S] [--bytes B] [--seed S -v]
  * Environment: TW_NET_SIM_SEEDS / TW_NET_SIM_BYTES override the defaults
- * (the sanitizer build sets fewer seeds; see tests/net/CMakeLists.txt). */
+ * (the sanitizer build sets fewer seeds; see tests/net/CMakeLists.txt).
+ * TW_NET_SIM_PCAP=DIR captures each seed's frames, both ports, into
+ * DIR/net_sim_SEED.pcapng (capture.h; virtual time, so a replay writes the
+ * same file), also when the seed fails: open it in Wireshark. */
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "tickwire/capture.h"
 #include "tickwire/net.h"
 #include "tickwire/net_sim.h"
 #include "tw_check.h"
 
 static uint64_t g_seed;
 static int g_verbose;
+static tw_capture *g_cap; /* TW_NET_SIM_PCAP */
+static tw_port *g_cap_ports[2];
+
+/* Ends the seed's capture (its file complete): at the end of a seed, and
+ * before exiting on a failure. */
+static void capture_end(void)
+{
+    if (!g_cap)
+        return;
+    for (int i = 0; i < 2; i++)
+        if (g_cap_ports[i])
+            tw_port_capture_detach(g_cap_ports[i]);
+    char path[600];
+    fprintf(stderr, "net_sim_test: seed %llu captured in %s\n", (unsigned long long)g_seed,
+            tw_capture_file_path(g_cap, 0, path, sizeof(path)));
+    tw_capture_close(g_cap, NULL);
+    g_cap = NULL;
+}
+
+/* TW_NET_SIM_PCAP=DIR: both ports of this seed into one capture. */
+static void capture_begin(tw_sim_net *net, tw_port *a, tw_port *b, uint64_t seed)
+{
+    const char *dir = getenv("TW_NET_SIM_PCAP");
+    if (!dir || !*dir)
+        return;
+    tw_capture_config cc;
+    char path[TW_CAPTURE_PATH_MAX];
+    snprintf(path, sizeof(path), "%s/net_sim_%llu.pcapng", dir, (unsigned long long)seed);
+    tw_capture_config_init(&cc, path);
+    cc.writer = TW_CAPTURE_WRITER_CALLER;
+    cc.ring_slots = 1u << 14;
+    cc.now_ns = tw_sim_net_now(net);
+    tw_error err;
+    if (tw_capture_open(&g_cap, &cc, &err) != 0 ||
+        tw_port_capture_attach(a, g_cap, "sim:A 10.0.0.1", &err) != 0 ||
+        tw_port_capture_attach(b, g_cap, "sim:B 10.0.0.2", &err) != 0) {
+        fprintf(stderr, "net_sim_test: TW_NET_SIM_PCAP: %s\n", err.msg);
+        exit(2);
+    }
+    g_cap_ports[0] = a;
+    g_cap_ports[1] = b;
+}
 
 /* A failed check (tw_check.h's CHECKF, which names it) ends the run at
  * once: every later step of the seed would only fail in its wake, and the
@@ -36,8 +82,10 @@ static int g_verbose;
 static void seed_failed(void) __attribute__((noreturn));
 static void seed_failed(void)
 {
-    fprintf(stderr, "net_sim_test: seed %llu failed\n  replay: net_sim_test --seed %llu -v\n",
+    fprintf(stderr, "net_sim_test: seed %llu failed\n  replay: net_sim_test --seed %llu -v\n"
+                    "  (with TW_NET_SIM_PCAP=DIR its frames go to a pcapng file)\n",
             (unsigned long long)g_seed, (unsigned long long)g_seed);
+    capture_end();
     exit(1);
 }
 
@@ -289,6 +337,7 @@ static void run_seed(uint64_t seed, uint64_t bytes)
     }
     SIM_CHECK(tw_net_open(&A.st, A.port, &ca, &err) == 0, "net open A: %s", err.msg);
     SIM_CHECK(tw_net_open(&B.st, B.port, &cb, &err) == 0, "net open B: %s", err.msg);
+    capture_begin(net, A.port, B.port, seed);
     A.dir = 0;
     B.dir = 1;
     A.total = B.total = bytes / 2 + rndn(bytes);
@@ -329,6 +378,8 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         app_step(&B, "B", now, seed);
         poll_all(&A, now);
         poll_all(&B, now);
+        if (g_cap)
+            tw_capture_drain(g_cap, 1u << 14);
         check_side(&A, "A");
         check_side(&B, "B");
         /* Progress in virtual time: bytes read or acknowledged either way.
@@ -462,6 +513,7 @@ static void run_seed(uint64_t seed, uint64_t bytes)
                (unsigned long long)sb->zero_window_probes,
                (unsigned long long)sb->ecn_rate_cuts, (unsigned long long)sb->ecn_ce_rx);
     }
+    capture_end();
     tw_net_close(A.st);
     tw_net_close(B.st);
     tw_sim_net_close(net);

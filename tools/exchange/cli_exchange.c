@@ -30,7 +30,7 @@ static const char usage[] =
     "usage: tickwire exchange --listen [HOST:]PORT --data SYM=FILE[,SYM=FILE...]\n"
     "                         [--lockstep | --rate BARS_PER_S] [--sender COMPID]\n"
     "                         [--fills FILE] [--max-bars N] [--fault KIND:ARG]...\n"
-    "                         [--port SPEC --ip A.B.C.D [--mac M] [--busy]]\n"
+    "                         [--port SPEC --ip A.B.C.D [--mac M] [--busy] [--pcap FILE]]\n"
     "                         [--store DIR] [--sessions N] [--column NAME]\n"
     "                         [--logon-timeout S] [--grace S] [--end-timeout S]\n"
     "                         [--max-orders N] [--entries-per-x N] [--quiet]\n"
@@ -54,6 +54,8 @@ static const char usage[] =
     "  --fault KIND:ARG      disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS\n"
     "  --port SPEC --ip IP   serve over the userspace stack on a port spec\n"
     "                        (af_packet:IF, af_xdp:IF[:Q], dpdk_af_packet:IF, ...)\n"
+    "  --pcap FILE[,K=V...]  with --port: every frame of the port into a pcapng file\n"
+    "                        (tickwire/capture.h: snap=, size=, files=, port=, ...)\n"
     "  --column NAME         CSV column to read (close)\n"
     "  --logon-timeout S     close connections without a Logon after S s (10)\n"
     "  --grace S             drop a subscribed session away for S s (30)\n"
@@ -210,6 +212,12 @@ int tw__cli_exchange(int argc, char **argv)
             o.ip = val;
         } else if (!strcmp(opt, "--mac")) {
             o.mac = val;
+        } else if (!strcmp(opt, "--pcap")) {
+            if (tw_capture_config_parse(&o.cc, val, &err) != 0) {
+                fprintf(stderr, "tickwire exchange: --pcap: %s\n", err.msg);
+                return 2;
+            }
+            o.pcap = val;
         } else if (!strcmp(opt, "--max-bars")) {
             if (tw__cli_u64_range("exchange", opt, val, 1, UINT64_MAX, &cfg.max_bars))
                 return 2;
@@ -284,8 +292,9 @@ int tw__cli_exchange(int argc, char **argv)
             fprintf(stderr, "tickwire exchange: --listen PORT 0 needs kernel TCP; give a port\n");
             return 2;
         }
-    } else if (o.ip || o.mac || o.busy) {
-        fprintf(stderr, "tickwire exchange: --ip/--mac/--busy go with --port SPEC\n");
+    } else if (o.ip || o.mac || o.busy || o.pcap) {
+        fprintf(stderr, "tickwire exchange: --ip/--mac/--busy/--pcap go with --port SPEC "
+                        "(over kernel TCP, tcpdump sees the traffic)\n");
         return 2;
     }
     if (lockstep && rate) {

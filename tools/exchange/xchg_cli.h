@@ -6,6 +6,7 @@
 #include <signal.h>
 #include <stdint.h>
 
+#include "tickwire/capture.h"
 #include "tickwire/exchange.h"
 
 typedef struct xcli_opts {
@@ -16,6 +17,8 @@ typedef struct xcli_opts {
     int busy;             /* --busy: poll without yielding (userspace stack) */
     int quiet;            /* --quiet: no event lines on stderr */
     unsigned max_conns;
+    const char *pcap;     /* --pcap SPEC with --port: capture the port's frames */
+    tw_capture_config cc; /* --pcap, parsed */
 } xcli_opts;
 
 /* Set by SIGTERM/SIGINT: 1 asks for a clean stop, 2 or more to quit now. */

@@ -3,7 +3,8 @@
  * venue served by tw_xchg_net, all on one reactor core (tools/common's
  * netdrv): each turn polls the stack, then the venue, whose next deadline
  * bounds the reactor's idle wait on the port's fd (or it busy-polls with
- * --busy).  One clock: the reactor's (tw__netdrv_now_ns). */
+ * --busy).  One clock: the reactor's (tw__netdrv_now_ns).  --pcap
+ * captures the port's frames (capture.h) from a writer thread. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -36,6 +37,25 @@ static unsigned venue_poll(void *arg, tw_reactor_now *now)
     if (next < now->wake_ns)
         now->wake_ns = next;
     return work + (tw_xchg_get_stats(v->x)->bars != bars);
+}
+
+/* Ends --pcap (the loop has stopped): the rest of the ring, the file
+ * closed, one line of counters unless quiet.  Returns the capture's write
+ * error (0 if none), said on stderr. */
+static int close_capture(tw_port *port, tw_capture *cap, int quiet)
+{
+    if (!cap)
+        return 0;
+    tw_port_capture_detach(port);
+    tw_capture_stats cs;
+    int rc = tw_capture_close(cap, &cs);
+    if (rc)
+        fprintf(stderr, "tickwire exchange: --pcap: write error: %s\n", tw_strerror(rc));
+    else if (!quiet)
+        fprintf(stderr, "tickwire exchange: capture: %llu frames in %llu file(s), %llu dropped "
+                        "(ring full)\n", (unsigned long long)cs.written,
+                (unsigned long long)cs.files, (unsigned long long)cs.dropped);
+    return rc;
 }
 
 static int parse_mac(const char *s, uint8_t mac[6])
@@ -80,12 +100,15 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
     tw_port *port = NULL;
     tw_net *st = NULL;
     tw_xchg_net *xn = NULL;
+    tw_capture *cap = NULL;
     if (tw__port_open_spec(&port, o->port_spec, 4096, &err) != 0 ||
+        (o->pcap && tw_port_capture_open(port, &o->cc, o->port_spec, &cap, &err) != 0) ||
         tw_net_open(&st, port, &cfg, &err) != 0 ||
         tw_xchg_net_open(&xn, x, st, o->port, o->max_conns, OUT_CAP, &err) != 0) {
         fprintf(stderr, "tickwire exchange: %s\n", err.msg);
         if (st)
             tw_net_close(st);
+        close_capture(port, cap, 1);
         tw_port_close(port);
         return 1;
     }
@@ -97,6 +120,7 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
         fprintf(stderr, "tickwire exchange: cannot set up the reactor\n");
         tw_xchg_net_close(xn, tw__netdrv_now_ns());
         tw_net_close(st);
+        close_capture(port, cap, 1);
         tw_port_close(port);
         return 1;
     }
@@ -128,9 +152,11 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
                 (unsigned long long)ns->retransmits, (unsigned long long)ns->zero_window_probes,
                 (unsigned long long)ns->conns_accepted);
     tw_xchg_net_close(xn, tw__netdrv_now_ns());
+    tw_net_poll(st, tw__netdrv_now_ns()); /* what closing sent, into the capture too */
+    int crc = close_capture(port, cap, o->quiet);
     tw_net_close(st);
     tw_port_close(port);
-    return 0;
+    return crc ? 1 : 0;
 }
 
 #else

@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "tickwire/decimal.h"
 #include "tickwire/fix.h"
 
 #define MAX_INPUT (256u << 20)
@@ -13,6 +14,7 @@
 
 typedef struct opts {
     int pipe;        /* '|' stands for SOH */
+    int json;        /* decode: one JSON object per message */
     unsigned flags;  /* TW_FIX_NO_CHECKSUM ... */
     const char *src; /* file, "-" or a literal message */
 } opts;
@@ -80,6 +82,17 @@ static char *load(const opts *o, size_t *len)
     return b;
 }
 
+static const char decode_usage[] =
+    "usage: tickwire fix decode [-p|--pipe] [--json] [--no-checksum] [--no-bodylength] [FILE|-]\n"
+    "  Prints every FIX message of a log (messages may be separated by newlines)\n"
+    "  with tag names and value meanings.  -p: '|' stands for SOH.  --json: one\n"
+    "  JSON object per line and message, {\"index\", \"msg_type\", \"name\",\n"
+    "  \"bytes\", \"fields\": [{\"tag\", \"name\", \"value\"}, ...]}, with the values\n"
+    "  of price fields (LastPx, AvgPx, Price, MDEntryPx, ...) as the float64 they\n"
+    "  parse to, in the shortest text that reads back as the same float64, and\n"
+    "  every other value as a string.  Bytes that are not a message are\n"
+    "  reported on stderr and skipped; exit 1 if any.\n";
+
 static int parse_opts(int argc, char **argv, opts *o, const char *usage)
 {
     memset(o, 0, sizeof(*o));
@@ -96,6 +109,8 @@ static int parse_opts(int argc, char **argv, opts *o, const char *usage)
             o->flags |= TW_FIX_NO_CHECKSUM;
         } else if (!strcmp(a, "--no-bodylength")) {
             o->flags |= TW_FIX_NO_BODYLEN;
+        } else if (!strcmp(a, "--json") && usage == decode_usage) {
+            o->json = 1;
         } else if (a[0] == '-' && a[1] != 0) {
             fprintf(stderr, "tickwire fix: unknown option %s\n%s", a, usage);
             return -1;
@@ -133,34 +148,50 @@ static int is_space_run(const char *p, size_t n)
     return 1;
 }
 
-enum { FR_END, FR_MSG, FR_GARBLED, FR_TRUNCATED };
+/* What a walk over a log reports.  Each callback gets the byte offset of
+ * what it reports; msg gets a message that framed, garbled bytes that are
+ * not a message (err says why; they are skipped), truncated the offset
+ * where the input ends inside a message (the walk stops there). */
+typedef struct walker {
+    void (*msg)(void *ctx, size_t off, const char *p, size_t n);
+    void (*garbled)(void *ctx, size_t off, size_t n, const tw_error *err);
+    void (*truncated)(void *ctx, size_t off);
+    void *ctx;
+} walker;
 
-/* The walk over a log that decode and check share: frames the next message
- * of buf at *off.  FR_MSG: a message of *n bytes; FR_GARBLED: *n bytes to
- * skip that are not a message (err says why); FR_TRUNCATED: the input ends
- * inside a message; FR_END: nothing but whitespace is left.  Whitespace
- * between messages (newline-separated logs) is skipped here, silently. */
-static int next_frame(const char *buf, size_t len, size_t *off, unsigned flags, size_t *n,
-                      tw_error *err)
+/* What decode and check keep while walking a log: the input, the framer
+ * flags, messages seen and problems found. */
+typedef struct log_state {
+    const char *buf;
+    size_t len;
+    unsigned flags;
+    int json;
+    long n, bad;
+} log_state;
+
+/* The one walk over a log that decode and check share.  Whitespace
+ * between messages (newline-separated logs) is skipped silently. */
+static void walk(const char *buf, size_t len, unsigned flags, const walker *w)
 {
-    while (*off < len) {
+    size_t off = 0;
+    while (off < len) {
         size_t skip = 0;
-        *err = (tw_error){ 0 };
-        int rc = tw_fix_frame_ex(buf + *off, len - *off, flags, &skip, err);
-        if (rc == TW_FIX_INCOMPLETE)
-            return is_space_run(buf + *off, len - *off) ? FR_END : FR_TRUNCATED;
-        if (rc == TW_FIX_GARBLED) {
-            if (is_space_run(buf + *off, skip)) {
-                *off += skip;
-                continue;
-            }
-            *n = skip;
-            return FR_GARBLED;
+        tw_error err = { 0 };
+        int rc = tw_fix_frame_ex(buf + off, len - off, flags, &skip, &err);
+        if (rc == TW_FIX_INCOMPLETE) {
+            if (!is_space_run(buf + off, len - off))
+                w->truncated(w->ctx, off);
+            return;
         }
-        *n = (size_t)rc;
-        return FR_MSG;
+        if (rc == TW_FIX_GARBLED) {
+            if (!is_space_run(buf + off, skip))
+                w->garbled(w->ctx, off, skip, &err);
+            off += skip;
+            continue;
+        }
+        w->msg(w->ctx, off, buf + off, (size_t)rc);
+        off += (size_t)rc;
     }
-    return FR_END;
 }
 
 static void print_value(FILE *out, const char *v, uint32_t n)
@@ -198,11 +229,92 @@ static void print_message(FILE *out, long idx, const char *msg, size_t len, cons
     }
 }
 
-static const char decode_usage[] =
-    "usage: tickwire fix decode [-p|--pipe] [--no-checksum] [--no-bodylength] [FILE|-]\n"
-    "  Prints every FIX message of a log (messages may be separated by newlines)\n"
-    "  with tag names and value meanings.  -p: '|' stands for SOH.  Bytes that\n"
-    "  are not a message are reported on stderr and skipped; exit 1 if any.\n";
+
+/* A JSON string of v[0..n): quotes, backslashes and control bytes
+ * escaped, bytes above 0x7F as the Latin-1 code points they would be (a
+ * FIX value is bytes, not UTF-8). */
+static void json_str(FILE *out, const char *v, size_t n)
+{
+    fputc('"', out);
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)v[i];
+        if (c == '"' || c == '\\')
+            fprintf(out, "\\%c", c);
+        else if (c < 0x20 || c >= 0x7F)
+            fprintf(out, "\\u%04x", c);
+        else
+            fputc(c, out);
+    }
+    fputc('"', out);
+}
+
+/* One message as one line of JSON. */
+static void json_message(FILE *out, long idx, size_t len, const tw_fix_msg *m)
+{
+    const char *tn = tw_fix_msg_type_name(m->msg_type, m->msg_type_len);
+    fprintf(out, "{\"index\":%ld,\"msg_type\":", idx);
+    json_str(out, m->msg_type, m->msg_type_len);
+    fputs(",\"name\":", out);
+    if (tn)
+        json_str(out, tn, strlen(tn));
+    else
+        fputs("null", out);
+    fprintf(out, ",\"bytes\":%zu,\"fields\":[", len);
+    for (uint32_t i = 0; i < m->count; i++) {
+        const tw_fix_field *f = &m->fields[i];
+        const char *name = tw_fix_tag_name(f->tag);
+        fprintf(out, "%s{\"tag\":%u,\"name\":", i ? "," : "", f->tag);
+        if (name)
+            json_str(out, name, strlen(name));
+        else
+            fputs("null", out);
+        fputs(",\"value\":", out);
+        double x;
+        char t[TW_DECIMAL_MAX];
+        /* A price as the float64 the trader trades on (live.md, "Prices
+         * are exact"); one that is not a finite decimal stays a string. */
+        if (tw_fix_tag_is_price(f->tag) && tw_decimal_to_double(f->val, f->len, &x) == 0 &&
+            x - x == 0) {
+            tw_double_to_decimal(x, t);
+            fputs(t, out);
+        } else {
+            json_str(out, f->val, f->len);
+        }
+        fputc('}', out);
+    }
+    fputs("]}\n", out);
+}
+
+static void decode_msg(void *ctx, size_t off, const char *p, size_t n)
+{
+    log_state *d = ctx;
+    static tw_fix_field fields[MAX_FIELDS];
+    tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
+    tw_error err;
+    if (tw_fix_parse_ex(p, n, &m, &err) != 0) {
+        fprintf(stderr, "tickwire fix decode: byte %zu: message does not parse: %s\n", off, err.msg);
+        d->bad++;
+        return;
+    }
+    if (d->json)
+        json_message(stdout, ++d->n, n, &m);
+    else
+        print_message(stdout, ++d->n, p, n, &m);
+}
+
+static void decode_garbled(void *ctx, size_t off, size_t n, const tw_error *err)
+{
+    log_state *d = ctx;
+    fprintf(stderr, "tickwire fix decode: byte %zu: skipped %zu bytes: %s\n", off, n, err->msg);
+    d->bad++;
+}
+
+static void decode_truncated(void *ctx, size_t off)
+{
+    log_state *d = ctx;
+    fprintf(stderr, "tickwire fix decode: byte %zu: the input ends inside a message\n", off);
+    d->bad++;
+}
 
 int tw__cli_fix_decode(int argc, char **argv);
 int tw__cli_fix_decode(int argc, char **argv)
@@ -213,37 +325,13 @@ int tw__cli_fix_decode(int argc, char **argv)
     char *buf = open_input(argc, argv, decode_usage, &o, &len, &code);
     if (!buf)
         return code;
-    static tw_fix_field fields[MAX_FIELDS];
-    size_t off = 0, flen = 0;
-    long n = 0, bad = 0;
-    tw_error err;
-    int k;
-    while ((k = next_frame(buf, len, &off, o.flags, &flen, &err)) != FR_END) {
-        if (k == FR_TRUNCATED) {
-            fprintf(stderr, "tickwire fix decode: byte %zu: the input ends inside a message\n", off);
-            bad++;
-            break;
-        }
-        if (k == FR_GARBLED) {
-            fprintf(stderr, "tickwire fix decode: byte %zu: skipped %zu bytes: %s\n", off, flen,
-                    err.msg);
-            bad++;
-            off += flen;
-            continue;
-        }
-        tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
-        if (tw_fix_parse_ex(buf + off, flen, &m, &err) != 0) {
-            fprintf(stderr, "tickwire fix decode: byte %zu: message does not parse: %s\n", off, err.msg);
-            bad++;
-        } else {
-            print_message(stdout, ++n, buf + off, flen, &m);
-        }
-        off += flen;
-    }
+    log_state d = { buf, len, o.flags, o.json, 0, 0 };
+    walker w = { decode_msg, decode_garbled, decode_truncated, &d };
+    walk(buf, len, o.flags, &w);
     free(buf);
-    if (bad)
-        fprintf(stderr, "tickwire fix decode: %ld messages, %ld problems\n", n, bad);
-    return bad ? 1 : 0;
+    if (d.bad)
+        fprintf(stderr, "tickwire fix decode: %ld messages, %ld problems\n", d.n, d.bad);
+    return d.bad ? 1 : 0;
 }
 
 /* Runs the typed accessor for m's MsgType; 0 if none is known for it. */
@@ -323,6 +411,52 @@ static const char check_usage[] =
     "  message types tickwire reads.  Says exactly what is wrong; exit 1 if\n"
     "  anything is.  A message given on the command line may use '|' for SOH.\n";
 
+static void check_msg(void *ctx, size_t off, const char *p, size_t n)
+{
+    log_state *c = ctx;
+    static tw_fix_field fields[MAX_FIELDS];
+    tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
+    tw_fix_header h;
+    tw_error err;
+    const char *what = NULL;
+    c->n++;
+    if (tw_fix_parse_ex(p, n, &m, &err) != 0)
+        what = "field syntax";
+    else if (tw_fix_read_header(&m, &h, &err) != 0)
+        what = "standard header";
+    else if (check_typed(&m, &err) != 0)
+        what = "message body";
+    if (what) {
+        printf("message %ld (byte %zu): error in %s: %s\n", c->n, off, what, err.msg);
+        c->bad++;
+        return;
+    }
+    const char *tn = tw_fix_msg_type_name(m.msg_type, m.msg_type_len);
+    int typed = m.msg_type_len == 1 && m.msg_type[0] != 0 &&
+                strchr("A01234589DFVWX", m.msg_type[0]) != NULL;
+    printf("message %ld (byte %zu): OK  %s (%.*s), %.*s seq %lld, %u fields%s\n", c->n, off,
+           tn ? tn : "unknown MsgType", (int)m.msg_type_len, m.msg_type,
+           (int)h.begin_string.len, h.begin_string.p, (long long)h.msg_seq_num, m.count,
+           typed ? "" : " (body not checked: no accessor for this MsgType)");
+}
+
+static void check_garbled(void *ctx, size_t off, size_t n, const tw_error *err)
+{
+    log_state *c = ctx;
+    printf("byte %zu: error: %s (%zu bytes skipped)\n", off, err->msg, n);
+    explain_frame(c->buf + off, c->len - off, c->flags, err->msg);
+    c->bad++;
+}
+
+static void check_truncated(void *ctx, size_t off)
+{
+    log_state *c = ctx;
+    printf("byte %zu: error: incomplete message (%zu bytes): it ends before its "
+           "BodyLength(9) and CheckSum(10) say it should\n", off, c->len - off);
+    explain_frame(c->buf + off, c->len - off, c->flags, "");
+    c->bad++;
+}
+
 int tw__cli_fix_check(int argc, char **argv);
 int tw__cli_fix_check(int argc, char **argv)
 {
@@ -332,54 +466,13 @@ int tw__cli_fix_check(int argc, char **argv)
     char *buf = open_input(argc, argv, check_usage, &o, &len, &code);
     if (!buf)
         return code;
-    static tw_fix_field fields[MAX_FIELDS];
-    size_t off = 0, flen = 0;
-    long n = 0, bad = 0;
-    tw_error err;
-    int k;
-    while ((k = next_frame(buf, len, &off, o.flags, &flen, &err)) != FR_END) {
-        if (k == FR_TRUNCATED) {
-            printf("byte %zu: error: incomplete message (%zu bytes): it ends before its "
-                   "BodyLength(9) and CheckSum(10) say it should\n", off, len - off);
-            explain_frame(buf + off, len - off, o.flags, "");
-            bad++;
-            break;
-        }
-        if (k == FR_GARBLED) {
-            printf("byte %zu: error: %s (%zu bytes skipped)\n", off, err.msg, flen);
-            explain_frame(buf + off, len - off, o.flags, err.msg);
-            bad++;
-            off += flen;
-            continue;
-        }
-        n++;
-        tw_fix_msg m = { .fields = fields, .cap = MAX_FIELDS };
-        tw_fix_header h;
-        const char *what = NULL;
-        if (tw_fix_parse_ex(buf + off, flen, &m, &err) != 0)
-            what = "field syntax";
-        else if (tw_fix_read_header(&m, &h, &err) != 0)
-            what = "standard header";
-        else if (check_typed(&m, &err) != 0)
-            what = "message body";
-        if (what) {
-            printf("message %ld (byte %zu): error in %s: %s\n", n, off, what, err.msg);
-            bad++;
-        } else {
-            const char *tn = tw_fix_msg_type_name(m.msg_type, m.msg_type_len);
-            int typed = m.msg_type_len == 1 && m.msg_type[0] != 0 &&
-                        strchr("A01234589DFVWX", m.msg_type[0]) != NULL;
-            printf("message %ld (byte %zu): OK  %s (%.*s), %.*s seq %lld, %u fields%s\n", n, off,
-                   tn ? tn : "unknown MsgType", (int)m.msg_type_len, m.msg_type,
-                   (int)h.begin_string.len, h.begin_string.p, (long long)h.msg_seq_num, m.count,
-                   typed ? "" : " (body not checked: no accessor for this MsgType)");
-        }
-        off += flen;
-    }
+    log_state c = { buf, len, o.flags, 0, 0, 0 };
+    walker w = { check_msg, check_garbled, check_truncated, &c };
+    walk(buf, len, o.flags, &w);
     free(buf);
-    if (n == 0 && bad == 0) {
+    if (c.n == 0 && c.bad == 0) {
         printf("error: no FIX message in the input\n");
         return 1;
     }
-    return bad ? 1 : 0;
+    return c.bad ? 1 : 0;
 }

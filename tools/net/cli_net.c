@@ -2,7 +2,9 @@
  * port.
  *
  *   tickwire net echo    --port SPEC --ip A.B.C.D [--mac M] [--listen PORT] [--busy]
+ *                        [--pcap FILE[,key=value...]]
  *   tickwire net connect --port SPEC --ip A.B.C.D [--mac M] --to A.B.C.D:PORT [--busy]
+ *                        [--pcap FILE[,key=value...]]
  *
  * SPEC is a port spec (af_packet:IF, af_xdp:IF[:Q], dpdk_af_packet:IF,
  * dpdk_af_xdp:IF, dpdk:PORT:EAL ARGS).  echo serves up to 8 connections at
@@ -13,6 +15,10 @@
  * (xx:xx:xx:xx:xx:xx) instead of the interface's: on AF_PACKET the host
  * kernel then stops the stack's frames at its L2 check instead of running
  * them through its IPv4 input (see bench/netrtt/bench_netrtt_core.c).
+ * --pcap writes every frame the port receives and sends to a pcapng file
+ * (capture.h: snap=, size=, files=, dir=, ip=, port=, cpu= after commas),
+ * from a writer thread; the counters (captured, dropped) are printed at
+ * the end with the stack's.
  * A bad option or number: one line on stderr naming it, exit status 2. */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +32,7 @@
 #include "common/cli_opt.h"
 #include "common/netdrv.h"
 #include "common/portspec.h"
+#include "tickwire/capture.h"
 #include "tickwire/net.h"
 
 int tw__cli_net_echo(int argc, char **argv);
@@ -45,15 +52,18 @@ static void on_sig(int s)
 }
 
 typedef struct opts {
-    const char *port, *ip, *to, *mac;
+    const char *port, *ip, *to, *mac, *pcap;
     unsigned listen;
     int busy;
+    tw_capture_config cc; /* --pcap, parsed */
 } opts;
 
 static const char echo_usage[] =
-    "usage: tickwire net echo --port SPEC --ip A.B.C.D [--mac M] [--listen PORT] [--busy]\n";
+    "usage: tickwire net echo --port SPEC --ip A.B.C.D [--mac M] [--listen PORT] [--busy]\n"
+    "                         [--pcap FILE[,snap=N,size=N,files=N,dir=rx|tx,ip=A,port=N]]\n";
 static const char connect_usage[] =
-    "usage: tickwire net connect --port SPEC --ip A.B.C.D [--mac M] --to A.B.C.D:PORT [--busy]\n";
+    "usage: tickwire net connect --port SPEC --ip A.B.C.D [--mac M] --to A.B.C.D:PORT [--busy]\n"
+    "                            [--pcap FILE[,snap=N,size=N,files=N,dir=rx|tx,ip=A,port=N]]\n";
 
 /* Returns -1 when the options are good (o filled), else the exit status
  * the subcommand returns now: 0 after --help, 2 after saying what was
@@ -78,6 +88,13 @@ static int parse(const char *cmd, const char *usage, int argc, char **argv, opts
             o->ip = val;
         } else if (!strcmp(opt, "--mac")) {
             o->mac = val;
+        } else if (!strcmp(opt, "--pcap")) {
+            tw_error err;
+            if (tw_capture_config_parse(&o->cc, val, &err) != 0) {
+                fprintf(stderr, "tickwire %s: --pcap: %s\n", cmd, err.msg);
+                return 2;
+            }
+            o->pcap = val;
         } else if (!strcmp(opt, "--to") && need_to) {
             o->to = val;
         } else if (!strcmp(opt, "--listen") && !need_to) {
@@ -97,6 +114,24 @@ static int parse(const char *cmd, const char *usage, int argc, char **argv, opts
     return -1;
 }
 
+static tw_capture *cap; /* --pcap */
+
+/* Stops the capture (the loop has ended) and prints its counters. */
+static void close_capture(tw_port *p)
+{
+    if (!cap)
+        return;
+    tw_port_capture_detach(p);
+    tw_capture_stats cs;
+    int rc = tw_capture_close(cap, &cs);
+    cap = NULL;
+    fprintf(stderr, "net: capture: %llu frames written in %llu file(s), %llu dropped (ring "
+            "full), %llu filtered%s%s\n",
+            (unsigned long long)cs.written, (unsigned long long)cs.files,
+            (unsigned long long)cs.dropped, (unsigned long long)cs.filtered,
+            rc ? ", write error: " : "", rc ? tw_strerror(rc) : "");
+}
+
 static int open_all(const opts *o, tw_port **p, tw_net **st)
 {
     tw_error err = {0};
@@ -109,6 +144,11 @@ static int open_all(const opts *o, tw_port **p, tw_net **st)
         fprintf(stderr, "net: %s\n", err.msg);
         return -1;
     }
+    if (o->pcap && tw_port_capture_open(*p, &o->cc, o->port, &cap, &err) != 0) {
+        fprintf(stderr, "net: --pcap: %s\n", err.msg);
+        tw_port_close(*p);
+        return -1;
+    }
     tw_net_config cfg;
     tw_net_config_init(&cfg, ip);
     /* By hand, not in a test: the ISN secret comes from the kernel. */
@@ -117,6 +157,7 @@ static int open_all(const opts *o, tw_port **p, tw_net **st)
         fprintf(stderr, "net: cannot read /dev/urandom\n");
         if (fd >= 0)
             close(fd);
+        close_capture(*p);
         tw_port_close(*p);
         return -1;
     }
@@ -130,12 +171,14 @@ static int open_all(const opts *o, tw_port **p, tw_net **st)
                    &extra) != 6 || (m[0] & 1u)) {
             fprintf(stderr, "net: bad --mac '%s' (want six hex bytes a:b:c:d:e:f, unicast)\n",
                     o->mac);
+            close_capture(*p);
             tw_port_close(*p);
             return -1;
         }
         for (int i = 0; i < 6; i++) {
             if (m[i] > 0xff) {
                 fprintf(stderr, "net: bad --mac '%s' (byte %d is over ff)\n", o->mac, i + 1);
+                close_capture(*p);
                 tw_port_close(*p);
                 return -1;
             }
@@ -144,6 +187,7 @@ static int open_all(const opts *o, tw_port **p, tw_net **st)
     }
     if (tw_net_open(st, *p, &cfg, &err) != 0) {
         fprintf(stderr, "net: %s\n", err.msg);
+        close_capture(*p);
         tw_port_close(*p);
         return -1;
     }
@@ -225,6 +269,7 @@ int tw__cli_net_echo(int argc, char **argv)
     if (tw_tcp_listen(st, &l, (uint16_t)o.listen, echo_accept, NULL) != 0) {
         fprintf(stderr, "net echo: cannot listen on %u\n", o.listen);
         tw_net_close(st);
+        close_capture(p);
         tw_port_close(p);
         return 1;
     }
@@ -240,6 +285,7 @@ int tw__cli_net_echo(int argc, char **argv)
     if (!quit)
         tw__netdrv_run(&drv, !o.busy, 1000000);
     print_stats(st);
+    close_capture(p);
     tw_net_close(st);
     tw_port_close(p);
     return 0;
@@ -283,6 +329,7 @@ int tw__cli_net_connect(int argc, char **argv)
     if (rc != 0) {
         fprintf(stderr, "net connect: %s\n", tw_strerror(rc));
         tw_net_close(st);
+        close_capture(p);
         tw_port_close(p);
         return 1;
     }
@@ -333,6 +380,8 @@ int tw__cli_net_connect(int argc, char **argv)
     if (tw_tcp_get_state(&c) != TW_TCP_CLOSED)
         tw_tcp_abort(&c, tw__netdrv_now_ns());
     tw_tcp_conn_release(&c);
+    tw_net_poll(st, tw__netdrv_now_ns()); /* the RST goes out, and into the capture */
+    close_capture(p);
     tw_net_close(st);
     tw_port_close(p);
     return status;
