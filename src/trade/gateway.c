@@ -29,6 +29,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "tickwire/capture.h"
 #include "tickwire/decimal.h"
 #include "tickwire/fix.h"
 #include "trade/engine_internal.h"
@@ -63,6 +64,7 @@ struct tw__gw {
     uint32_t index;
     tw__xport *xp;
     tw_port *port; /* opened for us (stack), closed through opts.close_port */
+    tw_capture *cap; /* `pcap =`: this session's frames (a writer thread of its own) */
     tw_fix_store store;
     int have_store;
     tw_fix_session fs;
@@ -1237,9 +1239,19 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
         if (rc == 0)
             rc = tw__xport_stack_open(&g->xp, g->port, sc->ip4, sc->prefix, sc->gateway4, dst,
                                       sc->port, RX_CAP, OUT_CAP, cto, err);
-        if (rc == 0 && sc->pcap[0])
-            fprintf(e->log, "tickwire trade: session %s: pcap = %s: no capture in this build\n",
-                    sc->name, sc->pcap);
+        if (rc == 0 && sc->pcap[0]) {
+            /* Attached before the stack polls the port: every frame of the
+             * session, both ways, from its first SYN. */
+            tw_capture_config cc;
+            rc = tw_capture_config_parse(&cc, sc->pcap, err);
+            if (rc == 0)
+                rc = tw_port_capture_open(g->port, &cc, sc->name, &g->cap, err);
+            if (rc != 0) {
+                char why[sizeof(err->msg)];
+                snprintf(why, sizeof(why), "%s", err->msg);
+                tw__err(err, rc, "session %s: pcap = %s: %s", sc->name, sc->pcap, why);
+            }
+        }
     }
     if (rc != 0) {
         tw__gw_destroy(g);
@@ -1280,6 +1292,13 @@ void tw__gw_destroy(tw__gw *g)
         return;
     if (g->xp)
         g->xp->ops->destroy(g->xp); /* the stack goes before its port */
+    if (g->cap) {
+        tw_port_capture_detach(g->port);
+        tw_capture_stats cs;
+        if (tw_capture_close(g->cap, &cs) != 0)
+            fprintf(g->e->log, "tickwire trade: session %s: pcap = %s: write error\n",
+                    g->sc->name, g->sc->pcap);
+    }
     if (g->port && g->e->opts.close_port)
         g->e->opts.close_port(g->e->opts.port_ctx, g->index, g->port);
     if (g->have_store)

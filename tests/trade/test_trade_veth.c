@@ -5,7 +5,8 @@
  * (their first --bars bars) as two instruments, 8 combos each; per
  * instance the trade list, trade count, execution and signal PnL must
  * equal `tickwire sweep --trades` bit for bit (python3 -m tickwire.live
- * --check), and both programs exit 0.
+ * --check), both programs exit 0, and the session's capture (pcap =) holds
+ * its NewOrderSingles.
  * Root only (namespaces, veth); exits 77 with a message otherwise.
  *
  *   trade_veth_test KIND TICKWIRE SOURCE_DIR [--bars N]
@@ -106,9 +107,9 @@ int main(int argc, char **argv)
             "[engine]\nreport = %s\ntrades = %s\nlog = %s/trader.log\n"
             "[session venue]\nhost = " TW_NETENV_PEER_IP "\nport = 7020\nsender = TRADER\n"
             "target = VENUE\nstore = %s/store/venue\nstack = %s:%s\nip = " TW_NETENV_STACK_IP
-            "/24\nreconnect_min_ms = 50\n"
+            "/24\nreconnect_min_ms = 50\npcap = %s/trader.pcapng\n"
             "[instrument AAA]\nsession = venue\n[instrument BBB]\nsession = venue\n",
-            report, trades, tmp, tmp, kind, e.host);
+            report, trades, tmp, tmp, kind, e.host, tmp);
     for (int s = 0; s < 2; s++) {
         fprintf(f, "[strategy %s]\ninstrument = %s\n", s ? "b" : "a", s ? "BBB" : "AAA");
         for (size_t c = 0; c < sizeof(combos) / sizeof(combos[0]); c++)
@@ -131,14 +132,17 @@ int main(int argc, char **argv)
              "--check %s %s %s --data AAA=%s/a.npy --data BBB=%s/b.npy > %s/parity.out",
              src, tickwire, tmp, ini, report, trades, tmp, tmp, tmp);
     int prc = trc == 0 && vrc == 0 ? system(cmd) : -1;
+    /* The session's capture (pcap =) holds its orders on the wire. */
+    snprintf(cmd, sizeof(cmd), "grep -caP '\\x0135=D\\x01' %s/trader.pcapng > /dev/null", tmp);
+    int cap_ok = system(cmd) == 0;
     snprintf(cmd, sizeof(cmd), "%s/parity.out", tmp);
-    if (trc != 0 || vrc != 0 || prc != 0 || !has(cmd, "parity: bit-identical")) {
-        fprintf(stderr, "FAIL: trade over %s: trader exit %d, venue exit %d, parity check %d; "
-                "files in %s\n", kind, trc, vrc, prc, tmp);
+    if (trc != 0 || vrc != 0 || prc != 0 || !has(cmd, "parity: bit-identical") || !cap_ok) {
+        fprintf(stderr, "FAIL: trade over %s: trader exit %d, venue exit %d, parity check %d, "
+                "capture %s; files in %s\n", kind, trc, vrc, prc, cap_ok ? "ok" : "without orders", tmp);
         return 1;
     }
     printf("PASS trade over %s (userspace stack) to the venue over kernel TCP: %ld + %ld bars in "
-           "lockstep, 16 instances bit-identical to tickwire sweep --trades\n", kind, bars, bars);
+           "lockstep, 16 instances bit-identical to tickwire sweep --trades; its frames captured (pcap =)\n", kind, bars, bars);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
     return system(cmd) == 0 ? 0 : 1;
 }
