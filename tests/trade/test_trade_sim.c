@@ -33,7 +33,7 @@
 
 #define N_COMBOS 8
 #define VENUE_IP 0x0a4d0002u  /* 10.77.0.2 */
-#define MAX_TRADES 200000
+#define MAX_TRADES (1u << 19) /* closed trades of all instances: 150,000 bars give ~265,000 */
 
 static const int64_t odd[4][6] = {
     {397, 400, 19, 45, 67, 133}, {1, 1, 1, 1, 1, 1}, {7, 13, 3, 5, 9, 11}, {101, 203, 17, 33, 51, 399},
@@ -304,9 +304,13 @@ int main(int argc, char **argv)
 
     /* Parity, per instance. */
     const tw_strategy *st = tw_trade_engine_strategy(e);
-    static row rows[MAX_TRADES];
+    row *rows = malloc(MAX_TRADES * sizeof(row));
     size_t n_rows = read_trades(trades, rows, MAX_TRADES);
-    static tw_trade ref[MAX_TRADES];
+    tw_trade *ref = malloc(MAX_TRADES * sizeof(tw_trade));
+    if (!rows || !ref) {
+        fprintf(stderr, "FAIL: out of memory\n");
+        return 1;
+    }
     size_t at = 0, fills = 0;
     for (uint32_t i = 0; i < tw_strategy_n_instances(st); i++) {
         tw_instance_stats is;
@@ -368,6 +372,8 @@ int main(int argc, char **argv)
     tw_sim_net_close(net);
     free(close[0]);
     free(close[1]);
+    free(rows);
+    free(ref);
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (tw_check_failures == 0 && system(cmd) != 0)
         perror("rm");
