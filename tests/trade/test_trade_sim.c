@@ -22,6 +22,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/simvenue.h"
 #include "tickwire/clock.h"
 #include "tickwire/decimal.h"
 #include "tickwire/exchange.h"
@@ -32,7 +33,6 @@
 #include "tw_check.h"
 
 #define N_COMBOS 8
-#define VENUE_IP 0x0a4d0002u  /* 10.77.0.2 */
 #define MAX_TRADES (1u << 19) /* closed trades of all instances: 150,000 bars give ~265,000 */
 
 static const int64_t odd[4][6] = {
@@ -177,10 +177,7 @@ int main(int argc, char **argv)
         memcpy(combos + j * 6, grid + gk[j] * 6, sizeof(int64_t) * 6);
     memcpy(combos + 4 * 6, odd, sizeof(odd));
 
-    /* The network: two sim ports, perfect links (or lossy ones). */
-    tw_sim_net *net = NULL;
-    tw_port *vport = NULL;
-    static const uint8_t vmac[6] = {2, 0, 0, 0, 0, 2}, tmac[6] = {2, 0, 0, 0, 0, 1};
+    /* The network (perfect links, or lossy ones) and the venue on it. */
     tw_sim_link_config link;
     memset(&link, 0, sizeof(link));
     if (lossy) {
@@ -191,13 +188,6 @@ int main(int argc, char **argv)
         link.reorder_ppm = 10000;
         link.reorder_extra_ns = 200000;
     }
-    if (tw_sim_net_open(&net, seed, 8192, &err) != 0 ||
-        tw_port_sim_open(&vport, net, vmac, &link, 8192, &err) != 0 ||
-        tw_port_sim_open(&g_trader_port, net, tmac, &link, 8192, &err) != 0) {
-        fprintf(stderr, "FAIL: sim network: %s\n", err.msg);
-        return 1;
-    }
-    /* The venue on its own stack. */
     tw_xchg_symbol syms[2] = {{"AAA", close[0], n[0]}, {"BBB", close[1], n[1]}};
     fills_ctx fc = {0};
     tw_xchg_cfg xc;
@@ -218,26 +208,22 @@ int main(int argc, char **argv)
     if (system(cmd) != 0)
         return 1;
     xc.store_dir = vstore;
-    tw_xchg *x = NULL;
-    tw_net *vst = NULL;
-    tw_xchg_net *xn = NULL;
-    tw_net_config vc;
-    tw_net_config_init(&vc, VENUE_IP);
-    vc.isn_secret[0] = seed;
-    vc.isn_secret[1] = 99;
-    if (tw_xchg_create(&x, &xc, &err) != 0 || tw_net_open(&vst, vport, &vc, &err) != 0 ||
-        tw_xchg_net_open(&xn, x, vst, 9878, 4, 8u << 20, &err) != 0) {
+    tw__simvenue sv;
+    if (tw__simvenue_open(&sv, &xc, &link, seed, &err) != 0) {
         fprintf(stderr, "FAIL: venue: %s\n", err.msg);
         return 1;
     }
+    g_trader_port = sv.tport;
+    tw_xchg *x = sv.x;
     /* The engine's configuration. */
     char ini[8192], report[400], trades[400];
     snprintf(report, sizeof(report), "%s/report.json", dir);
     snprintf(trades, sizeof(trades), "%s/trades.csv", dir);
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s\ntrades = %s\nfee = 0.09\nlog = %s/trade.log\n"
-                     "[session venue]\nhost = 10.77.0.2\nport = 9878\nsender = TRADER\n"
-                     "target = VENUE\nstore = %s/store/venue\nstack = sim\nip = 10.77.0.1/24\n"
+                     "[session venue]\nhost = " TW__SIMVENUE_IP_TEXT "\nport = 9878\n"
+                     "sender = TRADER\ntarget = VENUE\nstore = %s/store/venue\nstack = sim\n"
+                     "ip = " TW__SIMVENUE_TRADER_IP_TEXT "/24\n"
                      "reconnect_min_ms = 20\nreconnect_max_ms = 200\n"
                      "[instrument AAA]\nsession = venue\n[instrument BBB]\nsession = venue\n",
                      report, trades, dir, dir);
@@ -275,11 +261,7 @@ int main(int argc, char **argv)
             fprintf(stderr, "FAIL: the run did not end in 20 minutes\n");
             break;
         }
-        unsigned work = tw_sim_net_advance(net, (uint64_t)t);
-        work += tw_net_poll(vst, (uint64_t)t);
-        work += tw_xchg_net_poll(xn, (uint64_t)t);
-        (void)tw_xchg_poll(x, t);
-        work += tw_xchg_net_poll(xn, (uint64_t)t);
+        unsigned work = tw__simvenue_turn(&sv, t);
         work += tw_trade_engine_poll(e);
         if (!done) {
             int rc = tw_trade_engine_step(e, &err);
@@ -366,10 +348,7 @@ int main(int argc, char **argv)
 
     tw_trade_engine_destroy(e);
     tw_trade_config_free(cfg);
-    tw_xchg_net_close(xn, (uint64_t)now_ns());
-    tw_net_close(vst);
-    tw_xchg_destroy(x);
-    tw_sim_net_close(net);
+    tw__simvenue_close(&sv, now_ns());
     free(close[0]);
     free(close[1]);
     free(rows);
