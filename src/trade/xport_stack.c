@@ -80,6 +80,9 @@ static void st_close(tw__xport *x, int64_t now_ns)
 static unsigned st_io(tw__xport *x, int64_t now_ns, int64_t *wake_ns)
 {
     xstack *t = (xstack *)x;
+    /* The stamps of what this poll delivers: rx = before the port's rx
+     * burst, TCP = after the stack is through with it. */
+    uint64_t tsc_rx = tw_tsc_read();
     unsigned frames = tw_net_poll(t->st, (uint64_t)now_ns);
     uint64_t tsc_tcp = frames ? tw_tsc_read() : 0;
     uint64_t due = tw_net_next_timer_ns(t->st);
@@ -118,9 +121,8 @@ static unsigned st_io(tw__xport *x, int64_t now_ns, int64_t *wake_ns)
         if (n > x->rx_cap - x->rx_len)
             n = x->rx_cap - x->rx_len;
         if (!(ev & TW__XP_EV_DATA)) {
-            /* The frame left the port in this turn's poll; TCP was done
-             * when it returned. */
-            x->tsc_rx = x->tsc_tcp = tsc_tcp ? tsc_tcp : tw_tsc_read();
+            x->tsc_tcp = tsc_tcp ? tsc_tcp : tw_tsc_read();
+            x->tsc_rx = tsc_tcp ? tsc_rx : x->tsc_tcp;
         }
         memcpy(x->rx + x->rx_len, p, n);
         x->rx_len += n;
