@@ -197,6 +197,12 @@ static int child_exit(pid_t p)
     return tw__netenv_wait(p, 60.0);
 }
 
+static void close_spec(void *ctx, uint32_t s, tw_port *port)
+{
+    (void)ctx, (void)s;
+    tw_port_close(port);
+}
+
 /* The engine, threaded, against a venue child; 0 or -1. */
 static int run_threaded(run *r, const char *host, int port, const char *stack, const char *ip,
                         tw_trade_open_port_fn open_port)
@@ -206,7 +212,8 @@ static int run_threaded(run *r, const char *host, int port, const char *stack, c
         return -1;
     tw_trade_engine *e = NULL;
     tw_error err = {0};
-    tw_trade_engine_opts o = {.open_port = open_port, .quiet = 1, .latency_samples = 1u << 22};
+    tw_trade_engine_opts o = {.open_port = open_port, .close_port = close_spec, .quiet = 1,
+                              .latency_samples = 1u << 22};
     int64_t t0 = tw_clock_now_ns();
     int rc = tw_trade_engine_create(&e, cfg, &o, &err);
     if (rc == 0)
@@ -236,6 +243,7 @@ static int open_spec(void *ctx, uint32_t s, const char *spec, tw_port **port, tw
     return tw__port_open_spec(port, spec, 4096, err);
 }
 #endif
+
 
 static tw_port *g_sim_port;
 static int open_sim(void *ctx, uint32_t s, const char *spec, tw_port **port, tw_error *err)
