@@ -102,6 +102,8 @@ typedef struct tw_trade_gw_stats {
     uint64_t late_fill_bars;   /* sum of (fill bar - decision bar) over them */
     uint64_t unmatched_fills;  /* fills whose price is no recent bar's close */
     uint64_t spill_max;        /* most events held back by a full ring */
+    uint64_t intents_dropped;  /* intents that could not be sent (stopping without a
+                                  connection; a message the session refused) */
     uint64_t latency_samples;  /* bars that caused orders (samples kept: min with cap) */
 } tw_trade_gw_stats;
 

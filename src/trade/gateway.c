@@ -900,6 +900,13 @@ static int intent(tw__gw *g, const tw_out *o)
             do_logout(g, NULL);
             return 0;
         }
+        if (stopping(g) && g->fs.state == TW_FIX_DISCONNECTED) {
+            /* Stopping with no connection (and none to come): what the
+             * strategy still wrote cannot go; counted, and the ring drains
+             * so that the ending goes on. */
+            g->st.intents_dropped++;
+            return 0;
+        }
         return 1;
     }
     /* A message that took a sequence number is in the store: if the
@@ -907,10 +914,17 @@ static int intent(tw__gw *g, const tw_out *o)
      * PossDup), so it must not be sent again as new. */
     uint64_t seq = g->fs.next_out;
     switch (o->type) {
-    case TW_OUT_ORDER:
-        if (send_order(g, o) != 0 && g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
+    case TW_OUT_ORDER: {
+        int rc = send_order(g, o);
+        if (rc != 0 && g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
             return 1;
+        if (rc != 0 && g->fs.next_out == seq) {
+            g->st.intents_dropped++;
+            logf_(g, "order %016llx could not be sent: %s", (unsigned long long)o->order_id,
+                  tw_strerror(rc));
+        }
         return 0;
+    }
     case TW_OUT_CANCEL:
         if (send_cancel(g, o->order_id, o->instance, o->instrument, o->side, o->qty) != 0 &&
             g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
