@@ -533,13 +533,13 @@ void tw_trade_engine_summary(const tw_trade_engine *e, FILE *f)
         fprintf(f,
                 "tickwire trade: session %s: bars %llu (gaps %llu), orders %llu, fills %llu, "
                 "rejects %llu, barrier acks %llu, reconnects %llu, resends %llu, sent %llu, "
-                "received %llu, late fills %llu\n",
+                "received %llu, late fills %llu, intents dropped %llu\n",
                 ss.name, (unsigned long long)gs.bars, (unsigned long long)gs.gap_bars,
                 (unsigned long long)gs.orders_sent, (unsigned long long)gs.fills,
                 (unsigned long long)gs.rejects, (unsigned long long)gs.barrier_acks,
                 (unsigned long long)ss.reconnects, (unsigned long long)ss.resends,
                 (unsigned long long)ss.sent, (unsigned long long)ss.received,
-                (unsigned long long)gs.late_fills);
+                (unsigned long long)gs.late_fills, (unsigned long long)gs.intents_dropped);
         late += gs.late_fills;
         late_bars += gs.late_fill_bars;
         fills += gs.fills;

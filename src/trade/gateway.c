@@ -925,11 +925,14 @@ static int intent(tw__gw *g, const tw_out *o)
         }
         return 0;
     }
-    case TW_OUT_CANCEL:
-        if (send_cancel(g, o->order_id, o->instance, o->instrument, o->side, o->qty) != 0 &&
-            g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
+    case TW_OUT_CANCEL: {
+        int rc = send_cancel(g, o->order_id, o->instance, o->instrument, o->side, o->qty);
+        if (rc != 0 && g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
             return 1;
+        if (rc != 0 && g->fs.next_out == seq)
+            g->st.intents_dropped++;
         return 0;
+    }
     case TW_OUT_BARRIER_ACK: {
         char id[32] = "bar-";
         size_t n = 4 + tw_fix_fmt_u64(id + 4, o->ref);

@@ -340,6 +340,7 @@ int main(int argc, char **argv)
     tw_trade_engine_gw_stats(e, 0, &gs);
     CHECK_EQ(gs.fills, fc.n);
     CHECK_EQ(gs.late_fills, 0);
+    CHECK_EQ(gs.intents_dropped, 0);
     printf("trade over the sim network%s%s%s: %zu + %zu bars, %u instances, %zu trades, %llu "
            "fills, bit-identical to the sweep; %.1f s, %.0f bars/s, %llu turns\n",
            lossy ? " (lossy links)" : "", n_faults ? " with a fault " : "",

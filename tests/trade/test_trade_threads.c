@@ -176,6 +176,7 @@ static void lockstep(void)
         tw_trade_engine_gw_stats(e, k, &gs);
         CHECK_EQ(gs.barrier_acks, NB);
         CHECK(gs.bars == NB && gs.latency_samples > 0);
+        CHECK_EQ(gs.intents_dropped, 0); /* every order of a run to its end went out */
         const tw_trade_latency *l;
         size_t n = tw_trade_engine_latency(e, k, &l);
         CHECK(n > 0);
