@@ -92,3 +92,17 @@ function(tw_bench)
   target_include_directories(${A_NAME} PRIVATE ${CMAKE_SOURCE_DIR}/src ${CMAKE_SOURCE_DIR}/bench)
   target_compile_options(${A_NAME} PRIVATE $<$<COMPILE_LANGUAGE:C>:${TW_WARN}>)
 endfunction()
+
+# tw_quickfix_exe(NAME name SOURCES files...): a C++ program against
+# Debian's libquickfix-dev (TW_QUICKFIX_INC / TW_QUICKFIX_LIB found by the
+# caller): C++14 for QuickFIX 1.15's dynamic exception specifications, its
+# deprecation warnings off, tools/ on the include path (common/qf_venue.h).
+function(tw_quickfix_exe)
+  cmake_parse_arguments(A "" "NAME" "SOURCES" ${ARGN})
+  add_executable(${A_NAME} ${A_SOURCES})
+  set_target_properties(${A_NAME} PROPERTIES CXX_STANDARD 14 CXX_STANDARD_REQUIRED ON
+                                             CXX_EXTENSIONS OFF)
+  target_compile_options(${A_NAME} PRIVATE -Wno-deprecated -Wno-deprecated-declarations)
+  target_include_directories(${A_NAME} PRIVATE ${TW_QUICKFIX_INC} ${CMAKE_SOURCE_DIR}/tools)
+  target_link_libraries(${A_NAME} PRIVATE ${TW_QUICKFIX_LIB} Threads::Threads)
+endfunction()

@@ -1,0 +1,700 @@
+/* tickwire bench live: the latency budget of the live engine (live.md,
+ * "Parity and latency budget"; issue 16, section 5).
+ *
+ * One lockstep replay per transport through the whole path, the venue
+ * being `tickwire exchange` (this program) or the exchange library:
+ *   - kernel sockets: the venue over kernel TCP on loopback (a child
+ *     process), the engine with all its threads in this process;
+ *   - the userspace stack: over veth with AF_XDP to the venue in a
+ *     namespace when root; else on the simulated network with the venue
+ *     library in this process (the net core turned on this thread).
+ * Each bar that causes an order carries its stamps (rx, after TCP, after
+ * the FIX parse, the decision, after the FIX build, tx); per transport the
+ * table gives p50 / p99 / p99.9 per stage and wire-to-wire (rx to tx inside
+ * the trader), p99.9/p50 and each stage's share of the median, and a PNG
+ * of the wire-to-wire histograms (/usr/bin/python3 with matplotlib).
+ * Then the stages alone (the strategy on one bar, the FIX parse of the X,
+ * the FIX build of the order, a ring enqueue + dequeue) and the goals.
+ * Every run is checked first: all bars answered, stamps in order.
+ *
+ * Throughput: the kernel-sockets run's bars per second through the
+ * barrier next to a QuickFIX venue + QuickFIX trader pair (qf_pair.cpp,
+ * two processes over kernel TCP on loopback) replaying the same bars in
+ * the same run, with a simple decision per bar that sends orders at about
+ * the same rate (both order counts printed).  Both rates are taken over
+ * the lockstep loop, not the logon and the ending: for tickwire from the
+ * first order-causing bar's rx to the last one's tx (the engine's stamps),
+ * for QuickFIX from 340=2 to the last Heartbeat (the venue's clock); the
+ * whole runs' rates are printed as well.
+ *
+ *   tickwire bench live [--bars N] [--quick] [--busy] [--out DIR] */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "common/netenv.h"
+#include "common/simvenue.h"
+#include "tickwire/clock.h"
+#include "tickwire/common.h"
+#include "tickwire/decimal.h"
+#include "tickwire/fix.h"
+#include "tickwire/fix_session.h"
+#include "tickwire/kernel.h"
+#include "tickwire/ring.h"
+#include "tickwire/trade_engine.h"
+
+int tw__cli_bench_live(int argc, char **argv);
+
+#define N_STAGES 6 /* 5 stages and wire-to-wire */
+static const char *stage_names[N_STAGES] = {"rx -> TCP", "TCP -> FIX parse", "parse -> decision",
+                                            "decision -> build", "build -> tx", "wire-to-wire"};
+
+typedef struct run {
+    const char *name;
+    int ok;
+    double secs;
+    uint64_t bars;
+    uint64_t orders;
+    double loop_bps;    /* bars/s over the lockstep loop (first to last sample) */
+    size_t n;           /* samples */
+    double *v[N_STAGES]; /* ns per sample */
+    double p50[N_STAGES], p99[N_STAGES], p999[N_STAGES];
+} run;
+
+static char g_self[1024], g_dir[512];
+static double *g_close;
+static size_t g_bars;
+static int g_busy;
+
+static int cmp_d(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static double pct(double *v, size_t n, double p)
+{
+    if (n == 0)
+        return NAN;
+    size_t k = (size_t)ceil(p / 100.0 * (double)n);
+    return v[k ? k - 1 : 0];
+}
+
+/* Samples out of the engine; 0, or -1 when a sample's stamps are out of order. */
+static int take_samples(run *r, const tw_trade_engine *e)
+{
+    const tw_trade_latency *l;
+    size_t n = tw_trade_engine_latency(e, 0, &l);
+    const tw_tsc_clock *c = tw_tsc_default();
+    for (int s = 0; s < N_STAGES; s++)
+        r->v[s] = malloc((n ? n : 1) * sizeof(double));
+    r->n = 0;
+    const tw_trade_latency *first = NULL, *last = NULL;
+    for (size_t i = 0; i < n; i++) {
+        const tw_trade_latency *x = &l[i];
+        if (!x->tsc_tx)
+            continue; /* never left (only at a disconnect) */
+        if (!first)
+            first = x;
+        last = x;
+        if (!(x->tsc_rx <= x->tsc_tcp && x->tsc_tcp <= x->tsc_parse &&
+              x->tsc_parse <= x->tsc_decision && x->tsc_decision <= x->tsc_build &&
+              x->tsc_build <= x->tsc_tx)) {
+            fprintf(stderr, "tickwire bench live: %s: sample %zu's stamps out of order\n",
+                    r->name, i);
+            return -1;
+        }
+        uint64_t t[6] = {x->tsc_rx, x->tsc_tcp, x->tsc_parse, x->tsc_decision, x->tsc_build,
+                         x->tsc_tx};
+        for (int s = 0; s < 5; s++)
+            r->v[s][r->n] = (double)tw_tsc_delta_ns(c, t[s + 1] - t[s]);
+        r->v[5][r->n] = (double)tw_tsc_delta_ns(c, x->tsc_tx - x->tsc_rx);
+        r->n++;
+    }
+    if (first && last->bar > first->bar && last->tsc_tx > first->tsc_rx)
+        r->loop_bps = (double)(last->bar - first->bar) /
+                      ((double)tw_tsc_delta_ns(c, last->tsc_tx - first->tsc_rx) * 1e-9);
+    for (int s = 0; s < N_STAGES; s++) {
+        qsort(r->v[s], r->n, sizeof(double), cmp_d);
+        r->p50[s] = pct(r->v[s], r->n, 50);
+        r->p99[s] = pct(r->v[s], r->n, 99);
+        r->p999[s] = pct(r->v[s], r->n, 99.9);
+    }
+    return r->n ? 0 : -1;
+}
+
+static tw_trade_config *make_config(const char *host, int port, const char *stack, const char *ip,
+                                    const char *tag)
+{
+    int64_t grid[TW_GRID_DEFAULT_COMBOS * 6];
+    tw_grid_default(grid);
+    char ini[4096];
+    int k = snprintf(ini, sizeof(ini),
+                     "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\nbusy_poll = %s\n"
+                     "[session venue]\nhost = %s\nport = %d\nsender = BENCH\ntarget = VENUE\n"
+                     "store = %s/store_%s/venue\nreconnect_min_ms = 20\n",
+                     g_dir, tag, g_dir, tag, g_busy ? "yes" : "no", host, port, g_dir, tag);
+    if (stack)
+        k += snprintf(ini + k, sizeof(ini) - (size_t)k, "stack = %s\nip = %s/24\n", stack, ip);
+    k += snprintf(ini + k, sizeof(ini) - (size_t)k,
+                  "[instrument AAA]\nsession = venue\n[strategy s]\ninstrument = AAA\n");
+    for (int c = 0; c < 80; c += 20) {
+        const int64_t *w = grid + c * 6;
+        k += snprintf(ini + k, sizeof(ini) - (size_t)k, "combo = %lld,%lld,%lld,%lld,%lld,%lld\n",
+                      (long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3],
+                      (long long)w[4], (long long)w[5]);
+    }
+    k += snprintf(ini + k, sizeof(ini) - (size_t)k,
+                  "[risk]\nmax_position = 1000000\nmax_total_position = 100000000\n"
+                  "max_orders_per_s = 1000000000\nmax_loss = 1e300\n");
+    tw_trade_config *cfg = NULL;
+    tw_error err = {0};
+    if (tw_trade_config_parse(ini, (size_t)k, tag, &cfg, &err) != 0) {
+        fprintf(stderr, "tickwire bench live: config: %s\n", err.msg);
+        return NULL;
+    }
+    return cfg;
+}
+
+/* `tickwire exchange` as a child (optionally in netenv e's namespace);
+ * returns its pid, the port it listens on in *port. */
+static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
+{
+    char data[700], out[600];
+    snprintf(data, sizeof(data), "AAA=%s/bars.f64", g_dir);
+    snprintf(out, sizeof(out), "%s/venue_%d.out", g_dir, (int)getpid());
+    char *av[] = {g_self, (char *)"exchange", (char *)"--listen", (char *)listen, (char *)"--data",
+                  data, (char *)"--lockstep", (char *)"--quiet", (char *)"--max-orders",
+                  (char *)"10000000", NULL};
+    FILE *f = fopen(out, "w");
+    if (!f)
+        return -1;
+    fclose(f);
+    pid_t p;
+    fflush(stdout); /* not twice: the child's freopen would flush our buffer */
+    if (e) {
+        int fd = open(out, O_WRONLY | O_TRUNC);
+        p = tw__netenv_spawn(e, av, fd);
+        close(fd);
+    } else {
+        p = fork();
+        if (p == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGTERM);
+            if (!freopen(out, "w", stdout))
+                _exit(127);
+            execv(g_self, av);
+            _exit(127);
+        }
+    }
+    *port = 0;
+    for (int t = 0; t < 400 && p > 0 && !*port; t++) {
+        char line[256];
+        f = fopen(out, "r");
+        while (f && fgets(line, sizeof(line), f)) {
+            const char *q = strrchr(line, ':');
+            if (strstr(line, "listening on") && q)
+                *port = atoi(q + 1);
+        }
+        if (f)
+            fclose(f);
+        if (!*port)
+            usleep(25000);
+    }
+    return p;
+}
+
+static int child_exit(pid_t p)
+{
+    return tw__netenv_wait(p, 60.0);
+}
+
+static void close_spec(void *ctx, uint32_t s, tw_port *port)
+{
+    (void)ctx, (void)s;
+    tw_port_close(port);
+}
+
+/* The engine, threaded, against a venue child; 0 or -1. */
+static int run_threaded(run *r, const char *host, int port, const char *stack, const char *ip,
+                        tw_trade_open_port_fn open_port)
+{
+    tw_trade_config *cfg = make_config(host, port, stack, ip, r->name[0] == 'k' ? "k" : "v");
+    if (!cfg)
+        return -1;
+    tw_trade_engine *e = NULL;
+    tw_error err = {0};
+    tw_trade_engine_opts o = {.open_port = open_port, .close_port = close_spec, .quiet = 1,
+                              .latency_samples = 1u << 22};
+    int64_t t0 = tw_clock_now_ns();
+    int rc = tw_trade_engine_create(&e, cfg, &o, &err);
+    if (rc == 0)
+        rc = tw_trade_engine_run(e, &err);
+    r->secs = (double)(tw_clock_now_ns() - t0) * 1e-9;
+    if (rc != 0) {
+        fprintf(stderr, "tickwire bench live: %s: %s\n", r->name, err.msg);
+    } else {
+        tw_trade_gw_stats gs;
+        tw_trade_engine_gw_stats(e, 0, &gs);
+        r->bars = gs.bars;
+        r->orders = gs.orders_sent;
+        rc = gs.bars == g_bars && gs.barrier_acks == g_bars ? take_samples(r, e) : -1;
+        if (gs.bars != g_bars)
+            fprintf(stderr, "tickwire bench live: %s: %llu of %zu bars\n", r->name,
+                    (unsigned long long)gs.bars, g_bars);
+    }
+    tw_trade_engine_destroy(e);
+    tw_trade_config_free(cfg);
+    return rc;
+}
+
+#ifdef TW_BENCH_LIVE_PORTS
+#include "common/portspec.h"
+static int open_spec(void *ctx, uint32_t s, const char *spec, tw_port **port, tw_error *err)
+{
+    (void)ctx, (void)s;
+    return tw__port_open_spec(port, spec, 4096, err);
+}
+#endif
+
+
+static tw_port *g_sim_port;
+static int open_sim(void *ctx, uint32_t s, const char *spec, tw_port **port, tw_error *err)
+{
+    (void)ctx, (void)s, (void)spec, (void)err;
+    *port = g_sim_port;
+    return 0;
+}
+
+/* The userspace stack on the simulated network, the venue library on this
+ * thread with the engine's net core; 0 or -1. */
+static int run_sim(run *r)
+{
+    tw_xchg_symbol sym = {"AAA", g_close, g_bars};
+    tw_xchg_cfg xc;
+    tw_xchg_cfg_init(&xc);
+    xc.symbols = &sym;
+    xc.n_symbols = 1;
+    xc.lockstep = 1;
+    xc.max_orders = 10000000;
+    xc.epoch_offset_ns = tw_tsc_default()->epoch_offset_ns;
+    tw__simvenue sv;
+    tw_error err = {0};
+    if (tw__simvenue_open(&sv, &xc, NULL, 1, &err) != 0) {
+        fprintf(stderr, "tickwire bench live: sim: %s\n", err.msg);
+        return -1;
+    }
+    g_sim_port = sv.tport;
+    tw_trade_config *cfg = make_config(TW__SIMVENUE_IP_TEXT, TW__SIMVENUE_PORT, "sim",
+                                       TW__SIMVENUE_TRADER_IP_TEXT, "s");
+    tw_trade_engine *e = NULL;
+    tw_trade_engine_opts o = {.open_port = open_sim, .manual_net = 1, .quiet = 1,
+                              .latency_samples = 1u << 22};
+    int rc = cfg ? tw_trade_engine_create(&e, cfg, &o, &err) : -1;
+    if (rc == 0)
+        rc = tw_trade_engine_start(e, &err);
+    int64_t t0 = tw_clock_now_ns();
+    int done = 0;
+    while (rc == 0 && !(done && tw_xchg_done(sv.x))) {
+        int64_t t = tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read());
+        unsigned w = tw__simvenue_turn(&sv, t) + tw_trade_engine_poll(e);
+        if (!done) {
+            int s = tw_trade_engine_step(e, &err);
+            if (s < 0)
+                rc = s;
+            done = s == 1;
+        }
+        if (!w && !g_busy)
+            sched_yield();
+        if (tw_clock_now_ns() - t0 > 3600ll * 1000000000)
+            rc = -ETIMEDOUT;
+    }
+    r->secs = (double)(tw_clock_now_ns() - t0) * 1e-9;
+    if (rc == 0) {
+        tw_trade_gw_stats gs;
+        tw_trade_engine_gw_stats(e, 0, &gs);
+        r->bars = gs.bars;
+        rc = gs.bars == g_bars && gs.barrier_acks == g_bars ? take_samples(r, e) : -1;
+    } else {
+        fprintf(stderr, "tickwire bench live: sim: %s\n", err.msg);
+    }
+    tw_trade_engine_destroy(e);
+    tw_trade_config_free(cfg);
+    tw__simvenue_close(&sv, tw_clock_now_ns());
+    return rc;
+}
+
+/* ---- the QuickFIX pair ----------------------------------------------------- */
+
+#ifdef TW_BENCH_QF_PAIR
+typedef struct qf_run {
+    int ok;
+    long bars, orders, fills;
+    double loop_s, wall_s;
+} qf_run;
+
+/* The pair on the same bars (a text file of their exact decimals); 0 or -1. */
+static int run_qf(qf_run *q)
+{
+    char bars[700], out[700], dir[700];
+    snprintf(bars, sizeof(bars), "%s/bars.txt", g_dir);
+    snprintf(out, sizeof(out), "%s/qf_pair.out", g_dir);
+    snprintf(dir, sizeof(dir), "%s/qf", g_dir);
+    FILE *f = fopen(bars, "w");
+    if (!f)
+        return -1;
+    char t[TW_DECIMAL_MAX];
+    for (size_t i = 0; i < g_bars; i++) {
+        if (!isnan(g_close[i]))
+            fwrite(t, 1, tw_double_to_decimal(g_close[i], t), f);
+        fputc('\n', f);
+    }
+    if (fclose(f) != 0)
+        return -1;
+    mkdir(dir, 0755);
+    char *av[] = {(char *)TW_BENCH_QF_PAIR, (char *)"--bars", bars, (char *)"--dir", dir,
+                  (char *)"--lookbacks", (char *)"3,5", (char *)"--timeout", (char *)"300", NULL};
+    fflush(stdout);
+    int64_t t0 = tw_clock_now_ns();
+    pid_t p = fork();
+    if (p == 0) {
+        prctl(PR_SET_PDEATHSIG, SIGTERM);
+        if (!freopen(out, "w", stdout))
+            _exit(127);
+        execv(av[0], av);
+        _exit(127);
+    }
+    int st = p > 0 ? tw__netenv_wait(p, 330.0) : -1;
+    q->wall_s = (double)(tw_clock_now_ns() - t0) * 1e-9;
+    f = fopen(out, "r");
+    char line[512];
+    int got = 0;
+    while (f && fgets(line, sizeof(line), f))
+        if (sscanf(line, "qf_pair: bars=%ld loop_s=%lf bars_per_s=%*f orders=%ld fills=%ld",
+                   &q->bars, &q->loop_s, &q->orders, &q->fills) == 4)
+            got = 1;
+    if (f)
+        fclose(f);
+    if (st != 0 || !got || q->bars != (long)g_bars || q->loop_s <= 0 || q->fills != q->orders) {
+        fprintf(stderr, "tickwire bench live: the QuickFIX pair failed (exit %d; see %s)\n", st,
+                out);
+        return -1;
+    }
+    return 0;
+}
+#endif
+
+/* ---- the stages alone ------------------------------------------------------ */
+
+static int null_write(void *ctx, const char *b, size_t n)
+{
+    (void)ctx, (void)b, (void)n;
+    return 0;
+}
+static void null_close(void *ctx) { (void)ctx; }
+
+typedef struct alone {
+    double strategy_ns, parse_ns, build_ns, ring_ns;
+} alone;
+
+static double med(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_d);
+    return v[n / 2];
+}
+
+static int stages_alone(alone *a)
+{
+    /* The strategy on one bar (the same four combos), per call. */
+    tw_trade_config *cfg = make_config("127.0.0.1", 1, NULL, NULL, "a");
+    if (!cfg)
+        return -1;
+    tw_strategy_cfg sc;
+    tw_trade_config_strategy(cfg, &sc);
+    size_t bytes = tw_strategy_memsize(&sc);
+    void *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    tw_error err = {0};
+    tw_strategy *s = mem ? tw_strategy_init(mem, bytes, &sc, &err) : NULL;
+    if (!s)
+        return -1;
+    tw_out *out = calloc(tw_strategy_max_out(s), sizeof(tw_out));
+    double v[64];
+    size_t bar = 0;
+    for (int k = 0; k < 64; k++) {
+        int64_t t0 = tw_clock_now_ns();
+        for (int i = 0; i < 256; i++, bar++) {
+            tw_ev ev = {.type = TW_EV_BAR, .now_ns = (int64_t)bar};
+            ev.u.bar.index = bar;
+            ev.u.bar.close = g_close[bar % g_bars];
+            (void)tw_strategy_on_event(s, &ev, out, tw_strategy_max_out(s));
+        }
+        v[k] = (double)(tw_clock_now_ns() - t0) / 256.0;
+    }
+    a->strategy_ns = med(v, 64);
+    free(out);
+    free(mem);
+    tw_trade_config_free(cfg);
+    /* The FIX parse of one bar's X (the session's one-pass decoder). */
+    static const char body[] = "35=X\00149=VENUE\00156=BENCH\00134=1234\00152=20260101-00:00:00.000000"
+                               "\001262=1-0-1\001268=1\001279=0\001269=2\00155=AAA\001278=123456"
+                               "\001270=100.02438034119417\001271=1\001";
+    char msg[512];
+    int hl = snprintf(msg, sizeof(msg), "8=FIX.4.4\0019=%zu\001%s", sizeof(body) - 1, body);
+    hl += snprintf(msg + hl, sizeof(msg) - (size_t)hl, "10=%03u\001", tw_fix_checksum(msg, (size_t)hl));
+    tw_fix_md_entry ents[8];
+    tw_fix_field fields[64];
+    tw_fix_decoded d = {.flags = TW_FIX_PX_F64, .px_decimals = 8, .entries = ents,
+                        .entries_cap = 8, .fields = fields, .fields_cap = 64};
+    for (int k = 0; k < 64; k++) {
+        int64_t t0 = tw_clock_now_ns();
+        for (int i = 0; i < 1024; i++) {
+            size_t skip;
+            if (tw_fix_decode(msg, (size_t)hl, &d, &skip) != hl || d.rc != 0 ||
+                d.u.md.n_entries != 1)
+                return -1;
+        }
+        v[k] = (double)(tw_clock_now_ns() - t0) / 1024.0;
+    }
+    a->parse_ns = med(v, 64);
+    /* The FIX build of one NewOrderSingle (session, no store). */
+    static tw_fix_session fs;
+    tw_fix_session_cfg fc = {.begin_string = "FIX.4.4", .sender_comp_id = "BENCH",
+                             .target_comp_id = "VENUE", .initiator = 1, .heart_bt_int_s = 30,
+                             .ts_digits = 6, .stream = {null_write, null_close, NULL}};
+    if (tw_fix_session_init(&fs, &fc, &err) != 0)
+        return -1;
+    fs.state = TW_FIX_ACTIVE; /* logged on, as far as building goes */
+    for (int k = 0; k < 64; k++) {
+        int64_t t0 = tw_clock_now_ns();
+        for (int i = 0; i < 1024; i++) {
+            tw_fix_wbuf *w = tw_fix_session_begin(&fs, "D", t0);
+            if (!w)
+                return -1;
+            tw_fix_put_cstr(w, 11, "T0000019bcdef-0000000000012345");
+            tw_fix_put_cstr(w, 1, "s.0");
+            tw_fix_put_cstr(w, 55, "AAA");
+            tw_fix_put_char(w, 54, '1');
+            tw_fix_put_i64(w, 38, 2);
+            tw_fix_put_char(w, 40, '1');
+            tw_fix_put_ts(w, 60, t0, 6);
+            if (tw_fix_session_send(&fs, t0) != 0)
+                return -1;
+        }
+        v[k] = (double)(tw_clock_now_ns() - t0) / 1024.0;
+    }
+    a->build_ns = med(v, 64);
+    /* A ring enqueue and dequeue of one event (one thread: the cross-core
+     * hop itself is `tickwire bench ring`'s). */
+    size_t rb = tw_ring_memsize(1024, 64);
+    tw_ring *ring = aligned_alloc(64, rb);
+    if (!ring || tw_ring_init(ring, 1024, 64) != 0)
+        return -1;
+    tw_ev ev = {0}, got;
+    for (int k = 0; k < 64; k++) {
+        int64_t t0 = tw_clock_now_ns();
+        for (int i = 0; i < 4096; i++) {
+            ev.u.bar.index = (uint64_t)i;
+            if (tw_ring_enqueue_burst_sp(ring, &ev, 1) != 1 ||
+                tw_ring_dequeue_burst_sc(ring, &got, 1) != 1 || got.u.bar.index != (uint64_t)i)
+                return -1;
+        }
+        v[k] = (double)(tw_clock_now_ns() - t0) / 4096.0;
+    }
+    a->ring_ns = med(v, 64);
+    free(ring);
+    return 0;
+}
+
+/* ---- output ------------------------------------------------------------------ */
+
+static void print_run(const run *r)
+{
+    double sum = 0;
+    for (int s = 0; s < 5; s++)
+        sum += r->p50[s];
+    printf("\n%s: %llu bars in lockstep in %.2f s (%.0f bars/s through the barrier), %zu bars "
+           "caused orders\n", r->name, (unsigned long long)r->bars, r->secs,
+           (double)r->bars / r->secs, r->n);
+    printf("  %-20s %10s %10s %10s %10s %8s\n", "stage (ns)", "p50", "p99", "p99.9", "p99.9/p50",
+           "share");
+    for (int s = 0; s < N_STAGES; s++)
+        printf("  %-20s %10.0f %10.0f %10.0f %10.2f %7.0f%%\n", stage_names[s], r->p50[s],
+               r->p99[s], r->p999[s], r->p50[s] > 0 ? r->p999[s] / r->p50[s] : NAN,
+               s < 5 && sum > 0 ? 100.0 * r->p50[s] / sum : 100.0);
+}
+
+static void picture(const run *a, const run *b, const char *png)
+{
+    char csv[700];
+    snprintf(csv, sizeof(csv), "%s/wire.csv", g_dir);
+    FILE *f = fopen(csv, "w");
+    if (!f)
+        return;
+    fprintf(f, "transport,ns\n");
+    const run *rs[2] = {a, b};
+    for (int k = 0; k < 2; k++)
+        for (size_t i = 0; i < rs[k]->n; i++)
+            fprintf(f, "\"%s\",%.0f\n", rs[k]->name, rs[k]->v[5][i]);
+    fclose(f);
+    char cmd[2400];
+    snprintf(cmd, sizeof(cmd),
+             "/usr/bin/python3 -c \"import csv,sys,numpy as np,matplotlib; matplotlib.use('Agg'); "
+             "import matplotlib.pyplot as plt; d={}; "
+             "[d.setdefault(r['transport'],[]).append(float(r['ns'])/1000) for r in csv.DictReader(open('%s'))]; "
+             "lo=min(min(v) for v in d.values()); hi=max(max(v) for v in d.values()); "
+             "bins=np.logspace(np.log10(max(lo,0.05)),np.log10(hi),80); "
+             "[plt.hist(v,bins=bins,alpha=0.55,label=k) for k,v in d.items()]; plt.xscale('log'); "
+             "plt.xlabel('wire-to-wire inside the trader (us, rx to tx)'); plt.ylabel('bars'); "
+             "plt.legend(); plt.title('tickwire trade: wire-to-wire'); plt.savefig('%s', dpi=110)\" "
+             ">/dev/null 2>&1",
+             csv, png);
+    if (system(cmd) == 0)
+        printf("\npicture: %s (wire-to-wire histograms, log scale)\n", png);
+    else
+        printf("\npicture: not drawn (/usr/bin/python3 with numpy and matplotlib needed)\n");
+}
+
+int tw__cli_bench_live(int argc, char **argv)
+{
+    const char *out = "bench-live-out";
+    g_bars = 20000;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick"))
+            g_bars = 2000;
+        else if (!strcmp(argv[i], "--busy"))
+            g_busy = 1;
+        else if (!strcmp(argv[i], "--bars") && i + 1 < argc)
+            g_bars = (size_t)atoll(argv[++i]);
+        else if (!strcmp(argv[i], "--out") && i + 1 < argc)
+            out = argv[++i];
+        else {
+            fprintf(stderr, "usage: tickwire bench live [--bars N] [--quick] [--busy] [--out DIR]\n");
+            return !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ? 0 : 2;
+        }
+    }
+    if (g_bars < 100 || g_bars > 10000000) {
+        fprintf(stderr, "tickwire bench live: --bars: 100 .. 10000000\n");
+        return 2;
+    }
+    ssize_t sl = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);
+    if (sl <= 0) {
+        fprintf(stderr, "tickwire bench live: cannot find this program\n");
+        return 1;
+    }
+    g_self[sl] = 0;
+    signal(SIGPIPE, SIG_IGN);
+    mkdir(out, 0755);
+    snprintf(g_dir, sizeof(g_dir), "%s/run-%d", out, (int)getpid());
+    if (mkdir(g_dir, 0755) != 0) {
+        fprintf(stderr, "tickwire bench live: %s: %s\n", g_dir, strerror(errno));
+        return 1;
+    }
+    g_close = malloc(g_bars * sizeof(double));
+    tw_gen_closes(g_close, g_bars, 42, 0.0008);
+    char path[700];
+    snprintf(path, sizeof(path), "%s/bars.f64", g_dir);
+    tw_error err;
+    if (!g_close || tw_write_closes(path, g_close, g_bars, &err) != 0) {
+        fprintf(stderr, "tickwire bench live: %s\n", err.msg);
+        return 1;
+    }
+    printf("tickwire bench live: %zu bars, 4 default-grid combos, lockstep; %s cores; ISA %s; "
+           "TSC %.3f GHz\n", g_bars, g_busy ? "busy-polling" : "yielding",
+           tw_isa_name(tw_cpu_has(TW_ISA_AVX512) ? TW_ISA_AVX512
+                       : tw_cpu_has(TW_ISA_AVX2) ? TW_ISA_AVX2 : TW_ISA_SSE2),
+           tw_tsc_default()->hz * 1e-9);
+    /* Kernel sockets. */
+    run k = {.name = "kernel sockets (loopback)"};
+    int port;
+    pid_t v = venue_child(NULL, "127.0.0.1:0", &port);
+    k.ok = v > 0 && port > 0 && run_threaded(&k, "127.0.0.1", port, NULL, NULL, NULL) == 0;
+    if (v > 0 && child_exit(v) != 0)
+        k.ok = 0;
+    /* The userspace stack: veth AF_XDP when root, else the sim network. */
+    run u = {.name = "userspace stack"};
+    int veth = 0;
+#ifdef TW_BENCH_LIVE_PORTS
+    tw__netenv e;
+    if (geteuid() == 0 && tw__netenv_setup(&e, 1) == 0) {
+        veth = 1;
+        u.name = "userspace stack (veth, AF_XDP)";
+        v = venue_child(&e, TW_NETENV_PEER_IP ":7030", &port);
+        char spec[64];
+        snprintf(spec, sizeof(spec), "af_xdp:%s", e.host);
+        u.ok = v > 0 && port > 0 &&
+               run_threaded(&u, TW_NETENV_PEER_IP, port, spec, TW_NETENV_STACK_IP, open_spec) == 0;
+        if (v > 0 && child_exit(v) != 0)
+            u.ok = 0;
+        tw__netenv_teardown(&e);
+    }
+#endif
+    if (!veth) {
+        u.name = "userspace stack (sim network)";
+        u.ok = run_sim(&u) == 0;
+    }
+    /* The QuickFIX pair on the same bars. */
+#ifdef TW_BENCH_QF_PAIR
+    qf_run q = {0};
+    q.ok = run_qf(&q) == 0;
+#endif
+    alone a;
+    int a_ok = stages_alone(&a) == 0;
+    if (!k.ok || !u.ok || !a_ok) {
+        fprintf(stderr, "tickwire bench live: a run failed (%s%s%s); files in %s\n",
+                k.ok ? "" : "kernel sockets ", u.ok ? "" : "userspace stack ",
+                a_ok ? "" : "stages alone", g_dir);
+        return 1;
+    }
+    print_run(&k);
+    print_run(&u);
+    double sum = a.strategy_ns + a.parse_ns + a.build_ns + 2 * a.ring_ns;
+    printf("\nstages alone (ns, median): strategy on one bar %.0f, FIX parse of the X %.0f, FIX "
+           "build of the order %.0f, ring enqueue+dequeue %.0f (x2); sum %.0f\n",
+           a.strategy_ns, a.parse_ns, a.build_ns, a.ring_ns, sum);
+    char png[700];
+    snprintf(png, sizeof(png), "%s/wire_to_wire.png", out);
+    picture(&k, &u, png);
+    printf("\ngoals (issue 16, section 5):\n");
+    printf("  stack wire-to-wire p50 lower than kernel sockets (%.0f vs %.0f ns): %s\n", u.p50[5],
+           k.p50[5], u.p50[5] < k.p50[5] ? "met" : "NOT met");
+    printf("  stack wire-to-wire p99.9 lower than kernel sockets (%.0f vs %.0f ns): %s\n",
+           u.p999[5], k.p999[5], u.p999[5] < k.p999[5] ? "met" : "NOT met");
+    printf("  stack p99.9/p50 <= 3 (%.2f): %s\n", u.p999[5] / u.p50[5],
+           u.p999[5] / u.p50[5] <= 3 ? "met" : "NOT met");
+    printf("  median wire-to-wire <= 1.5 x the stages alone (%.0f vs 1.5 x %.0f ns, %s): %s\n",
+           u.p50[5], sum, u.name, u.p50[5] <= 1.5 * sum ? "met" : "NOT met");
+#ifdef TW_BENCH_QF_PAIR
+    if (!q.ok) {
+        fprintf(stderr, "tickwire bench live: the QuickFIX pair failed; files in %s\n", g_dir);
+        return 1;
+    }
+    double tw_bps = k.loop_bps, qf_bps = (double)q.bars / q.loop_s;
+    printf("\nthroughput, lockstep over kernel TCP on loopback, %zu bars:\n", g_bars);
+    printf("  %-44s %12s %12s %8s\n", "", "loop bars/s", "run bars/s", "orders");
+    printf("  %-44s %12.0f %12.0f %8llu\n", "tickwire exchange --lockstep + tickwire trade", tw_bps,
+           (double)k.bars / k.secs, (unsigned long long)k.orders);
+    printf("  %-44s %12.0f %12.0f %8ld\n", "QuickFIX venue + QuickFIX trader (qf_pair)", qf_bps,
+           (double)q.bars / q.wall_s, q.orders);
+    printf("  ratio %.2fx over the loop (%.2fx over the whole runs)\n", tw_bps / qf_bps,
+           ((double)k.bars / k.secs) / ((double)q.bars / q.wall_s));
+    printf("  lockstep bars/s over kernel TCP >= 5 x a QuickFIX venue + trader pair (%.0f vs %.0f, "
+           "%.2fx): %s\n", tw_bps, qf_bps, tw_bps / qf_bps, tw_bps >= 5 * qf_bps ? "met" : "NOT met");
+#else
+    printf("  lockstep bars/s over kernel TCP >= 5 x a QuickFIX venue + trader pair: not measured "
+           "(%.0f bars/s here; QuickFIX not found at build time)\n", (double)k.bars / k.secs);
+#endif
+    for (int s = 0; s < N_STAGES; s++) {
+        free(k.v[s]);
+        free(u.v[s]);
+    }
+    free(g_close);
+    return 0;
+}

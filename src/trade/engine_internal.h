@@ -1,0 +1,174 @@
+/* What the files of the live engine share (trade_engine.h): the doorbell
+ * of a yielding core, the transports behind one ops table, a session's net
+ * core (gateway.c) and the engine (engine.c).  Nobody else includes it. */
+#ifndef TW_TRADE_ENGINE_INTERNAL_H
+#define TW_TRADE_ENGINE_INTERNAL_H
+
+#include <stdio.h>
+
+#include "tickwire/clock.h"
+#include "tickwire/fix_session.h"
+#include "tickwire/net.h"
+#include "tickwire/reactor.h"
+#include "tickwire/ring.h"
+#include "tickwire/strategy.h"
+#include "tickwire/trade_engine.h"
+
+/* ---- doorbell --------------------------------------------------------------
+ *
+ * A yielding core that found its rings empty waits in ppoll() on its fds;
+ * a producer that fills one of them while it waits must wake it.  The
+ * consumer says it may sleep (sleeping = 1, then a full fence, then it
+ * looks at its rings once more); the producer, after its enqueue, fences
+ * and looks at sleeping: of the two fences one comes first, so either the
+ * consumer sees the item or the producer sees sleeping and writes the
+ * eventfd (once per sleep: rung).  Busy cores never set sleeping, so their
+ * producers pay a fence and a load, no system call. */
+typedef struct tw__bell {
+    int fd;            /* eventfd (non-blocking), -1 when disabled */
+    uint32_t sleeping; /* atomic: the consumer may be in ppoll */
+    uint32_t rung;     /* atomic: a producer wrote fd since sleeping was set */
+} tw__bell;
+
+int tw__bell_init(tw__bell *b, int enabled);
+void tw__bell_close(tw__bell *b);
+/* Producer: after an enqueue. */
+void tw__bell_ring(tw__bell *b);
+/* Consumer: about to go idle.  Returns with sleeping set; the caller looks
+ * at its rings again (work found: tw__bell_wake). */
+void tw__bell_sleep(tw__bell *b);
+/* Consumer: found work (clears sleeping). */
+void tw__bell_wake(tw__bell *b);
+
+/* ---- transports --------------------------------------------------------------
+ *
+ * A session's byte stream: kernel TCP (xport_tcp.c) or the userspace
+ * stack on a port (xport_stack.c).  Received bytes gather in rx (the FIX
+ * session is fed from there); what the session writes gathers in out and
+ * leaves with one flush per turn (one send() per turn on kernel sockets,
+ * one tw_tcp_send on the stack). */
+typedef enum tw__xp_state {
+    TW__XP_IDLE = 0,       /* no connection */
+    TW__XP_CONNECTING = 1, /* connect() issued, not yet established */
+    TW__XP_UP = 2,         /* established */
+} tw__xp_state;
+
+/* What io() saw happen. */
+#define TW__XP_EV_UP 1u   /* the connection was established */
+#define TW__XP_EV_DOWN 2u /* it failed or closed (state is IDLE again) */
+#define TW__XP_EV_DATA 4u /* new bytes in rx */
+
+typedef struct tw__xport tw__xport;
+
+typedef struct tw__xport_ops {
+    const char *name;
+    /* Starts connecting.  0 (state CONNECTING) or a negative errno. */
+    int (*connect)(tw__xport *t, int64_t now_ns);
+    /* Moves bytes in (into rx) and drives the connection; stamps tsc_rx /
+     * tsc_tcp when bytes came; may lower *wake_ns (a stack timer).
+     * Returns TW__XP_EV_*. */
+    unsigned (*io)(tw__xport *t, int64_t now_ns, int64_t *wake_ns);
+    /* Hands out[out_off, out_len) to the transport (what it does not take
+     * stays).  0, or a negative errno when the connection is dead. */
+    int (*flush)(tw__xport *t, int64_t now_ns);
+    /* Closes the connection (state IDLE; no DOWN event). */
+    void (*close)(tw__xport *t, int64_t now_ns);
+    void (*destroy)(tw__xport *t);
+} tw__xport_ops;
+
+struct tw__xport {
+    const tw__xport_ops *ops;
+    tw__xp_state state;
+    int fd;              /* what a yielding core waits on for rx (-1: none) */
+    int rx_syscall;      /* receiving costs a system call (kernel sockets) */
+    char *rx;
+    size_t rx_len, rx_cap;
+    char *out;
+    size_t out_off, out_len, out_cap;
+    uint64_t tsc_rx, tsc_tcp; /* stamps of the last bytes received */
+    uint64_t bytes_in, bytes_out;
+    int64_t connect_deadline_ns;
+    uint64_t connect_timeout_ns;
+    char why[128];       /* the last connect failure or close, for the log */
+};
+
+/* Appends len bytes to t->out (the session's stream write).  0, or -ENOBUFS
+ * when out is full (the session then closes the connection). */
+int tw__xport_write(tw__xport *t, const char *buf, size_t len);
+
+/* Kernel TCP to host:port (host an IPv4 address or a name resolved once,
+ * here).  rx_cap / out_cap bytes of buffers. */
+int tw__xport_tcp_open(tw__xport **out, const char *host, uint16_t port, size_t rx_cap,
+                       size_t out_cap, uint64_t connect_timeout_ns, tw_error *err);
+/* The userspace stack on port (owned by the caller; the stack is ours):
+ * our address ip/prefix, next hop gateway (0: none), the venue at
+ * dst_ip:dst_port. */
+int tw__xport_stack_open(tw__xport **out, tw_port *port, uint32_t ip, uint32_t prefix,
+                         uint32_t gateway, uint32_t dst_ip, uint16_t dst_port, size_t rx_cap,
+                         size_t out_cap, uint64_t connect_timeout_ns, tw_error *err);
+
+/* ---- net core (gateway.c) -------------------------------------------------- */
+
+typedef struct tw__gw tw__gw;
+
+/* The engine's phases (tw_trade_engine.phase; net cores read it). */
+enum {
+    TW__PH_RUNNING = 0,
+    TW__PH_STOPPING = 1,  /* TERM: no more bars; cancel, log out */
+    TW__PH_FINISHING = 2, /* FINISHED: the venue closed every session */
+    TW__PH_DONE = 3,
+};
+
+struct tw_trade_engine {
+    const tw_trade_config *cfg;
+    tw_trade_engine_opts opts;
+    uint64_t run_id;
+    FILE *log;      /* the log (stderr or [engine] log) */
+    int own_log;
+    FILE *trades;   /* the trades CSV, or NULL */
+    char *trades_buf;
+    /* The strategy and its core. */
+    void *strategy_mem;
+    tw_strategy *strategy;
+    tw_out *out_buf;   /* tw_strategy_max_out() intents */
+    size_t out_cap;
+    size_t pend_off, pend_n; /* intents of the last event not yet in their rings */
+    tw_ring *ctl;      /* control thread -> strategy (KILL) */
+    tw__bell strat_bell;
+    tw_reactor rs;     /* the strategy core */
+    tw_reactor rn;     /* the net cores */
+    int started_s, started_n;
+    /* Sessions. */
+    uint32_t n_gw;
+    tw__gw **gw;
+    /* Phase and requests: written by the control thread (phase) or a
+     * signal handler (req_*), read by the cores.  Atomic: see each use. */
+    uint32_t phase;
+    uint32_t req_term, req_kill;
+    uint32_t finished;        /* strategy core: FINISHED was written */
+    uint32_t strategy_stopped; /* strategy core: takes no more bars (TERM seen) */
+    uint32_t strategy_idle;   /* strategy core: its last turn found nothing */
+    uint64_t kills_pending;
+    int64_t phase_since_ns;
+    int done;
+    uint64_t events_dropped_stop; /* bars and barriers after TERM (strategy core) */
+};
+
+int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *err);
+void tw__gw_destroy(tw__gw *g);
+/* The net core's reactor poll (arg: the tw__gw). */
+unsigned tw__gw_poll(void *arg, tw_reactor_now *now);
+/* Its periodic work: session timer, reconnects, the ending (arg: tw__gw). */
+void tw__gw_timer(void *arg, tw_reactor_now *now);
+/* Its rings: in (events to the strategy: the gw produces), out (intents). */
+tw_ring *tw__gw_in(tw__gw *g);
+tw_ring *tw__gw_out(tw__gw *g);
+tw__bell *tw__gw_bell(tw__gw *g);
+int tw__gw_fd(const tw__gw *g);
+/* 1 once the session is over for good (logged out, or given up on) and
+ * everything it owed the strategy is in its ring. */
+int tw__gw_settled(const tw__gw *g);
+void tw__gw_stats(const tw__gw *g, tw_trade_session_stats *s, tw_trade_gw_stats *gs);
+size_t tw__gw_latency(const tw__gw *g, const tw_trade_latency **out);
+
+#endif
