@@ -43,6 +43,7 @@
 
 #include "common/netenv.h"
 #include "common/simvenue.h"
+#include "common/stats.h"
 #include "tickwire/clock.h"
 #include "tickwire/common.h"
 #include "tickwire/decimal.h"
@@ -74,20 +75,6 @@ static char g_self[1024], g_dir[512];
 static double *g_close;
 static size_t g_bars;
 static int g_busy;
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double pct(double *v, size_t n, double p)
-{
-    if (n == 0)
-        return NAN;
-    size_t k = (size_t)ceil(p / 100.0 * (double)n);
-    return v[k ? k - 1 : 0];
-}
 
 /* Samples out of the engine; 0, or -1 when a sample's stamps are out of order. */
 static int take_samples(run *r, const tw_trade_engine *e)
@@ -124,10 +111,10 @@ static int take_samples(run *r, const tw_trade_engine *e)
         r->loop_bps = (double)(last->bar - first->bar) /
                       ((double)tw_tsc_delta_ns(c, last->tsc_tx - first->tsc_rx) * 1e-9);
     for (int s = 0; s < N_STAGES; s++) {
-        qsort(r->v[s], r->n, sizeof(double), cmp_d);
-        r->p50[s] = pct(r->v[s], r->n, 50);
-        r->p99[s] = pct(r->v[s], r->n, 99);
-        r->p999[s] = pct(r->v[s], r->n, 99.9);
+        tw__sort_f64(r->v[s], r->n);
+        r->p50[s] = r->n ? tw__pct_f64(r->v[s], r->n, 0.50) : NAN;
+        r->p99[s] = r->n ? tw__pct_f64(r->v[s], r->n, 0.99) : NAN;
+        r->p999[s] = r->n ? tw__pct_f64(r->v[s], r->n, 0.999) : NAN;
     }
     return r->n ? 0 : -1;
 }
@@ -405,12 +392,6 @@ typedef struct alone {
     double strategy_ns, parse_ns, build_ns, ring_ns;
 } alone;
 
-static double med(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_d);
-    return v[n / 2];
-}
-
 static int stages_alone(alone *a)
 {
     /* The strategy on one bar (the same four combos), per call. */
@@ -438,7 +419,7 @@ static int stages_alone(alone *a)
         }
         v[k] = (double)(tw_clock_now_ns() - t0) / 256.0;
     }
-    a->strategy_ns = med(v, 64);
+    a->strategy_ns = tw__median_f64(v, 64);
     free(out);
     free(mem);
     tw_trade_config_free(cfg);
@@ -463,7 +444,7 @@ static int stages_alone(alone *a)
         }
         v[k] = (double)(tw_clock_now_ns() - t0) / 1024.0;
     }
-    a->parse_ns = med(v, 64);
+    a->parse_ns = tw__median_f64(v, 64);
     /* The FIX build of one NewOrderSingle (session, no store). */
     static tw_fix_session fs;
     tw_fix_session_cfg fc = {.begin_string = "FIX.4.4", .sender_comp_id = "BENCH",
@@ -490,7 +471,7 @@ static int stages_alone(alone *a)
         }
         v[k] = (double)(tw_clock_now_ns() - t0) / 1024.0;
     }
-    a->build_ns = med(v, 64);
+    a->build_ns = tw__median_f64(v, 64);
     /* A ring enqueue and dequeue of one event (one thread: the cross-core
      * hop itself is `tickwire bench ring`'s). */
     size_t rb = tw_ring_memsize(1024, 64);
@@ -508,7 +489,7 @@ static int stages_alone(alone *a)
         }
         v[k] = (double)(tw_clock_now_ns() - t0) / 4096.0;
     }
-    a->ring_ns = med(v, 64);
+    a->ring_ns = tw__median_f64(v, 64);
     free(ring);
     return 0;
 }

@@ -1,6 +1,7 @@
 /* Order statistics for the benchmarks (stats.h). */
 #include "common/stats.h"
 
+#include <math.h>
 #include <stdlib.h>
 
 static int cmp_f64(const void *a, const void *b)
@@ -35,10 +36,11 @@ double tw__median_u64(uint64_t *v, size_t n)
     return n % 2 ? (double)v[n / 2] : 0.5 * ((double)v[n / 2 - 1] + (double)v[n / 2]);
 }
 
+/* Nearest rank, 0-based: ceil(n * p) - 1, clamped to [0, n). */
 static size_t rank(size_t n, double p)
 {
-    size_t i = (size_t)((double)n * p);
-    return i < n ? i : n - 1;
+    size_t k = (size_t)ceil((double)n * p);
+    return k == 0 ? 0 : k > n ? n - 1 : k - 1;
 }
 
 double tw__pct_f64(const double *v, size_t n, double p) { return n ? v[rank(n, p)] : 0; }

@@ -20,7 +20,7 @@ double tw__median_f64(double *v, size_t n);
 double tw__median_u64(uint64_t *v, size_t n);
 
 /* The p-quantile (0 <= p <= 1) of v[0..n), which must already be sorted:
- * v[min(floor(n * p), n - 1)]; 0 when n is 0. */
+ * v[max(ceil(n * p), 1) - 1]; 0 when n is 0. */
 double tw__pct_f64(const double *v, size_t n, double p);
 uint64_t tw__pct_u64(const uint64_t *v, size_t n, double p);
 
