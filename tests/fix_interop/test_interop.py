@@ -135,10 +135,15 @@ def test_kill9_and_resume(mode):
             c = qf.stop()
         assert p2.returncode == 0, p2.stderr[-2000:]
         # Resumed after the last stored order, which was stored but never
-        # sent: QuickFIX got it only as a PossDup resend.
+        # sent: QuickFIX got it only as a PossDup resend.  Orders the first
+        # run wrote just before it died may be lost with its socket too
+        # (killed with unread data, the kernel resets the connection and
+        # drops what it had not yet transmitted): QuickFIX then asks for
+        # them and gets them as PossDup resends, never twice as new.
         assert r["run_first_id"] == 4001
         check_counts(c, N)
-        assert c["orders_new"] == N - 1
+        assert c["orders_new"] <= N - 1
+        assert c["orders_new"] + c["orders_possdup"] >= N
         assert c["orders_possdup"] >= 1
         assert c["logons"] == 2
         assert r["msgs_resent"] >= 1
