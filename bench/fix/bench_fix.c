@@ -323,17 +323,56 @@ static void goal(const char *what, double value, const char *unit, int met, cons
     printf("goal: %s (%s): %.1f%s -> %s\n", what, isa, value, unit, met ? "met" : "NOT met");
 }
 
+/* --loop WHAT:N: the one loop alone (the messages checked first), for an
+ * instruction count that two values of N turn into a per-message figure. */
+static int one_loop(const bmsg *msgs, const char *spec)
+{
+    static const struct {
+        const char *name;
+        loop_fn fn;
+        int msg;
+    } loops[] = {
+        { "raw-er", loop_raw, ER },       { "raw-nos", loop_raw, NOS },
+        { "raw-mdx", loop_raw, MDX },     { "typed-er", loop_typed, ER },
+        { "typed-nos", loop_typed, NOS }, { "typed-mdx", loop_typed, MDX },
+    };
+    const char *colon = strchr(spec, ':');
+    char *end;
+    long n = colon ? strtol(colon + 1, &end, 10) : 0;
+    if (!colon || n <= 0 || *end) {
+        fprintf(stderr, "tickwire bench fix: --loop %s: want WHAT:N with N >= 1\n", spec);
+        return 2;
+    }
+    size_t wl = (size_t)(colon - spec);
+    if (wl == 5 && !memcmp(spec, "build", 5)) {
+        size_t len = 0;
+        tw__bench_nos_build_ns(1, n, &len);
+        return len ? 0 : 1;
+    }
+    for (size_t k = 0; k < sizeof(loops) / sizeof(loops[0]); k++)
+        if (strlen(loops[k].name) == wl && !memcmp(spec, loops[k].name, wl)) {
+            sink += loops[k].fn(&msgs[loops[k].msg], n);
+            return 0;
+        }
+    fprintf(stderr, "tickwire bench fix: --loop %.*s: no such loop\n", (int)wl, spec);
+    return 2;
+}
+
 static const char usage[] =
-    "usage: tickwire bench fix [--reps N] [--quick]\n"
+    "usage: tickwire bench fix [--reps N] [--quick] [--loop WHAT:N]\n"
     "  ns per message: frame+parse (raw), the one-pass typed decoder (typed), the\n"
     "  four-call typed path (accessors), QuickFIX's parse and its parse + typed\n"
     "  field reads; and building a NewOrderSingle from the session template.\n"
-    "  TW_FIX_ISA=scalar|sse2|avx2|avx512 caps the SIMD level.\n";
+    "  TW_FIX_ISA=scalar|sse2|avx2|avx512 caps the SIMD level.\n"
+    "  --loop WHAT:N runs one loop N times and prints nothing timed, for\n"
+    "  instruction counts under callgrind (bench/fix/icount.sh); WHAT is\n"
+    "  raw-er, raw-nos, raw-mdx, typed-er, typed-nos, typed-mdx or build.\n";
 
 int tw__cli_bench_fix(int argc, char **argv)
 {
     int reps = 11;
     double run_ms = 40;
+    const char *loop = NULL;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             reps = 3;
@@ -347,6 +386,10 @@ int tw__cli_bench_fix(int argc, char **argv)
             if (r)
                 return r > 0 ? 0 : 2;
             uint64_t v;
+            if (strcmp(opt, "--loop") == 0) {
+                loop = val;
+                continue;
+            }
             if (strcmp(opt, "--reps") != 0) {
                 fprintf(stderr, "tickwire bench fix: unknown option %s\n%s", opt, usage);
                 return 2;
@@ -385,6 +428,8 @@ int tw__cli_bench_fix(int argc, char **argv)
     }
     if (check_messages(msgs) != 0)
         return 1;
+    if (loop)
+        return one_loop(msgs, loop);
 
     double raw[NMSG], typed[NMSG], acc[NMSG], qf[NMSG], qfr[NMSG];
     for (int i = 0; i < NMSG; i++) {
