@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "common/cli_opt.h"
+#include "common/stats.h"
 #include "common/decimal_internal.h"
 #include "tickwire/clock.h"
 #include "tickwire/decimal.h"
@@ -60,18 +61,6 @@ static int load_python(double *close, size_t n)
     memcpy(close, all, n * sizeof(double));
     free(all);
     return 0;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
 }
 
 static int fail(const char *what, size_t i, double x, const char *text)
@@ -199,8 +188,8 @@ int tw__cli_bench_decimal(int argc, char **argv)
             return 1;
         }
     }
-    double p = median(t_parse, (int)reps), ps = median(t_strtod, (int)reps);
-    double f = median(t_fmt, (int)reps), fs = median(t_printf, (int)reps);
+    double p = tw__median_f64(t_parse, (size_t)reps), ps = tw__median_f64(t_strtod, (size_t)reps);
+    double f = tw__median_f64(t_fmt, (size_t)reps), fs = tw__median_f64(t_printf, (size_t)reps);
     double pr = ps / p, fr = fs / f;
 
     printf("tickwire bench decimal: %llu prices, %s; ns per value, median of %llu runs\n",

@@ -23,6 +23,7 @@
 #include <unistd.h>
 #include <pthread.h>
 
+#include "common/stats.h"
 #include "tickwire/client.h"
 #include "tickwire/clock.h"
 #include "tickwire/engine.h"
@@ -33,18 +34,6 @@ int tw__bench_engine(int argc, char **argv);
 #ifndef TW_SOURCE_DIR
 #define TW_SOURCE_DIR "."
 #endif
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static double median_ns(uint64_t *v, size_t n)
-{
-    qsort(v, n, sizeof(*v), cmp_u64);
-    return n % 2 ? (double)v[n / 2] : 0.5 * (double)(v[n / 2 - 1] + v[n / 2]);
-}
 
 #define DIE(...)                                                                    \
     do {                                                                            \
@@ -89,7 +78,7 @@ static double bare_pingpong(size_t bytes, int iters)
         DIE("bare ping-pong corrupted the bytes");
     close(sv[0]);
     waitpid(pid, NULL, 0);
-    double m = median_ns(t, (size_t)iters);
+    double m = tw__median_u64(t, (size_t)iters);
     free(t);
     free(in);
     free(out);
@@ -115,7 +104,7 @@ static double echo_bench(tw_client *c, size_t n, int iters)
     }
     if (memcmp(in, out, 8 * n))
         DIE("echo over %s returned different bytes", tw_client_transport(c));
-    double m = median_ns(t, (size_t)iters);
+    double m = tw__median_u64(t, (size_t)iters);
     free(t);
     free(in);
     free(out);
@@ -157,8 +146,8 @@ static double load_fd_bench(tw_client *c, const double *prices, size_t n, int it
         tl[i] = (uint64_t)(t_mid - t0);
     }
     close(fd);
-    double m = median_ns(t, (size_t)iters);
-    *load_ns = median_ns(tl, (size_t)iters);
+    double m = tw__median_u64(t, (size_t)iters);
+    *load_ns = tw__median_u64(tl, (size_t)iters);
     free(t);
     free(tl);
     return m;
@@ -193,7 +182,7 @@ static double shm_after_slow_phase(tw_client *c, int iters, uint64_t gap_ns)
         if (rc || back != 42.0)
             DIE("echo over shm: %s", rc ? err.msg : "wrong value");
     }
-    double m = median_ns(t, (size_t)iters);
+    double m = tw__median_u64(t, (size_t)iters);
     free(t);
     return m;
 }
@@ -346,8 +335,8 @@ int tw__bench_engine(int argc, char **argv)
     if (memcmp(pnl_b, pnl_c, 8 * nc) || memcmp(tr_b, tr_c, 8 * nc) ||
         memcmp(pnl_b, pnl_w, 8 * nc) || memcmp(tr_b, tr_w, 8 * nc))
         DIE("chatty and batched sweeps disagree");
-    double mb = median_ns(tb, (size_t)reps), mc = median_ns(tc, (size_t)reps);
-    double mw = median_ns(tw, (size_t)reps);
+    double mb = tw__median_u64(tb, (size_t)reps), mc = tw__median_u64(tc, (size_t)reps);
+    double mw = tw__median_u64(tw, (size_t)reps);
     printf("%-44s %12.2f ms   %-28s %10.2f ms   ratio %7.4f   goal <= 1.01  %s\n",
            "preloaded chatty sweep, 80 calls, 1st pass", mc / 1e6, "one batched call (1 thread)",
            mb / 1e6, mc / mb, mc <= 1.01 * mb ? "met" : "MISSED");

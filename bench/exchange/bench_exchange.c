@@ -31,6 +31,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/stats.h"
 #include "tickwire/clock.h"
 #include "tickwire/exchange.h"
 #include "tickwire/fix_session.h"
@@ -369,17 +370,6 @@ static double bare_pingpong(size_t len, uint64_t n)
     return done == n ? (double)n * 1e9 / (double)(t1 - t0) : 0;
 }
 
-static double median(double *v, int n)
-{
-    for (int i = 1; i < n; i++)
-        for (int j = i; j > 0 && v[j] < v[j - 1]; j--) {
-            double t = v[j];
-            v[j] = v[j - 1];
-            v[j - 1] = t;
-        }
-    return v[n / 2];
-}
-
 /* ---- the venue's own time per bar ------------------------------------------------- */
 
 typedef struct sock_ctx {
@@ -511,8 +501,8 @@ static int venue_per_bar(const double *px, uint64_t n, int rounds, uint64_t per_
     snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
     if (system(cmd) != 0)
         ok = 0;
-    *venue_ns = median(v, rounds);
-    *send_ns = median(s, rounds);
+    *venue_ns = tw__median_f64(v, (size_t)rounds);
+    *send_ns = tw__median_f64(s, (size_t)rounds);
     free(v);
     free(s);
     return ok ? 0 : -1;
@@ -594,8 +584,8 @@ int tw__cli_bench_exchange(int argc, char **argv)
         r_ls1[r] = ls1.bars_per_s;
         r_ls4[r] = ls4.bars_per_s;
     }
-    double fl1 = median(r_fl1, reps), fl4 = median(r_fl4, reps), ls1 = median(r_ls1, reps),
-           ls4 = median(r_ls4, reps), bare = median(r_bare, reps), pp = median(r_pp, reps);
+    double fl1 = tw__median_f64(r_fl1, (size_t)reps), fl4 = tw__median_f64(r_fl4, (size_t)reps), ls1 = tw__median_f64(r_ls1, (size_t)reps),
+           ls4 = tw__median_f64(r_ls4, (size_t)reps), bare = tw__median_f64(r_bare, (size_t)reps), pp = tw__median_f64(r_pp, (size_t)reps);
     unlink(data);
     free(px);
     if (!ok) {

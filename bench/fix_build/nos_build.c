@@ -7,6 +7,11 @@
 int tw__bench_nos_build(tw_fix_template *t, char *buf, size_t cap, uint64_t seq,
                         int64_t epoch_ns, const char **msg, size_t *len)
 {
+    /* The quantity and price as an order's would be: values the compiler
+     * cannot see, so that they are formatted at run time as snprintf
+     * formats them. */
+    int64_t qty = 1000000, px = 108725;
+    __asm__("" : "+r"(qty), "+r"(px));
     tw_fix_wbuf w;
     tw_fix_build_begin(&w, t, buf, cap, "D", seq, epoch_ns);
     tw_fix_put_u64(&w, 11, seq);
@@ -14,9 +19,9 @@ int tw__bench_nos_build(tw_fix_template *t, char *buf, size_t cap, uint64_t seq,
     tw_fix_put_str(&w, 55, "EURUSD", 6);
     tw_fix_put_char(&w, 54, '1');
     tw_fix_put_ts(&w, 60, epoch_ns, 3);
-    tw_fix_put_i64(&w, 38, 1000000);
+    tw_fix_put_i64(&w, 38, qty);
     tw_fix_put_char(&w, 40, '2');
-    tw_fix_put_fixed(&w, 44, 108725, 5);
+    tw_fix_put_fixed(&w, 44, px, 5);
     tw_fix_put_char(&w, 59, '0');
     return tw_fix_build_end(&w, msg, len);
 }

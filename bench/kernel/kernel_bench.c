@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common/cli_opt.h"
+#include "common/stats.h"
 #include "tickwire/clock.h"
 #include "tickwire/kernel.h"
 
@@ -65,18 +66,6 @@ static const char usage[] =
     "  --no-numba   do not run /usr/bin/python3 (the numba goal is then not measured)\n"
     "  --json       only the in-process table, one line: {\"scalar_s\":..,\"exact1_s\":..,\n"
     "               \"exactN_s\":..,\"stream_s\":..,\"threads\":T,\"isa\":\"..\",\"identical\":true,..}\n";
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_d);
-    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2.0;
-}
 
 static double now_s(void) { return 1e-9 * (double)tw_clock_now_ns(); }
 
@@ -420,9 +409,9 @@ int tw__cli_bench_kernel(int argc, char **argv)
         if (ts_v[r] < 0 || t1_v[r] < 0 || tn_v[r] < 0 || tst_v[r] < 0)
             goto done;
     }
-    double ts = median(ts_v, (int)runs), t1 = median(t1_v, (int)runs);
-    double tn = median(tn_v, (int)runs), tst = median(tst_v, (int)runs);
-    double c1 = median(c1_v, (int)runs), cst = median(cst_v, (int)runs);
+    double ts = tw__median_f64(ts_v, (size_t)runs), t1 = tw__median_f64(t1_v, (size_t)runs);
+    double tn = tw__median_f64(tn_v, (size_t)runs), tst = tw__median_f64(tst_v, (size_t)runs);
+    double c1 = tw__median_f64(c1_v, (size_t)runs), cst = tw__median_f64(cst_v, (size_t)runs);
     unsigned nt = tw_sweeper_threads(sn);
     const char *isa_name = tw_isa_name(tw_sweeper_isa(s1));
     if (!identical || !stream_identical) {
@@ -472,7 +461,7 @@ int tw__cli_bench_kernel(int argc, char **argv)
         if (rs > rss)
             rss = rs;
     }
-    double tw_whole = median(tw_v, (int)runs), cw_whole = median(cw_v, (int)runs);
+    double tw_whole = tw__median_f64(tw_v, (size_t)runs), cw_whole = tw__median_f64(cw_v, (size_t)runs);
     double rss_mb = (rss - (double)n * sizeof(double)) / (1024.0 * 1024.0);
 
     /* ---- large ---- */
@@ -527,8 +516,8 @@ int tw__cli_bench_kernel(int argc, char **argv)
                     "or the child's)\n", nl);
             goto done;
         }
-        tl1 = median(v1, lruns);
-        tl2 = median(v2, lruns);
+        tl1 = tw__median_f64(v1, (size_t)lruns);
+        tl2 = tw__median_f64(v2, (size_t)lruns);
     }
 
     /* ---- figures ---- */

@@ -12,24 +12,13 @@
 #include <string.h>
 
 #include "common/cli_opt.h"
+#include "common/stats.h"
 #include "tickwire/clock.h"
 #include "tickwire/net.h"
 #include "tickwire/net_sim.h"
 #include "tickwire/net_wire.h"
 
 int tw__bench_net_run(int argc, char **argv);
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(*v), cmp_d);
-    return v[n / 2];
-}
 
 /* A data segment 10.0.0.2:49152 -> 10.0.0.1:5000 with valid checksums. */
 static uint32_t make_frame(uint8_t *f, uint32_t dlen, uint32_t seq)
@@ -130,7 +119,7 @@ static int bench_parse(int reps, uint64_t iters)
     for (int r = 1; r < reps; r++)
         if (parse_ns[r] < pmin)
             pmin = parse_ns[r];
-    double p = median(parse_ns, reps), f = median(full_ns, reps), c = median(copy_ns, reps);
+    double p = tw__median_f64(parse_ns, (size_t)reps), f = tw__median_f64(full_ns, (size_t)reps), c = tw__median_f64(copy_ns, (size_t)reps);
     printf("parse Eth+IPv4+TCP in place        %8.2f ns/packet  (min %.2f; goal <= 5 ns: %s)\n",
            p, pmin, p <= 5.0 ? "met" : "NOT met");
     printf("parse + IPv4 and TCP checksums     %8.2f ns/packet  (avg payload 724 B; %.1fx parse)\n",
@@ -312,7 +301,7 @@ int tw__bench_net_run(int argc, char **argv)
         if (bench_segments(segs, 0, &tx[r], &rx[r], &mss) ||
             bench_segments(segs, 1, &tx2[r], &rx2[r], &mss))
             return 1;
-    double mt = median(tx, reps), mr = median(rx, reps), mt2 = median(tx2, reps);
+    double mt = tw__median_f64(tx, (size_t)reps), mr = tw__median_f64(rx, (size_t)reps), mt2 = tw__median_f64(tx2, (size_t)reps);
     printf("TCP transmit path, sim port        %8.1f ns/segment (%u-byte segments: send copy, "
            "headers from template, checksum, sim tx copy, ACK processing)\n", mt, mss);
     printf("TCP transmit path, in-place write  %8.1f ns/segment (tw_tcp_send_reserve/commit: "

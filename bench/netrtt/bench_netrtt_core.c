@@ -49,6 +49,7 @@
 #include "common/netenv.h"
 #include "common/portspec.h"
 #include "common/sha256.h"
+#include "common/stats.h"
 #include "tickwire/capture.h"
 #include "tickwire/net.h"
 
@@ -101,22 +102,11 @@ static pid_t spawn_on(int cpu, const tw__netenv *e, char *const argv[], int out_
     return pid;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
 static res summarize(uint64_t *lat, unsigned n)
 {
-    qsort(lat, n, sizeof(uint64_t), cmp_u64);
-    res r = {lat[n / 2] / 1e3, lat[(size_t)(n * 0.99)] / 1e3, lat[(size_t)(n * 0.999)] / 1e3,
-             lat[n - 1] / 1e3};
+    tw__sort_u64(lat, n);
+    res r = {tw__pct_u64(lat, n, 0.5) / 1e3, tw__pct_u64(lat, n, 0.99) / 1e3,
+             tw__pct_u64(lat, n, 0.999) / 1e3, lat[n - 1] / 1e3};
     return r;
 }
 
@@ -129,9 +119,8 @@ static res median_res(res *rs, unsigned n)
         v[2][i] = rs[i].p999;
         v[3][i] = rs[i].max;
     }
-    for (int k = 0; k < 4; k++)
-        qsort(v[k], n, sizeof(double), cmp_d);
-    res m = {v[0][n / 2], v[1][n / 2], v[2][n / 2], v[3][n / 2]};
+    res m = {tw__median_f64(v[0], n), tw__median_f64(v[1], n), tw__median_f64(v[2], n),
+             tw__median_f64(v[3], n)};
     return m;
 }
 

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "common/cli_opt.h"
+#include "common/stats.h"
 #include "ring/harness.h"
 #include "tickwire/common.h"
 #include "tickwire/reactor.h"
@@ -95,18 +96,6 @@ static void *thread_main(void *p)
     return NULL;
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return (x > y) - (x < y);
-}
-
-static int cmp_d(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* One measurement of impl: a throughput run (burst 1 or 32) or a
  * ping-pong run.  Fills out[] (ns/item, or p50/p99/p99.9) and returns 0,
  * or -1 after printing what went wrong (a wrong item, a pin failure). */
@@ -179,7 +168,7 @@ static int measure(bench *b, const rb_impl *im, int si, int pingpong, uint32_t b
     /* The first tenth of the round trips warms caches and branch history. */
     uint64_t skip = b->rounds / 10, n = b->rounds - skip;
     uint64_t *r = b->rtt + skip;
-    qsort(r, n, sizeof(*r), cmp_u64);
+    tw__sort_u64(r, n);
     const double q[3] = {0.50, 0.99, 0.999};
     for (int i = 0; i < 3; i++) {
         uint64_t k = (uint64_t)(q[i] * (double)(n - 1));
@@ -194,8 +183,7 @@ static double median(const double *v, int n)
     if (n <= 0)
         return NAN;
     memcpy(s, v, sizeof(double) * (size_t)n);
-    qsort(s, (size_t)n, sizeof(double), cmp_d);
-    return n % 2 ? s[n / 2] : (s[n / 2 - 1] + s[n / 2]) / 2;
+    return tw__median_f64(s, (size_t)n);
 }
 
 static double lowest(const double *v, int n)

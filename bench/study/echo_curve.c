@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/stats.h"
 #include "tickwire/client.h"
 #include "tickwire/clock.h"
 #include "tickwire/wire_io.h"
@@ -39,17 +40,10 @@ static void die(const char *what, const char *detail)
     exit(1);
 }
 
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
 /* Sorts t[n] and prints the point's line: median, p10, p90, min, max. */
 static void emit(const char *transport, size_t n_floats, size_t bytes, uint64_t *t, size_t n)
 {
-    qsort(t, n, sizeof(*t), cmp_u64);
-    double med = n % 2 ? (double)t[n / 2] : 0.5 * (double)(t[n / 2 - 1] + t[n / 2]);
+    double med = tw__median_u64(t, n);
     printf("{\"source\": \"c\", \"transport\": \"%s\", \"n\": %zu, \"bytes\": %zu, "
            "\"iters\": %zu, \"median_ns\": %.1f, \"p10_ns\": %llu, \"p90_ns\": %llu, "
            "\"min_ns\": %llu, \"max_ns\": %llu}\n",

@@ -462,6 +462,13 @@ typedef struct tw_fix_decoded {
         tw_fix_md_request_reject md_request_reject;
         tw_fix_trading_session_status trading_session_status;
     } u;
+    /* -- the decoder's own, kept across calls: zero it with the rest and
+     *    leave it alone -- */
+    uint64_t ts_key_[2]; /* the first 16 bytes ("YYYYMMDD-HH:MM:S") of the
+                            last UTCTimestamp it read */
+    int64_t ts_base_;    /* their seconds since the epoch */
+    uint32_t ts_smax_;   /* the largest seconds digit that may follow them */
+    uint32_t ts_pad_;
 } tw_fix_decoded;
 
 /* Fields parsed on the stack for the types without a one-pass reader when

@@ -77,14 +77,20 @@ void tw_fix_build_begin_raw(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_
                             const char *msg_type);
 
 /* Field writers.  A value must not contain SOH (that is the caller's
- * contract for str; the others cannot).  put_str, put_cstr and put_char
- * are inline (below): with the tag a constant, as it is at every call
- * site, "tag=" is written as constant bytes and no call is made. */
-void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v);
-void tw_fix_put_u64(tw_fix_wbuf *w, uint32_t tag, uint64_t v);
+ * contract for str; the others cannot).  put_str, put_cstr, put_char,
+ * put_u64, put_i64, put_fixed and put_ts are inline (below): with the tag
+ * a constant, as it is at every call site, "tag=" is written as constant
+ * bytes, and the common values (integers below 10^8, timestamps within
+ * the template's cached second) are formatted straight into the buffer
+ * without a call.
+ *
+ * tw_fix_put_i64, tw_fix_put_u64: the integer in decimal. */
+static inline void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v);
+static inline void tw_fix_put_u64(tw_fix_wbuf *w, uint32_t tag, uint64_t v);
 /* Fixed point: writes mantissa * 10^-decimals, trailing zeros of the
  * fraction kept to `decimals` digits (e.g. (123450, 4) -> "12.3450"). */
-void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned decimals);
+static inline void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa,
+                                    unsigned decimals);
 /* A price as a float64 in FIX's float form: the shortest text that reads
  * back as the same float64 (tw_double_to_decimal; live.md, "Prices are
  * exact"), e.g. 100, 100.0000000000001, 0.00001.  NaN and infinities are
@@ -92,7 +98,7 @@ void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned d
  * rather than go out as text a peer would misread. */
 void tw_fix_put_f64(tw_fix_wbuf *w, uint32_t tag, double x);
 /* UTCTimestamp from ns since the epoch with 0/3/6/9 fractional digits. */
-void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits);
+static inline void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits);
 /* Pre-formatted "tag=value\x01..." bytes, copied as they are. */
 void tw_fix_put_raw(tw_fix_wbuf *w, const char *fields, size_t len);
 
@@ -198,6 +204,139 @@ static inline void tw_fix_put_char(tw_fix_wbuf *w, uint32_t tag, char c)
         return;
     }
     tw__fix_put_field(w, tag, &c, 1);
+}
+
+/* The general writers the inline ones fall back to (exact room checks,
+ * the sticky overflow, any value). */
+void tw__fix_put_u64_slow(tw_fix_wbuf *w, uint32_t tag, uint64_t v);
+void tw__fix_put_i64_slow(tw_fix_wbuf *w, uint32_t tag, int64_t v);
+void tw__fix_put_fixed_slow(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned decimals);
+void tw__fix_put_ts_slow(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits);
+
+/* The eight decimal digits of v < 10^8 as the bytes of a little-endian
+ * word, most significant first (leading zeros included), each 0..9: the
+ * halves by one division, then per lane /100 and /10 by multiply-shift
+ * (exact below 10^4 and 10^2), no table. */
+static inline uint64_t tw__fix_digits8(uint32_t v)
+{
+    uint64_t x = (uint64_t)(v / 10000) | (uint64_t)(v % 10000) << 32;
+    uint64_t q = ((x * 10486) >> 20) & 0x0000007F0000007Full;
+    x = q | (x - q * 100) << 16;
+    q = ((x * 103) >> 10) & 0x000F000F000F000Full;
+    return q | (x - q * 10) << 8;
+}
+
+/* The four digits of v < 10^4 the same way, in a 32-bit word. */
+static inline uint32_t tw__fix_digits4(uint32_t v)
+{
+    uint32_t q = (v * 5243) >> 19; /* v / 100, exact below 43699 */
+    uint32_t x = q | (v - q * 100) << 16;
+    uint32_t t = ((x * 103) >> 10) & 0x000F000Fu;
+    return t | (x - t * 10) << 8;
+}
+
+/* How many of those digits are leading zeros (at most 7, so 0 is "0"). */
+static inline unsigned tw__fix_lead0(uint64_t digits)
+{
+    return (unsigned)__builtin_ctzll(digits | (1ull << 56)) >> 3;
+}
+
+/* Room for an inline writer's field: "ttt=", up to 24 value bytes (whole
+ * words may be stored past the value's end) and SOH. */
+#define TW__FIX_ROOM 32
+
+static inline void tw_fix_put_u64(tw_fix_wbuf *w, uint32_t tag, uint64_t v)
+{
+    if (TW_LIKELY(tag < 1000 && v < 100000000 && !w->overflow &&
+                  w->cap - w->pos >= TW__FIX_ROOM)) {
+        char *p = w->buf + w->pos;
+        size_t tl = tw__fix_tag_text(p, tag);
+        if (v < 10000) { /* sequence numbers, quantities: four digits do */
+            uint32_t z = tw__fix_digits4((uint32_t)v);
+            unsigned lz = (unsigned)__builtin_ctz(z | (1u << 24)) >> 3;
+            uint32_t s = (z | 0x30303030u) >> (8 * lz);
+            memcpy(p + tl, &s, 4);
+            p[tl + 4 - lz] = '\x01';
+            w->pos += tl + 5 - lz;
+            return;
+        }
+        uint64_t z = tw__fix_digits8((uint32_t)v);
+        unsigned lz = tw__fix_lead0(z);
+        uint64_t s = (z | 0x3030303030303030ull) >> (8 * lz);
+        memcpy(p + tl, &s, 8);
+        p[tl + 8 - lz] = '\x01';
+        w->pos += tl + 9 - lz;
+        return;
+    }
+    tw__fix_put_u64_slow(w, tag, v);
+}
+
+static inline void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v)
+{
+    if (TW_LIKELY(v >= 0)) {
+        tw_fix_put_u64(w, tag, (uint64_t)v);
+        return;
+    }
+    tw__fix_put_i64_slow(w, tag, v);
+}
+
+static inline void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa,
+                                    unsigned decimals)
+{
+    /* A non-negative mantissa below 10^8 with 1 to 7 decimals: its eight
+     * digits, the leading zeros of the integer part dropped (one kept),
+     * then the point moved in (the fraction stored once more, one byte
+     * up). */
+    if (TW_LIKELY(tag < 1000 && (uint64_t)mantissa < 100000000 && decimals - 1 < 7 &&
+                  !w->overflow && w->cap - w->pos >= TW__FIX_ROOM)) {
+        char *p = w->buf + w->pos;
+        size_t tl = tw__fix_tag_text(p, tag);
+        uint64_t z = tw__fix_digits8((uint32_t)mantissa);
+        unsigned lz = (unsigned)__builtin_ctzll(z | (1ull << (8 * (7 - decimals)))) >> 3;
+        uint64_t s = (z | 0x3030303030303030ull) >> (8 * lz);
+        unsigned ni = 8 - decimals - lz; /* integer digits, >= 1 */
+        uint64_t f = s >> (8 * ni);
+        memcpy(p + tl, &s, 8);
+        p[tl + ni] = '.';
+        memcpy(p + tl + ni + 1, &f, 8);
+        p[tl + ni + 1 + decimals] = '\x01';
+        w->pos += tl + ni + decimals + 2;
+        return;
+    }
+    tw__fix_put_fixed_slow(w, tag, mantissa, decimals);
+}
+
+static inline void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits)
+{
+    /* Within the second the template last formatted (nearly always: the
+     * caller's clock moves on by microseconds), the cached
+     * "YYYYMMDD-HH:MM:SS" is copied and only the fraction formatted. */
+    uint64_t ns = (uint64_t)epoch_ns;
+    uint64_t sec = ns / 1000000000u;
+    if (TW_LIKELY(epoch_ns >= 0 && (int64_t)sec == w->t->cached_sec && tag < 1000 &&
+                  (digits == 3 || digits == 6) && !w->overflow &&
+                  w->cap - w->pos >= TW__FIX_ROOM)) {
+        char *p = w->buf + w->pos;
+        size_t tl = tw__fix_tag_text(p, tag);
+        memcpy(p + tl, w->t->cached_ts, 16);
+        p[tl + 16] = w->t->cached_ts[16];
+        uint32_t frac = (uint32_t)(ns - sec * 1000000000u);
+        /* ".mmm" or ".uuuuuu": the last `digits` of eight, moved so that
+         * the byte before them is the point's place. */
+        uint64_t s;
+        if (digits == 3) { /* the point, then the last three of four digits */
+            uint32_t z = tw__fix_digits4(frac / 1000000) | 0x30303030u;
+            s = (z & ~0xFFu) | '.';
+        } else {
+            uint64_t z = tw__fix_digits8(frac / 1000);
+            s = (((z | 0x3030303030303030ull) >> 8) & ~0xFFull) | '.';
+        }
+        memcpy(p + tl + 17, &s, 8);
+        p[tl + 18 + digits] = '\x01';
+        w->pos += tl + 19 + digits;
+        return;
+    }
+    tw__fix_put_ts_slow(w, tag, epoch_ns, digits);
 }
 
 #ifdef __cplusplus

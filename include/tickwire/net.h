@@ -119,13 +119,29 @@ int tw_net_arp_add(tw_net *st, uint32_t ip, const uint8_t mac[6]);
 
 /* Counters (monotonic since open). */
 typedef struct tw_net_stats {
-    /* rx, per layer */
+    /* rx, per layer.  A refused frame is counted once, under the first
+     * reason that refused it.  Two kinds: frames that are not for us
+     * (legitimate on a shared wire: other hosts' traffic, multicast, IPv6,
+     * ARP for other addresses) and frames that are broken (truncated,
+     * malformed, failed a checksum: corruption, or a bug).  Every field
+     * named *_bad or *_cksum_bad is of the second kind. */
     uint64_t rx_frames, rx_bytes;
-    uint64_t rx_eth_bad;          /* runt frame, unknown ethertype */
-    uint64_t rx_not_for_us;       /* wrong dst MAC / dst IP */
+    uint64_t rx_eth_bad;          /* runt: shorter than an Ethernet header */
+    /* Not for us, by reason; rx_not_for_us is their sum. */
+    uint64_t rx_not_for_us;       /* rx_mac_other + rx_mcast + rx_eth_other + rx_ip_other */
+    uint64_t rx_mac_other;        /* unicast to another MAC */
+    uint64_t rx_mcast;            /* multicast (a group never joined; not broadcast) */
+    uint64_t rx_eth_other;        /* ethertype neither IPv4 nor ARP (IPv6, VLAN, LLDP...) */
+    uint64_t rx_ip_other;         /* IPv4 to another address (or a broadcast address) */
+    /* Our own source MAC on a frame not addressed to us: one of our
+     * transmissions coming back (a port that loops tx into rx), or another
+     * station using our MAC.  Refused, never answered; not in
+     * rx_not_for_us. */
+    uint64_t rx_own_src;
     uint64_t rx_arp, rx_arp_bad, arp_replies_sent, arp_requests_sent;
     uint64_t arp_resolved, arp_table_full;
     uint64_t rx_ip_bad;           /* version/IHL/length/truncation */
+    uint64_t rx_ip_src_bad;       /* source ours, zero, broadcast or multicast (spoofed) */
     uint64_t rx_ip_cksum_bad;
     uint64_t rx_ip_frag;          /* fragments: counted and dropped */
     uint64_t rx_ip_proto_other;   /* neither ICMP nor TCP */
@@ -157,6 +173,18 @@ typedef struct tw_net_stats {
 } tw_net_stats;
 
 const tw_net_stats *tw_net_get_stats(const tw_net *st);
+
+/* Frames refused as broken (runt, malformed or truncated header, bad
+ * checksum, at any layer): the sum of the *_bad and *_cksum_bad rx
+ * counters of s.  On a clean link this stays 0; frames that are merely
+ * not for us (rx_not_for_us) and rx_own_src are not in it. */
+uint64_t tw_net_stats_rx_broken(const tw_net_stats *s);
+
+/* Writes one line of s's refused frames, each reason with its count
+ * ("broken N (eth .., ..), spoofed source N, own frames back N; not for
+ * us N (other mac .., ..)"), NUL-terminated; returns its length
+ * (truncated to cap - 1). */
+size_t tw_net_stats_rx_refused(const tw_net_stats *s, char *buf, size_t cap);
 
 /* ---- TCP --------------------------------------------------------------- */
 

@@ -6,27 +6,34 @@
 
 #include "tickwire/fix.h"
 
+
+
 /* Bit i set for every SOH in p[0..n), n <= 64.  Never reads outside
  * p[0..n).  Chosen once per process like tw_fix_find_soh(). */
 typedef uint64_t (*tw__fix_mask_fn)(const char *p, size_t n);
 extern tw__fix_mask_fn tw__fix_soh_mask;
 uint64_t tw__fix_soh_mask_isa(tw_isa isa, const char *p, size_t n);
-/* The one-pass decoder's classification of 64 bytes: bit i of each mask
- * stands for byte i. */
-typedef struct tw__fix_blk {
-    uint64_t soh;   /* SOH */
-    uint64_t eq;    /* '=' */
-    uint64_t digit; /* '0'..'9' */
-    uint64_t zero;  /* '0' */
-} tw__fix_blk;
+/* The one-pass decoder's index of a message's bytes (soh.c, one variant
+ * per ISA), 64 at a time: per 64 bytes a word with bit i set iff byte i is
+ * SOH (one bit per field), and the byte sum CheckSum is checked against,
+ * from the same loads.  The walk finds each field's tag by its text right
+ * after the previous SOH, so the SOHs are all it needs. */
+typedef struct tw__fix_ix {
+    uint64_t sum;  /* the bytes' sum (CheckSum is sum mod 256) */
+    uint64_t sohs; /* SOH bytes so far: one per field */
+} tw__fix_ix;
 
-/* Classifies p[0..n) into blk[0 .. ceil(n / 64)) (bits at and past n
- * clear) and returns the sum of the bytes (mod 2^32).  Reads only
- * [p, p + n).  tw__fix_classify is the process's choice (acquire-load it);
- * tw__fix_classify_isa() gives a given ISA's. */
-typedef uint32_t (*tw__fix_classify_fn)(const char *p, size_t n, tw__fix_blk *blk);
-extern tw__fix_classify_fn tw__fix_classify;
-tw__fix_classify_fn tw__fix_classify_isa(tw_isa isa);
+/* Indexes p[0..n) into m[0 .. ceil(n / 64)) (bits at and past n clear)
+ * and adds to *ix.  Reads only [p, p + n).  tw__fix_index is the
+ * process's choice (acquire-load it); tw__fix_index_isa() a given ISA's. */
+typedef void (*tw__fix_index_fn)(const char *p, size_t n, uint64_t *m, tw__fix_ix *ix);
+extern tw__fix_index_fn tw__fix_index;
+tw__fix_index_fn tw__fix_index_isa(tw_isa isa);
+/* 1 if the ISA's decoder may use BMI1/BMI2/POPCNT/AVX2 code (the CPU has
+ * them all), else 0.  tw__fix_v3 is that for the process's choice, set
+ * before tw__fix_index is published (read it after acquire-loading that). */
+int tw__fix_isa_v3(tw_isa isa);
+extern int tw__fix_v3;
 
 /* The ISA AUTO (or an explicit one) resolves to on this CPU, TW_FIX_ISA
  * applied; never AUTO. */

@@ -36,29 +36,24 @@ static uint64_t mask_scalar(const char *p, size_t n)
     return m;
 }
 
-/* Classification for the one-pass decoder: for each 64 bytes of p[0..n),
- * the bitmasks of SOH, '=', digits and '0' (bits past n clear), and the
- * byte sum, in one pass.  Each variant reads only [p, p + n): a last
- * partial block is loaded so that it ends at p + n (overlapping the block
- * before it) when n >= 64, or copied into a zeroed stack block when n < 64
- * (a zero byte is none of the four). */
-static uint32_t classify_scalar(const char *p, size_t n, tw__fix_blk *blk)
+/* The one-pass decoder's index (fix_internal.h, tw__fix_index_fn), byte
+ * by byte: the reference the SIMD variants are tested against. */
+static void index_scalar(const char *p, size_t n, uint64_t *m, tw__fix_ix *ix)
 {
-    uint32_t sum = 0;
+    uint64_t sum = 0, sohs = 0;
     for (size_t i = 0; i < n; i += 64) {
         size_t r = n - i < 64 ? n - i : 64;
-        tw__fix_blk b = { 0, 0, 0, 0 };
+        uint64_t soh = 0;
         for (size_t j = 0; j < r; j++) {
             unsigned char c = (unsigned char)p[i + j];
-            b.soh |= (uint64_t)(c == TW_FIX_SOH) << j;
-            b.eq |= (uint64_t)(c == '=') << j;
-            b.digit |= (uint64_t)((unsigned)(c - '0') < 10u) << j;
-            b.zero |= (uint64_t)(c == '0') << j;
+            soh |= (uint64_t)(c == TW_FIX_SOH) << j;
             sum += c;
+            sohs += c == TW_FIX_SOH;
         }
-        blk[i / 64] = b;
+        m[i / 64] = soh;
     }
-    return sum;
+    ix->sum += sum;
+    ix->sohs += sohs;
 }
 
 #ifdef TW_FIX_X86
@@ -110,49 +105,65 @@ __attribute__((target("sse2"))) static uint64_t mask_sse2(const char *p, size_t 
     return m;
 }
 
-/* The four masks of the 64 bytes at q (shifted right by `shift`, for a
+/* The SOH mask of the 64 bytes at q (shifted right by `shift`, for a
  * block loaded to end at the message's end) and their sum, counting only
  * the bytes where keep (64 bytes) is 0xFF when keep is not NULL. */
-__attribute__((target("sse2"))) static inline void block_sse2(const char *q, const unsigned char *keep,
-                                                             unsigned shift, tw__fix_blk *out,
-                                                             __m128i *acc)
+__attribute__((target("sse2"))) static inline uint64_t block_sse2(const char *q,
+                                                                 const unsigned char *keep,
+                                                                 unsigned shift, __m128i *acc)
 {
-    const __m128i soh = _mm_set1_epi8(TW_FIX_SOH), eq = _mm_set1_epi8('='),
-                  zc = _mm_set1_epi8('0'), nine = _mm_set1_epi8(9), zero = _mm_setzero_si128();
-    uint64_t ms = 0, me = 0, md = 0, mz = 0;
+    const __m128i soh = _mm_set1_epi8(TW_FIX_SOH), zero = _mm_setzero_si128();
+    uint64_t s = 0;
     for (int k = 0; k < 4; k++) {
         __m128i v = _mm_loadu_si128((const __m128i *)(const void *)(q + 16 * k));
-        __m128i d = _mm_sub_epi8(v, zc);
-        ms |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, soh)) << (16 * k);
-        me |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, eq)) << (16 * k);
-        mz |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, zc)) << (16 * k);
-        md |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(_mm_min_epu8(d, nine), d))
-              << (16 * k);
+        s |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, soh)) << (16 * k);
         if (keep)
             v = _mm_and_si128(v, _mm_loadu_si128((const __m128i *)(const void *)(keep + 16 * k)));
         *acc = _mm_add_epi64(*acc, _mm_sad_epu8(v, zero));
     }
-    *out = (tw__fix_blk){ ms >> shift, me >> shift, md >> shift, mz >> shift };
+    return s >> shift;
 }
 
-__attribute__((target("sse2"))) static uint32_t classify_sse2(const char *p, size_t n, tw__fix_blk *blk)
+/* The bits of a word, without POPCNT (SSE2 is older than it). */
+static inline unsigned bits_swar(uint64_t x)
+{
+    x = x - ((x >> 1) & 0x5555555555555555ull);
+    x = (x & 0x3333333333333333ull) + ((x >> 2) & 0x3333333333333333ull);
+    x = (x + (x >> 4)) & 0x0F0F0F0F0F0F0F0Full;
+    return (unsigned)((x * 0x0101010101010101ull) >> 56);
+}
+
+/* Each variant reads only [p, p + n): a last partial block is loaded so
+ * that it ends at p + n (overlapping the block before it) when n >= 64,
+ * or copied into a zeroed stack block when n < 64 (a zero byte is no SOH
+ * and adds nothing to the sum). */
+__attribute__((target("sse2"))) static void index_sse2(const char *p, size_t n, uint64_t *m,
+                                                      tw__fix_ix *ix)
 {
     __m128i acc = _mm_setzero_si128();
+    uint64_t sohs = 0;
     size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        block_sse2(p + i, NULL, 0, &blk[i / 64], &acc);
+    for (; i + 64 <= n; i += 64) {
+        uint64_t s = block_sse2(p + i, NULL, 0, &acc);
+        *m++ = s;
+        sohs += bits_swar(s);
+    }
     if (i < n) {
         size_t r = n - i;
+        uint64_t s;
         if (n >= 64) {
-            block_sse2(p + n - 64, tail_win + r, (unsigned)(64 - r), &blk[i / 64], &acc);
+            s = block_sse2(p + n - 64, tail_win + r, (unsigned)(64 - r), &acc);
         } else {
             char tmp[64] __attribute__((aligned(16)));
             memset(tmp, 0, sizeof(tmp));
             memcpy(tmp, p + i, r);
-            block_sse2(tmp, NULL, 0, &blk[i / 64], &acc);
+            s = block_sse2(tmp, NULL, 0, &acc);
         }
+        *m = s;
+        sohs += bits_swar(s);
     }
-    return (uint32_t)_mm_cvtsi128_si64(acc) + (uint32_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
+    ix->sohs += sohs;
+    ix->sum += (uint64_t)_mm_cvtsi128_si64(acc) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc, acc));
 }
 
 /* ---- AVX2 -------------------------------------------------------------- */
@@ -187,50 +198,53 @@ __attribute__((target("avx2"))) static uint64_t mask_avx2(const char *p, size_t 
 }
 
 
-__attribute__((target("avx2"))) static inline void block_avx2(const char *q, const unsigned char *keep,
-                                                             unsigned shift, tw__fix_blk *out,
-                                                             __m256i *acc)
+__attribute__((target("avx2"))) static inline uint64_t block_avx2(const char *q,
+                                                                 const unsigned char *keep,
+                                                                 unsigned shift, __m256i *acc)
 {
-    const __m256i soh = _mm256_set1_epi8(TW_FIX_SOH), eq = _mm256_set1_epi8('='),
-                  zc = _mm256_set1_epi8('0'), nine = _mm256_set1_epi8(9),
-                  zero = _mm256_setzero_si256();
+    const __m256i soh = _mm256_set1_epi8(TW_FIX_SOH), zero = _mm256_setzero_si256();
     __m256i a = _mm256_loadu_si256((const __m256i *)(const void *)q);
     __m256i b = _mm256_loadu_si256((const __m256i *)(const void *)(q + 32));
-    __m256i da = _mm256_sub_epi8(a, zc), db = _mm256_sub_epi8(b, zc);
-#define M2(x, y) ((uint64_t)(uint32_t)_mm256_movemask_epi8(x) | (uint64_t)(uint32_t)_mm256_movemask_epi8(y) << 32)
-    uint64_t ms = M2(_mm256_cmpeq_epi8(a, soh), _mm256_cmpeq_epi8(b, soh));
-    uint64_t me = M2(_mm256_cmpeq_epi8(a, eq), _mm256_cmpeq_epi8(b, eq));
-    uint64_t mz = M2(_mm256_cmpeq_epi8(a, zc), _mm256_cmpeq_epi8(b, zc));
-    uint64_t md = M2(_mm256_cmpeq_epi8(_mm256_min_epu8(da, nine), da),
-                     _mm256_cmpeq_epi8(_mm256_min_epu8(db, nine), db));
-#undef M2
+    uint64_t s = (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(a, soh)) |
+                 (uint64_t)(uint32_t)_mm256_movemask_epi8(_mm256_cmpeq_epi8(b, soh)) << 32;
     if (keep) {
         a = _mm256_and_si256(a, _mm256_loadu_si256((const __m256i *)(const void *)keep));
         b = _mm256_and_si256(b, _mm256_loadu_si256((const __m256i *)(const void *)(keep + 32)));
     }
     *acc = _mm256_add_epi64(*acc, _mm256_add_epi64(_mm256_sad_epu8(a, zero), _mm256_sad_epu8(b, zero)));
-    *out = (tw__fix_blk){ ms >> shift, me >> shift, md >> shift, mz >> shift };
+    return s >> shift;
 }
 
-__attribute__((target("avx2"))) static uint32_t classify_avx2(const char *p, size_t n, tw__fix_blk *blk)
+/* With POPCNT (tw__fix_isa_v3 says the CPU has it whenever this variant
+ * is chosen). */
+__attribute__((target("avx2,popcnt"))) static void index_avx2(const char *p, size_t n, uint64_t *m,
+                                                             tw__fix_ix *ix)
 {
     __m256i acc = _mm256_setzero_si256();
+    uint64_t sohs = 0;
     size_t i = 0;
-    for (; i + 64 <= n; i += 64)
-        block_avx2(p + i, NULL, 0, &blk[i / 64], &acc);
+    for (; i + 64 <= n; i += 64) {
+        uint64_t s = block_avx2(p + i, NULL, 0, &acc);
+        *m++ = s;
+        sohs += (uint64_t)__builtin_popcountll(s);
+    }
     if (i < n) {
         size_t r = n - i;
+        uint64_t s;
         if (n >= 64) {
-            block_avx2(p + n - 64, tail_win + r, (unsigned)(64 - r), &blk[i / 64], &acc);
+            s = block_avx2(p + n - 64, tail_win + r, (unsigned)(64 - r), &acc);
         } else {
             char tmp[64] __attribute__((aligned(32)));
             memset(tmp, 0, sizeof(tmp));
             memcpy(tmp, p + i, r);
-            block_avx2(tmp, NULL, 0, &blk[i / 64], &acc);
+            s = block_avx2(tmp, NULL, 0, &acc);
         }
+        *m = s;
+        sohs += (uint64_t)__builtin_popcountll(s);
     }
-    __m128i s = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
-    return (uint32_t)_mm_cvtsi128_si64(s) + (uint32_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(s, s));
+    ix->sohs += sohs;
+    __m128i x = _mm_add_epi64(_mm256_castsi256_si128(acc), _mm256_extracti128_si256(acc, 1));
+    ix->sum += (uint64_t)_mm_cvtsi128_si64(x) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(x, x));
 }
 
 /* ---- AVX-512BW --------------------------------------------------------- */
@@ -258,23 +272,23 @@ __attribute__((target("avx512f,avx512bw"))) static size_t find_avx512(const char
 }
 
 /* Masked loads: the tail needs neither a copy nor an overlapping load. */
-__attribute__((target("avx512f,avx512bw"))) static uint32_t classify_avx512(const char *p, size_t n,
-                                                                           tw__fix_blk *blk)
+__attribute__((target("avx512f,avx512bw,popcnt"))) static void index_avx512(const char *p, size_t n,
+                                                                           uint64_t *m,
+                                                                           tw__fix_ix *ix)
 {
-    const __m512i soh = _mm512_set1_epi8(TW_FIX_SOH), eq = _mm512_set1_epi8('='),
-                  zc = _mm512_set1_epi8('0'), ten = _mm512_set1_epi8(10),
-                  zero = _mm512_setzero_si512();
+    const __m512i soh = _mm512_set1_epi8(TW_FIX_SOH), zero = _mm512_setzero_si512();
     __m512i acc = _mm512_setzero_si512();
+    uint64_t sohs = 0;
     for (size_t i = 0; i < n; i += 64) {
         __mmask64 k = _cvtu64_mask64(n - i >= 64 ? ~0ull : ~0ull >> (64 - (n - i)));
         __m512i v = _mm512_maskz_loadu_epi8(k, (const void *)(p + i));
-        blk[i / 64] = (tw__fix_blk){
-            _mm512_mask_cmpeq_epi8_mask(k, v, soh), _mm512_mask_cmpeq_epi8_mask(k, v, eq),
-            _mm512_mask_cmplt_epu8_mask(k, _mm512_sub_epi8(v, zc), ten),
-            _mm512_mask_cmpeq_epi8_mask(k, v, zc) };
+        uint64_t s = _cvtmask64_u64(_mm512_cmpeq_epi8_mask(v, soh));
+        *m++ = s;
+        sohs += (uint64_t)__builtin_popcountll(s);
         acc = _mm512_add_epi64(acc, _mm512_sad_epu8(v, zero));
     }
-    return (uint32_t)_mm512_reduce_add_epi64(acc);
+    ix->sohs += sohs;
+    ix->sum += (uint64_t)_mm512_reduce_add_epi64(acc);
 }
 
 __attribute__((target("avx512f,avx512bw"))) static uint64_t mask_avx512(const char *p, size_t n)
@@ -349,32 +363,46 @@ static tw__fix_mask_fn mask_for(tw_isa isa)
  * call from another library's constructor).  The pointers are published
  * with release stores; the hot path reads them with acquire loads, which
  * cost nothing on x86. */
-static tw__fix_classify_fn classify_for(tw_isa isa)
+static tw__fix_index_fn index_for(tw_isa isa)
 {
     switch (isa) {
 #ifdef TW_FIX_X86
-    case TW_ISA_SSE2: return classify_sse2;
-    case TW_ISA_AVX2: return classify_avx2;
-    case TW_ISA_AVX512: return classify_avx512;
+    case TW_ISA_SSE2: return index_sse2;
+    case TW_ISA_AVX2: return tw__fix_isa_v3(isa) ? index_avx2 : index_sse2;
+    case TW_ISA_AVX512: return tw__fix_isa_v3(isa) ? index_avx512 : index_sse2;
 #endif
-    default: return classify_scalar;
+    default: return index_scalar;
     }
 }
 
-tw__fix_classify_fn tw__fix_classify_isa(tw_isa isa)
+tw__fix_index_fn tw__fix_index_isa(tw_isa isa)
 {
-    return classify_for(resolve(isa));
+    return index_for(resolve(isa));
+}
+
+int tw__fix_isa_v3(tw_isa isa)
+{
+#ifdef TW_FIX_X86
+    if (isa != TW_ISA_AVX2 && isa != TW_ISA_AVX512)
+        return 0;
+    return tw_cpu_has(isa) && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi") &&
+           __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
+#else
+    (void)isa;
+    return 0;
+#endif
 }
 
 static tw_isa active_isa;
 int tw__fix_fast_parse;
+int tw__fix_v3;
 static int use_avx512_sum; /* CheckSum with 64-byte vpsadbw */
 static find_fn active_find;
 static pthread_once_t isa_once = PTHREAD_ONCE_INIT;
 static uint64_t mask_first(const char *p, size_t n);
 tw__fix_mask_fn tw__fix_soh_mask = mask_first;
-static uint32_t classify_first(const char *p, size_t n, tw__fix_blk *blk);
-tw__fix_classify_fn tw__fix_classify = classify_first;
+static void index_first(const char *p, size_t n, uint64_t *m, tw__fix_ix *ix);
+tw__fix_index_fn tw__fix_index = index_first;
 
 static void choose_isa(void)
 {
@@ -386,13 +414,14 @@ static void choose_isa(void)
                          __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt");
 #endif
     use_avx512_sum = isa == TW_ISA_AVX512;
+    tw__fix_v3 = tw__fix_isa_v3(isa);
     active_isa = isa;
     /* release: pairs with the acquire loads in tw_fix_find_soh(),
      * mask_first() and the parser's load of tw__fix_soh_mask (the flags
      * above are plain ints written before it: a reader that still sees the
      * old pointer takes the lazy path, which waits in pthread_once). */
     __atomic_store_n(&tw__fix_soh_mask, mask_for(isa), __ATOMIC_RELEASE);
-    __atomic_store_n(&tw__fix_classify, classify_for(isa), __ATOMIC_RELEASE);
+    __atomic_store_n(&tw__fix_index, index_for(isa), __ATOMIC_RELEASE);
     __atomic_store_n(&active_find, find_for(isa), __ATOMIC_RELEASE);
 }
 
@@ -413,11 +442,11 @@ static uint64_t mask_first(const char *p, size_t n)
     return __atomic_load_n(&tw__fix_soh_mask, __ATOMIC_ACQUIRE)(p, n);
 }
 
-static uint32_t classify_first(const char *p, size_t n, tw__fix_blk *blk)
+static void index_first(const char *p, size_t n, uint64_t *m, tw__fix_ix *ix)
 {
     tw__fix_isa_init();
     /* acquire: pairs with the release store in choose_isa() */
-    return __atomic_load_n(&tw__fix_classify, __ATOMIC_ACQUIRE)(p, n, blk);
+    __atomic_load_n(&tw__fix_index, __ATOMIC_ACQUIRE)(p, n, m, ix);
 }
 
 tw_isa tw_fix_isa_active(void)
@@ -489,6 +518,21 @@ unsigned tw_fix_checksum(const char *buf, size_t n)
         __m128i b = _mm_loadu_si128((const __m128i *)(const void *)(buf + i + 16));
         acc0 = _mm_add_epi64(acc0, _mm_sad_epu8(a, zero));
         acc1 = _mm_add_epi64(acc1, _mm_sad_epu8(b, zero));
+    }
+    /* The tail: the 16 bytes that end at buf + n, those already summed
+     * masked off (tail_win), rather than a loop per byte. */
+    if (n >= 16 && i < n) {
+        size_t r = n - i;
+        if (r > 16) {
+            __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(buf + i));
+            acc0 = _mm_add_epi64(acc0, _mm_sad_epu8(a, zero));
+            i += 16;
+            r -= 16;
+        }
+        __m128i a = _mm_loadu_si128((const __m128i *)(const void *)(buf + n - 16));
+        a = _mm_and_si128(a, _mm_loadu_si128((const __m128i *)(const void *)(tail_win + 48 + r)));
+        acc1 = _mm_add_epi64(acc1, _mm_sad_epu8(a, zero));
+        i = n;
     }
     acc0 = _mm_add_epi64(acc0, acc1);
     sum = (uint64_t)_mm_cvtsi128_si64(acc0) + (uint64_t)_mm_cvtsi128_si64(_mm_unpackhi_epi64(acc0, acc0));

@@ -291,7 +291,11 @@ void tw_fix_build_begin_raw(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_
         w->pos = cap;
         return;
     }
-    tw_fix_put_cstr(w, 35, msg_type);
+    /* MsgType is one or two characters at nearly every call. */
+    if (msg_type[0] && !msg_type[1])
+        tw_fix_put_char(w, 35, msg_type[0]);
+    else
+        tw_fix_put_cstr(w, 35, msg_type);
     if (room(w, t->comp_len)) {
         tw__fix_copy(w->buf + w->pos, t->comp, t->comp_len);
         w->pos += t->comp_len;
@@ -306,13 +310,13 @@ void tw_fix_build_begin(tw_fix_wbuf *w, tw_fix_template *t, char *buf, size_t ca
     tw_fix_put_ts(w, 52, sending_time_ns, t->ts_digits);
 }
 
-void tw_fix_put_u64(tw_fix_wbuf *w, uint32_t tag, uint64_t v)
+void tw__fix_put_u64_slow(tw_fix_wbuf *w, uint32_t tag, uint64_t v)
 {
     char d[20];
     tw__fix_put_field(w, tag, d, tw_fix_fmt_u64(d, v));
 }
 
-void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v)
+void tw__fix_put_i64_slow(tw_fix_wbuf *w, uint32_t tag, int64_t v)
 {
     char d[21];
     uint64_t u = (uint64_t)v;
@@ -325,7 +329,7 @@ void tw_fix_put_i64(tw_fix_wbuf *w, uint32_t tag, int64_t v)
     tw__fix_put_field(w, tag, d, n);
 }
 
-void tw_fix_put_fixed(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned decimals)
+void tw__fix_put_fixed_slow(tw_fix_wbuf *w, uint32_t tag, int64_t mantissa, unsigned decimals)
 {
     if (decimals > 18) {
         w->overflow = 1; /* no int64 has that many fraction digits */
@@ -381,7 +385,7 @@ void tw_fix_put_f64(tw_fix_wbuf *w, uint32_t tag, double x)
     w->pos += tl + (size_t)n + 1;
 }
 
-void tw_fix_put_ts(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits)
+void tw__fix_put_ts_slow(tw_fix_wbuf *w, uint32_t tag, int64_t epoch_ns, unsigned digits)
 {
     if (digits != 3 && digits != 6 && digits != 9)
         digits = 0;
@@ -412,28 +416,38 @@ int tw_fix_build_end(tw_fix_wbuf *w, const char **msg, size_t *len)
     size_t body_len = w->pos - w->body_off;
     if (body_len > 999999)
         return -ENOBUFS;
-    /* BodyLength prefix, right-aligned in front of the body. */
-    char num[20];
-    size_t nd = tw_fix_fmt_u64(num, body_len);
+    /* "8=<begin><SOH>9=<len><SOH>", right-aligned in front of the body:
+     * the length's digits first, as the last bytes of a word that ends at
+     * its SOH.  The bytes before them in that word land where BeginString
+     * and "9=" go, which are written over them next, or (a BeginString
+     * shorter than 6) in the reserve before the message's start: inside
+     * buf, since the reserve alone is 9 or more bytes. */
+    _Static_assert(2 + TW_FIX_BODYLEN_DIGITS + 1 >= 9, "the word store needs 9 reserved bytes");
+    uint64_t z = tw__fix_digits8((uint32_t)body_len);
+    unsigned lz = tw__fix_lead0(z), nd = 8 - lz;
     size_t start = w->body_off - (w->t->begin_len + 2 + nd + 1);
+    TW_ASSERT(w->body_off >= 9 && start < w->body_off);
+    /* z holds the digits as the last nd of its eight bytes already. */
+    uint64_t digs = z | 0x3030303030303030ull;
+    memcpy(w->buf + w->body_off - 9, &digs, 8);
     char *p = w->buf + start;
     tw__fix_copy(p, w->t->begin, w->t->begin_len);
     p += w->t->begin_len;
-    *p++ = '9';
-    *p++ = '=';
-    memcpy(p, num, nd);
-    p[nd] = '\x01';
-    TW_ASSERT(p + nd + 1 == w->buf + w->body_off);
+    p[0] = '9';
+    p[1] = '=';
+    w->buf[w->body_off - 1] = '\x01';
+    TW_ASSERT(p + 2 + nd + 1 == w->buf + w->body_off);
     /* CheckSum: byte sum mod 256 of everything before "10=". */
     unsigned sum = tw_fix_checksum(w->buf + start, w->pos - start);
+    uint64_t c = tw__fix_digits4(sum) | 0x30303030u; /* the three digits in bytes 1..3 */
+    uint64_t tr = 0x3D3031ull | (c >> 8 << 24) | 0x01ull << 48; /* "10=ddd" SOH */
     char *q = w->buf + w->pos;
-    q[0] = '1';
-    q[1] = '0';
-    q[2] = '=';
-    q[3] = (char)('0' + sum / 100);
-    q[4] = (char)('0' + sum / 10 % 10);
-    q[5] = (char)('0' + sum % 10);
-    q[6] = '\x01';
+    if (w->cap - w->pos >= 8) {
+        memcpy(q, &tr, 8);
+    } else {
+        memcpy(q, &tr, 4);
+        memcpy(q + 4, (const char *)&tr + 4, 3);
+    }
     w->pos += 7;
     *msg = w->buf + start;
     *len = w->pos - start;

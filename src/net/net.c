@@ -173,6 +173,32 @@ const tw_net_stats *tw_net_get_stats(const tw_net *st)
     return &st->stats;
 }
 
+uint64_t tw_net_stats_rx_broken(const tw_net_stats *s)
+{
+    return s->rx_eth_bad + s->rx_arp_bad + s->rx_ip_bad + s->rx_ip_cksum_bad + s->rx_icmp_bad +
+           s->rx_tcp_bad + s->rx_tcp_cksum_bad;
+}
+
+size_t tw_net_stats_rx_refused(const tw_net_stats *s, char *buf, size_t cap)
+{
+    int n = snprintf(
+        buf, cap,
+        "broken %llu (eth %llu, arp %llu, ip %llu, ip cksum %llu, icmp %llu, tcp %llu, "
+        "tcp cksum %llu), spoofed source %llu, own frames back %llu; not for us %llu "
+        "(other mac %llu, multicast %llu, other ethertype %llu, other ip %llu)",
+        (unsigned long long)tw_net_stats_rx_broken(s), (unsigned long long)s->rx_eth_bad,
+        (unsigned long long)s->rx_arp_bad, (unsigned long long)s->rx_ip_bad,
+        (unsigned long long)s->rx_ip_cksum_bad, (unsigned long long)s->rx_icmp_bad,
+        (unsigned long long)s->rx_tcp_bad, (unsigned long long)s->rx_tcp_cksum_bad,
+        (unsigned long long)s->rx_ip_src_bad, (unsigned long long)s->rx_own_src,
+        (unsigned long long)s->rx_not_for_us, (unsigned long long)s->rx_mac_other,
+        (unsigned long long)s->rx_mcast, (unsigned long long)s->rx_eth_other,
+        (unsigned long long)s->rx_ip_other);
+    if (n < 0)
+        n = 0;
+    return (size_t)n < cap ? (size_t)n : (cap ? cap - 1 : 0);
+}
+
 /* ---- transmit queue ---------------------------------------------------- */
 
 int tw__net_alloc(tw_net *st, tw_pkt *pkt)

@@ -61,11 +61,52 @@ static void icmp_echo_reply(tw_net *st, const tw_net_parsed *pp)
     tw__net_tx(st, &pkt);
 }
 
+/* The L2 filter, before any parsing: a frame for another station is
+ * none of our business, broken or not, so it is counted as not for us
+ * and never judged as corrupt.  Returns 1 to go on. */
+static int l2_for_us(tw_net *st, const tw_pkt *pkt)
+{
+    if (pkt->len < sizeof(tw_eth_hdr)) {
+        st->stats.rx_eth_bad++;
+        return 0;
+    }
+    const tw_eth_hdr *eth = (const tw_eth_hdr *)pkt->data;
+    const uint8_t *d = eth->dst;
+    if (__builtin_expect(memcmp(d, st->mac, 6) != 0, 0)) {
+        /* We never address a frame to ourselves, so one of ours coming
+         * back always lands here: the hot path (unicast to us) does not
+         * pay for this check. */
+        if (memcmp(eth->src, st->mac, 6) == 0) {
+            st->stats.rx_own_src++;
+            return 0;
+        }
+        int bcast = (d[0] & d[1] & d[2] & d[3] & d[4] & d[5]) == 0xff;
+        if (!bcast) {
+            /* No multicast group is ever joined. */
+            if (d[0] & 1)
+                st->stats.rx_mcast++;
+            else
+                st->stats.rx_mac_other++;
+            st->stats.rx_not_for_us++;
+            return 0;
+        }
+    }
+    uint16_t type = tw_be16(eth->type_be);
+    if (type != TW_ETHERTYPE_IPV4 && type != TW_ETHERTYPE_ARP) {
+        st->stats.rx_eth_other++;
+        st->stats.rx_not_for_us++;
+        return 0;
+    }
+    return 1;
+}
+
 void tw__net_input(tw_net *st, tw_pkt *pkt, uint64_t now_ns)
 {
     tw_net_parsed pp;
     st->stats.rx_frames++;
     st->stats.rx_bytes += pkt->len;
+    if (!l2_for_us(st, pkt))
+        return;
     int r = tw_net_parse(pkt->data, pkt->len, &pp);
     if (r < 0) {
         if (pp.ip && (tw_be16(pp.ip->frag_be) &
@@ -73,32 +114,19 @@ void tw__net_input(tw_net *st, tw_pkt *pkt, uint64_t now_ns)
             st->stats.rx_ip_frag++;
         else if (pp.ip && pp.ip_proto == TW_IP_PROTO_TCP)
             st->stats.rx_tcp_bad++;
-        else if (r == -2 && pkt->len < sizeof(tw_eth_hdr))
-            st->stats.rx_eth_bad++;
         else if (r == -2 && pp.ethertype == TW_ETHERTYPE_ARP)
             st->stats.rx_arp_bad++;
         else
             st->stats.rx_ip_bad++;
         return;
     }
-    /* Frames for our MAC or broadcast only (a multicast group we never
-     * joined is not for us either). */
-    const uint8_t *d = pp.eth->dst;
-    if (memcmp(d, st->mac, 6) != 0 &&
-        !(d[0] == 0xff && d[1] == 0xff && d[2] == 0xff && d[3] == 0xff &&
-          d[4] == 0xff && d[5] == 0xff)) {
-        st->stats.rx_not_for_us++;
-        return;
-    }
+    TW_ASSERT(pp.ethertype == TW_ETHERTYPE_IPV4 || pp.ethertype == TW_ETHERTYPE_ARP);
     if (pp.ethertype == TW_ETHERTYPE_ARP) {
         tw__net_arp_input(st, (const tw_arp_hdr *)pp.payload, now_ns);
         return;
     }
-    if (pp.ethertype != TW_ETHERTYPE_IPV4) {
-        st->stats.rx_eth_bad++;
-        return;
-    }
     if (tw_be32(pp.ip->dst_be) != st->cfg.ip) {
+        st->stats.rx_ip_other++;
         st->stats.rx_not_for_us++;
         return;
     }
@@ -115,7 +143,7 @@ void tw__net_input(tw_net *st, tw_pkt *pkt, uint64_t now_ns)
      * broken: never answer it. */
     if (src == st->cfg.ip || src == 0 || src == 0xffffffffu ||
         (src >> 28) == 0xe) {
-        st->stats.rx_ip_bad++;
+        st->stats.rx_ip_src_bad++;
         return;
     }
     if (pp.ip_proto == TW_IP_PROTO_ICMP) {

@@ -309,7 +309,12 @@ int tw_port_af_packet_open(tw_port **out, const char *ifname, unsigned frames,
         what = "if_nametoindex";
         goto fail;
     }
-    p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, htons(ETH_P_ALL));
+    /* Protocol 0: the socket hears nothing until bind() names the
+     * interface and ETH_P_ALL.  Opened with ETH_P_ALL it would hear every
+     * interface of the host (lo, other veths) from here to bind(), and
+     * those frames would wait in the ring for the first rx_burst: the
+     * interop tests saw loopback TCP that way, more of it under load. */
+    p->fd = socket(AF_PACKET, SOCK_RAW | SOCK_CLOEXEC, 0);
     if (p->fd < 0) {
         rc = -errno;
         what = "socket(AF_PACKET)";

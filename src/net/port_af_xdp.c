@@ -50,7 +50,7 @@ typedef struct axp_port {
     uint32_t xdp_flags; /* how the program was attached (for detach) */
     int64_t held;       /* frames owned by the caller */
     unsigned tx_inflight;
-    uint64_t rx_bad, wakeups;
+    uint64_t wakeups;
 } axp_port;
 
 static inline uint64_t frame_base(uint64_t addr)
@@ -108,7 +108,7 @@ static unsigned axp_rx_burst(tw_port *bp, tw_pkt *pkts, unsigned n)
         uint64_t base = frame_base(addr);
         if (d->len < 14u || addr + d->len > base + AXP_FRAME || base >= p->area_len) {
             /* Cannot come from a sane kernel; count it and recycle. */
-            p->rx_bad++;
+            p->base.rx_bad++;
             if (base < p->area_len)
                 p->free_stack[p->nfree++] = base;
             continue;

@@ -30,6 +30,7 @@
 #include "net/port_internal.h"
 
 #define DPDK_BURST 32u
+#define DPDK_DRAIN_MAX 65536u /* frames dropped at open, at most (see open) */
 #define TW_PORT_DPDK_LAST_VDEV 0xffffu
 #define DPDK_MAX_ARGS 64
 #define DPDK_ARGS_LEN 4096
@@ -41,7 +42,7 @@ typedef struct dpdk_port {
     unsigned mbufs;
     uint64_t tx_offloads;
     int64_t held; /* mbufs owned by the caller */
-    uint64_t rx_bad;
+    uint64_t rx_stale; /* frames queued before open returned, dropped */
 } dpdk_port;
 
 /* rte_eal_init keeps pointers into argv: the strings live here. */
@@ -139,7 +140,7 @@ static unsigned dp_rx_burst(tw_port *bp, tw_pkt *pkts, unsigned n)
             if (b->nb_segs != 1 || b->data_len < 14u) {
                 /* A chained mbuf cannot be one (pointer, length) view; the
                  * MTU keeps them from happening, so this is a count. */
-                p->rx_bad++;
+                p->base.rx_bad++;
                 rte_pktmbuf_free(b);
                 continue;
             }
@@ -419,6 +420,22 @@ int tw_port_dpdk_open(tw_port **out, const char *eal_args, uint16_t port_id,
     /* Not every virtual device has promiscuous mode; unicast to our own
      * MAC is all the stack needs. */
     (void)rte_eth_promiscuous_enable(port_id);
+    /* Whatever the queue holds now came before the port was ours, and
+     * some of it not from this device at all: DPDK 22.11's net_af_packet
+     * opens its socket with ETH_P_ALL and binds it to the interface only
+     * later, so frames of every interface (loopback TCP, other veths)
+     * land in its ring in between (the probe runs in rte_eal_init or
+     * rte_dev_probe, long before this).  bind() waits for deliveries in
+     * flight (synchronize_net), so one drain here takes all of them.
+     * Bounded: a live NIC keeps its queue filling. */
+    while (p->rx_stale < DPDK_DRAIN_MAX) {
+        struct rte_mbuf *m[DPDK_BURST];
+        uint16_t r = rte_eth_rx_burst(port_id, 0, m, DPDK_BURST);
+        if (r == 0)
+            break;
+        rte_pktmbuf_free_bulk(m, r);
+        p->rx_stale += r;
+    }
     struct rte_ether_addr mac;
     rc = rte_eth_macaddr_get(port_id, &mac);
     if (rc) {

@@ -372,6 +372,128 @@ static void test_long(void)
     }
 }
 
+/* ---- fields the walk's prediction and table must refuse or skip ----------------- */
+
+/* Base messages of each one-pass type in the usual order ('|' for SOH), a
+ * field at a time. */
+static const char *const base_er[] = {
+    "35=8", "49=VENUE", "56=TW", "34=4711", "52=20240315-14:30:00.123456", "37=V-1", "11=O-1",
+    "17=E-1", "150=F", "39=1", "1=ACC", "55=AAPL", "54=1", "38=1000", "40=2", "44=172.35",
+    "59=0", "32=100", "31=172.355", "151=700", "14=300", "6=172.355",
+    "60=20240315-14:30:00.123400", "58=partial fill", NULL
+};
+static const char *const base_no[] = {
+    "35=D", "49=TW", "56=VENUE", "34=7", "52=20240315-14:30:00.123", "11=O-1", "1=ACC", "21=1",
+    "55=AAPL", "54=1", "60=20240315-14:30:00.123", "38=1000", "40=2", "44=172.35", "59=0", NULL
+};
+static const char *const base_x[] = {
+    "35=X", "49=VENUE", "56=TW", "34=9", "52=20240315-14:30:00.123456", "262=R", "268=2",
+    "279=0", "269=0", "278=Q1", "55=AAPL", "270=172.35", "271=100", "279=1", "269=1",
+    "278=Q2", "55=AAPL", "270=172.36", "271=200", NULL
+};
+static const char *const base_tr[] = {
+    "35=1", "49=VENUE", "56=TW", "34=3", "52=20240315-14:30:00.123", "112=T-1", NULL
+};
+
+/* Fields that look like the ones the walk expects and are not: tags of 8
+ * or more digits that end in a tag the types read (a key taken from the
+ * wrong bytes would match), tags with a NUL, a space or a leading zero,
+ * empty tags and values, '=' in and at the end of a value. */
+static const char *const odd_fields[] = {
+    "1234567837=x", "1234567855=AAPL", "12345678=x", "123456789012345=1", "00037=x", "037=x",
+    "3\0007=x", "\00037=x", "37 =x", " 37=x", "=x", "37=", "55=", "44=", "38=", "52=",
+    "270=", "279=", "9999999=x", "10000000=x", "37==x", "58=a=b", "58=a=", "30=XNAS",
+    "4\001=x", "1023=x", "10230=x", "102=x",
+};
+
+static size_t join(char *b, const char *const *f, size_t skip_at, const char *replace,
+                   size_t replace_at)
+{
+    size_t n = 0;
+    for (size_t i = 0; f[i]; i++) {
+        if (i == skip_at)
+            continue;
+        const char *x = i == replace_at && replace ? replace : f[i];
+        size_t l = strlen(x);
+        memcpy(b + n, x, l);
+        n += l;
+        b[n++] = '|';
+    }
+    b[n] = 0;
+    return n;
+}
+
+/* mkmsg for a body that may hold NULs (length given). */
+static size_t mkmsg_n(char *out, const char *body, size_t bl)
+{
+    int h = sprintf(out, "8=FIX.4.4%c9=%zu%c", TW_FIX_SOH, bl, TW_FIX_SOH);
+    for (size_t i = 0; i < bl; i++)
+        out[h + (int)i] = body[i] == '|' ? TW_FIX_SOH : body[i];
+    size_t n = (size_t)h + bl;
+    unsigned sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (unsigned char)out[i];
+    n += (size_t)sprintf(out + n, "10=%03u%c", sum & 255, TW_FIX_SOH);
+    return n;
+}
+
+static void odd_one(const char *body, size_t bl, const char *what)
+{
+    static char msg[1024];
+    size_t len = mkmsg_n(msg, body, bl);
+    guard g = guard_alloc(msg, len);
+    agree_all(g.p, len, 0, 8, 64, 512, what);
+    agree_all(g.p, len, TW_FIX_NO_CHECKSUM, 2, 1, 9, what);
+    guard_free(&g);
+}
+
+static void test_odd_fields(void)
+{
+    static const char *const *const bases[] = { base_er, base_no, base_x, base_tr };
+    static char body[1024];
+    for (size_t b = 0; b < TW_ARRAY_SIZE(bases); b++) {
+        const char *const *f = bases[b];
+        size_t nf = 0;
+        while (f[nf])
+            nf++;
+        /* As they are, without each field, each field emptied, an odd field
+         * at each place (MsgType stays the first). */
+        odd_one(body, join(body, f, SIZE_MAX, NULL, SIZE_MAX), "odd: base");
+        for (size_t i = 1; i < nf; i++) {
+            odd_one(body, join(body, f, i, NULL, SIZE_MAX), "odd: a field left out");
+            char empty[16];
+            const char *eq = strchr(f[i], '=');
+            snprintf(empty, sizeof(empty), "%.*s=", (int)(eq - f[i]), f[i]);
+            odd_one(body, join(body, f, SIZE_MAX, empty, i), "odd: a value emptied");
+            for (size_t k = 0; k < TW_ARRAY_SIZE(odd_fields); k++) {
+                const char *o = odd_fields[k];
+                /* The two NUL-holding fields are measured past their NUL. */
+                size_t ol = strlen(o);
+                if (o[0] == 0)
+                    ol = 1 + strlen(o + 1);
+                else if (strncmp(o, "3\0007", 3) == 0)
+                    ol = 1 + 1 + strlen(o + 2);
+                char tmp[64];
+                memcpy(tmp, o, ol);
+                tmp[ol] = 0;
+                size_t n = 0;
+                for (size_t j = 0; f[j]; j++) {
+                    if (j == i) {
+                        memcpy(body + n, tmp, ol);
+                        n += ol;
+                        body[n++] = '|';
+                    }
+                    size_t l = strlen(f[j]);
+                    memcpy(body + n, f[j], l);
+                    n += l;
+                    body[n++] = '|';
+                }
+                odd_one(body, n, "odd: a field inserted");
+            }
+        }
+    }
+}
+
 /* ---- prices ------------------------------------------------------------------- */
 
 /* Random decimals in FIX float form through an ExecutionReport's LastPx:
@@ -463,6 +585,7 @@ int main(int argc, char **argv)
     feed(one_byte, "byte by byte");
     feed(random_chunk, "random chunks");
     test_random(20000);
+    test_odd_fields();
     test_long();
     test_prices(20000);
     for (int i = 0; i < ngold; i++)

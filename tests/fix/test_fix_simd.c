@@ -1,7 +1,9 @@
-/* The SOH scanners: every ISA variant this CPU has against the scalar one,
- * on random buffers of every length up to 300 with every SOH position, and
- * on buffers that start right after and end right before a PROT_NONE page
- * (a variant that reads one byte outside its range faults here). */
+/* The SOH scanners, and the one-pass decoder's index (SOH words, byte sum,
+ * SOH count): every ISA variant this CPU has against a reference written
+ * byte by byte, on random buffers of every length up to 300 with every SOH
+ * position, and on buffers that start right after and end right before a
+ * PROT_NONE page (a variant that reads one byte outside its range faults
+ * here). */
 #include "fix/fix_internal.h"
 #include "fix_test.h"
 
@@ -42,9 +44,42 @@ static unsigned rnd(void)
     return (unsigned)rng;
 }
 
+/* tw__fix_index_isa(isa) on p[0..n), in two calls split at a multiple of
+ * 64 (as the decoder's windows are), against the byte-by-byte reference;
+ * the words past the last are left alone. */
+static void check_index(tw_isa isa, const char *p, size_t n, const char *where)
+{
+    uint64_t m[8], want[8];
+    size_t words = (n + 63) / 64;
+    memset(want, 0, sizeof(want));
+    uint64_t sum = 0, sohs = 0;
+    for (size_t i = 0; i < n; i++) {
+        want[i / 64] |= (uint64_t)(p[i] == TW_FIX_SOH) << (i % 64);
+        sum += (unsigned char)p[i];
+        sohs += p[i] == TW_FIX_SOH;
+    }
+    for (size_t k = 0; k < 8; k++)
+        m[k] = 0xA5A5A5A5A5A5A5A5ull; /* marks the words the index must not touch */
+    tw__fix_ix ix = { 7, 3 };         /* it adds to what is there */
+    size_t split = n > 128 ? 64 * (rnd() % 2 + 1) : 0;
+    tw__fix_index_fn f = tw__fix_index_isa(isa);
+    if (split)
+        f(p, split, m, &ix);
+    f(p + split, n - split, m + split / 64, &ix);
+    int ok = ix.sum == sum + 7 && ix.sohs == sohs + 3;
+    for (size_t k = 0; k < 8; k++)
+        ok &= k < words ? m[k] == want[k] : m[k] == 0xA5A5A5A5A5A5A5A5ull;
+    if (!ok)
+        fprintf(stderr, "%s: %s index n=%zu split %zu\n", where, tw_isa_name(isa), n, split);
+    CHECK(ok);
+}
+
 static void check_all(const char *p, size_t n, const char *where)
 {
     size_t want = ref_find(p, n);
+    for (size_t k = 0; k < TW_ARRAY_SIZE(isas); k++)
+        if (tw_cpu_has(isas[k]) && n <= 8 * 64)
+            check_index(isas[k], p, n, where);
     for (size_t k = 0; k < TW_ARRAY_SIZE(isas); k++) {
         if (!tw_cpu_has(isas[k]))
             continue;
@@ -136,7 +171,7 @@ int main(void)
 {
     test_random();
     test_page_edges();
-    printf("SOH scan variants tested:");
+    printf("SOH scan and index variants tested:");
     for (size_t k = 0; k + 1 < TW_ARRAY_SIZE(isas); k++)
         printf(" %s%s", tw_isa_name(isas[k]), tw_cpu_has(isas[k]) ? "" : "(absent)");
     printf("; active %s\n", tw_isa_name(tw_fix_isa_active()));

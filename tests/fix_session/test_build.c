@@ -1,7 +1,9 @@
 /* Builder tests: a golden NewOrderSingle byte for byte, BodyLength and
  * CheckSum checked by the parser's framer, every too-small buffer size
- * (exact-size heap buffers so ASan sees any overrun), and the integer,
- * fixed-point and timestamp formatters against libc. */
+ * (exact-size heap buffers so ASan sees any overrun), the integer,
+ * fixed-point and timestamp formatters against libc, and the inline
+ * writers' fast paths against snprintf and the exact formatters, across
+ * the values and room where they hand over to the general ones. */
 #include <errno.h>
 #include <math.h>
 #include <string.h>
@@ -70,6 +72,19 @@ static void test_golden(void)
                      "57=T1\x01" "34=7\x01" "52=19700101-00:00:00\x01";
     CHECK(len == strlen(w2) + 7 && memcmp(msg, w2, strlen(w2)) == 0);
     CHECK(tw_fix_frame(msg, len, 0, &skip) == (int)len);
+    /* A short BeginString: the BodyLength word store reaches in front of
+     * the message (into the reserve), which stays byte-exact. */
+    CHECK(tw_fix_template_init(&t, "F", "A", "B", NULL, NULL, 0, &err) == 0);
+    tw_fix_build_begin_raw(&w, &t, buf, sizeof(buf), "0");
+    CHECK(tw_fix_build_end(&w, &msg, &len) == 0);
+    const char *w3 = "8=F\x01" "9=15\x01" "35=0\x01" "49=A\x01" "56=B\x01";
+    unsigned s3 = 0;
+    for (size_t i = 0; i < strlen(w3); i++)
+        s3 += (unsigned char)w3[i];
+    char t3[16];
+    snprintf(t3, sizeof(t3), "10=%03u\x01", s3 & 255);
+    CHECK(len == strlen(w3) + 7 && memcmp(msg, w3, strlen(w3)) == 0 &&
+          memcmp(msg + strlen(w3), t3, 7) == 0);
     /* Bad template input is refused with a reason. */
     CHECK(tw_fix_template_init(&t, "FIX.4.4", "", "B", NULL, NULL, 3, &err) == -EINVAL);
     CHECK(tw_fix_template_init(&t, "FIX.4.4", "A\x01", "B", NULL, NULL, 3, &err) == -EINVAL);
@@ -204,8 +219,111 @@ static void test_f64(void)
     CHECK(tw_fix_build_end(&w, &m, &len) == -ENOBUFS);
 }
 
+/* The text one inline writer put at buf[at..w->pos), without "tag=" and
+ * SOH, into out; its length, or -1 if the field is not "tag=...SOH". */
+static int field_text(const tw_fix_wbuf *w, size_t at, const char *tag, char *out)
+{
+    size_t tl = strlen(tag), n = w->pos - at;
+    if (w->overflow || n < tl + 1 || memcmp(w->buf + at, tag, tl) != 0 ||
+        w->buf[w->pos - 1] != '\x01')
+        return -1;
+    memcpy(out, w->buf + at + tl, n - tl - 1);
+    out[n - tl - 1] = 0;
+    return (int)(n - tl - 1);
+}
+
+/* A value of 1 to 20 digits, often near a power of ten. */
+static uint64_t any_u64(void)
+{
+    static const uint64_t p10[] = { 1, 10, 100, 1000, 10000, 100000, 1000000, 10000000,
+                                    100000000, 1000000000, 10000000000ull };
+    uint64_t r = next_rand();
+    switch (r % 4) {
+    case 0: return p10[(r >> 8) % 11] - (r >> 20) % 3;
+    case 1: return p10[(r >> 8) % 11] + (r >> 20) % 3;
+    case 2: return (r >> 8) % 100000;
+    default: return next_rand() >> (r >> 8) % 64;
+    }
+}
+
+static void test_inline_writers(void)
+{
+    tw_fix_template t;
+    TW_VERIFY(tw_fix_template_init(&t, "FIX.4.4", "A", "B", NULL, NULL, 3, NULL) == 0);
+    char a[64], b[64];
+    for (int i = 0; i < 100000; i++) {
+        /* Room to spare, and room just under and at what the fast paths
+         * need (they then hand over to the exact writers). */
+        char buf[96];
+        tw_fix_wbuf w;
+        tw_fix_build_begin_raw(&w, &t, buf, sizeof(buf), "0");
+        size_t at = w.pos; /* where the field goes, the header before it */
+        size_t cap = i % 3 ? sizeof(buf) : at + next_rand() % 40;
+        w.cap = cap;
+        uint64_t u = any_u64();
+        int64_t v = (int64_t)any_u64() * (next_rand() % 3 ? 1 : -1);
+        unsigned dec = (unsigned)(next_rand() % 19);
+        unsigned tag = next_rand() % 2 ? 38 : 1 + next_rand() % 999; /* constant and not */
+        char tg[16];
+        snprintf(tg, sizeof(tg), "%u=", tag);
+        switch (i % 3) {
+        case 0:
+            tw_fix_put_u64(&w, tag, u);
+            snprintf(b, sizeof(b), "%llu", (unsigned long long)u);
+            break;
+        case 1:
+            tw_fix_put_i64(&w, tag, v);
+            snprintf(b, sizeof(b), "%lld", (long long)v);
+            break;
+        default: {
+            tw_fix_put_fixed(&w, tag, v, dec);
+            uint64_t m = v < 0 ? 0 - (uint64_t)v : (uint64_t)v, sc = 1;
+            for (unsigned k = 0; k < dec; k++)
+                sc *= 10;
+            int k = snprintf(b, sizeof(b), "%s%llu", v < 0 ? "-" : "",
+                             (unsigned long long)(m / sc));
+            if (dec)
+                snprintf(b + k, sizeof(b) - (size_t)k, ".%0*llu", (int)dec,
+                         (unsigned long long)(m % sc));
+            break;
+        }
+        }
+        size_t need = at + strlen(tg) + strlen(b) + 1;
+        if (need > cap) {
+            CHECKF(w.overflow, "cap %zu need %zu: no overflow", cap, need);
+            continue;
+        }
+        int n = field_text(&w, at, tg, a);
+        CHECKF(n >= 0 && strcmp(a, b) == 0, "wrote '%s', want '%s' (tag %u, dec %u, cap %zu)",
+               n >= 0 ? a : "?", b, tag, dec, cap);
+    }
+    /* Timestamps: the cached second (the fast path) and a new one, every
+     * precision, against tw_fix_fmt_ts. */
+    int64_t ns = 1767323045000000000ll;
+    for (int i = 0; i < 100000; i++) {
+        ns += (int64_t)(next_rand() % (i % 7 ? 3000000ull : 3000000000ull));
+        unsigned digits = (unsigned[]){ 0, 3, 6, 9 }[next_rand() % 4];
+        char buf[96];
+        tw_fix_wbuf w;
+        tw_fix_build_begin_raw(&w, &t, buf, sizeof(buf), "0");
+        size_t at = w.pos;
+        if (i % 5 == 0)
+            w.cap = at + next_rand() % 40;
+        tw_fix_put_ts(&w, 52, ns, digits);
+        size_t k = tw_fix_fmt_ts(b, ns, digits);
+        b[k] = 0;
+        if (at + 3 + k + 1 > w.cap) {
+            CHECK(w.overflow);
+            continue;
+        }
+        int n = field_text(&w, at, "52=", a);
+        CHECKF(n >= 0 && strcmp(a, b) == 0, "put_ts wrote '%s', want '%s'", n >= 0 ? a : "?", b);
+    }
+}
+
 int main(void)
 {
+    test_inline_writers();
     test_f64();
     test_golden();
     test_small_buffers();

@@ -4,7 +4,7 @@
  * frame parsed from a buffer that ends at a PROT_NONE guard page, malformed
  * variants, checksum properties (RFC 1071 / RFC 1624), and the stack's
  * answers to an ARP request and an ICMP echo compared byte for byte with
- * golden replies. */
+ * golden replies; which reason each refused frame is counted under. */
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -261,6 +261,116 @@ static void test_stack_golden(void)
     rp_close(&r);
 }
 
+/* What the stack refuses, and under which reason: frames that are only
+ * not for us (another MAC, multicast, IPv6 or another ethertype, another
+ * IPv4 address) never count as broken, truncated or not; our own frames
+ * coming back are rx_own_src; runts and bad checksums are broken. */
+static void test_refused(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    uint8_t f[256];
+    const tw_net_stats *S = tw_net_get_stats(r.st);
+    static const uint8_t v6_mcast[6] = {0x33, 0x33, 0, 0, 0, 0x01};
+    static const uint8_t v4_mcast[6] = {0x01, 0x00, 0x5e, 0, 0, 0xfb};
+    /* IPv6 neighbour chatter to a multicast group, whole and truncated. */
+    uint32_t n = unhex(g_tcp_data, f);
+    memcpy(f, v6_mcast, 6);
+    f[12] = 0x86;
+    f[13] = 0xdd;
+    rp_send_raw(&r, f, n);
+    rp_send_raw(&r, f, 20);
+    CHECKF(S->rx_mcast == 2, "ipv6 multicast: rx_mcast %llu", (unsigned long long)S->rx_mcast);
+    /* IPv4 multicast (mDNS), cut inside the IP header. */
+    n = unhex(g_tcp_data, f);
+    memcpy(f, v4_mcast, 6);
+    rp_send_raw(&r, f, 20);
+    CHECKF(S->rx_mcast == 3, "ipv4 multicast truncated: rx_mcast %llu",
+           (unsigned long long)S->rx_mcast);
+    /* IPv6 and an 802.1Q tag to our MAC: another ethertype. */
+    n = unhex(g_tcp_data, f);
+    f[12] = 0x86;
+    f[13] = 0xdd;
+    rp_send_raw(&r, f, n);
+    f[12] = 0x81;
+    f[13] = 0x00;
+    rp_send_raw(&r, f, n);
+    CHECKF(S->rx_eth_other == 2, "other ethertypes: rx_eth_other %llu",
+           (unsigned long long)S->rx_eth_other);
+    /* IPv4 to another address, and to the subnet broadcast (the checksum
+     * is not even looked at: it is not our packet). */
+    n = unhex(g_tcp_data, f);
+    f[33] = 0x09; /* dst 10.0.0.9 */
+    rp_send_raw(&r, f, n);
+    memset(f, 0xff, 6);
+    f[33] = 0xff;
+    rp_send_raw(&r, f, n);
+    CHECKF(S->rx_ip_other == 2, "other ip: rx_ip_other %llu", (unsigned long long)S->rx_ip_other);
+    /* Our own ARP request coming back (broadcast, our source MAC): not
+     * answered, not learnt, not "not for us". */
+    n = unhex(g_arp_req, f);
+    memcpy(f + 6, US_MAC, 6);
+    rp_send_raw(&r, f, n);
+    memcpy(f, v6_mcast, 6);
+    rp_send_raw(&r, f, n);
+    CHECKF(S->rx_own_src == 2 && S->rx_arp == 0, "own frames back: rx_own_src %llu rx_arp %llu",
+           (unsigned long long)S->rx_own_src, (unsigned long long)S->rx_arp);
+    CHECKF(S->rx_not_for_us == S->rx_mac_other + S->rx_mcast + S->rx_eth_other + S->rx_ip_other &&
+           S->rx_not_for_us == 7, "rx_not_for_us %llu is the sum of its reasons",
+           (unsigned long long)S->rx_not_for_us);
+    CHECKF(tw_net_stats_rx_broken(S) == 0, "nothing above is broken: %llu",
+           (unsigned long long)tw_net_stats_rx_broken(S));
+    /* Broken: a runt to our MAC, a bad IP checksum, a bad TCP checksum. */
+    n = unhex(g_tcp_data, f);
+    rp_send_raw(&r, f, 12);
+    f[22] ^= 0x01;
+    rp_send_raw(&r, f, n);
+    f[22] ^= 0x01;
+    f[n - 1] ^= 0x01;
+    rp_send_raw(&r, f, n);
+    CHECKF(S->rx_eth_bad == 1 && S->rx_ip_cksum_bad == 1 && S->rx_tcp_cksum_bad == 1,
+           "broken: eth %llu ip cksum %llu tcp cksum %llu", (unsigned long long)S->rx_eth_bad,
+           (unsigned long long)S->rx_ip_cksum_bad, (unsigned long long)S->rx_tcp_cksum_bad);
+    CHECKF(tw_net_stats_rx_broken(S) == 3, "broken total %llu",
+           (unsigned long long)tw_net_stats_rx_broken(S));
+    char line[512];
+    size_t ln = tw_net_stats_rx_refused(S, line, sizeof(line));
+    CHECKF(ln == strlen(line) && strstr(line, "broken 3 (eth 1,") &&
+           strstr(line, "own frames back 2; not for us 7 (other mac 0, multicast 3, "
+                        "other ethertype 2, other ip 2)"), "refused line: %s", line);
+    CHECKF(tw_net_stats_rx_refused(S, line, 8) == 7 && !strcmp(line, "broken "),
+           "refused line truncated: '%s'", line);
+    /* Spoofed source (our own address): refused, its own reason. */
+    n = unhex(g_tcp_data, f);
+    f[29] = 0x01; /* src 10.0.0.1, with a good IP checksum */
+    f[24] = f[25] = 0;
+    uint16_t ck = tw_net_csum_fold(tw_net_csum_add(0, f + 14, 20));
+    memcpy(f + 24, &ck, 2);
+    rp_send_raw(&r, f, n);
+    CHECKF(S->rx_ip_src_bad == 1, "spoofed source: rx_ip_src_bad %llu",
+           (unsigned long long)S->rx_ip_src_bad);
+    CHECKF(rp_drain(&r) == 0, "no answer to any of it");
+    rp_close(&r);
+
+    /* Unicast to another MAC: a stack with a MAC of its own on a port
+     * whose MAC the peer sends to (as on a veth with --mac). */
+    tw_net_config c;
+    tw_net_config_init(&c, US_IP);
+    c.isn_secret[0] = 1;
+    static const uint8_t own[6] = {0x02, 0x74, 0x77, 0, 0, 0x07};
+    memcpy(c.mac, own, 6);
+    rp_open(&r, &c);
+    S = tw_net_get_stats(r.st);
+    n = unhex(g_tcp_data, f);
+    rp_send_raw(&r, f, n);
+    rp_send_raw(&r, f, 20); /* truncated: still only not for us */
+    CHECKF(S->rx_mac_other == 2 && S->rx_not_for_us == 2 && tw_net_stats_rx_broken(S) == 0,
+           "other MAC: rx_mac_other %llu broken %llu", (unsigned long long)S->rx_mac_other,
+           (unsigned long long)tw_net_stats_rx_broken(S));
+    CHECKF(rp_drain(&r) == 0, "no answer to another MAC's frames");
+    rp_close(&r);
+}
+
 static void test_ip_parse(void)
 {
     uint32_t ip;
@@ -285,6 +395,7 @@ int main(void)
     test_malformed();
     test_checksum();
     test_stack_golden();
+    test_refused();
     test_ip_parse();
     return tw_check_done("net_parse_test");
 }
