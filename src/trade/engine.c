@@ -183,6 +183,16 @@ static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped)
     return k;
 }
 
+/* 1 when the head of r is the event numbered next_evseq. */
+static int next_ready(tw_trade_engine *e, tw_ring *r)
+{
+    const void *v;
+    uint32_t n = tw_ring_peek_sc(r, 1, &v);
+    int ready = n && ((const tw__inrec *)v)->evseq == e->next_evseq;
+    tw_ring_release_sc(r, 0);
+    return ready;
+}
+
 static unsigned strategy_poll(void *arg, tw_reactor_now *now)
 {
     tw_trade_engine *e = arg;
@@ -211,10 +221,13 @@ static unsigned strategy_poll(void *arg, tw_reactor_now *now)
         return work;
     }
     tw__bell_sleep(&e->strat_bell);
-    uint32_t queued = tw_ring_count(e->ctl);
-    for (uint32_t k = 0; k < e->n_gw; k++)
-        queued += tw_ring_count(tw__gw_in(e->gw[k]));
-    if (queued)
+    /* Work only if the next number is at a ring's head: a later one alone
+     * (the next on its way from another net core, or in its spill) is
+     * waited for in ppoll: its producer rings the bell after its enqueue. */
+    int ready = next_ready(e, e->ctl);
+    for (uint32_t k = 0; k < e->n_gw && !ready; k++)
+        ready = next_ready(e, tw__gw_in(e->gw[k]));
+    if (ready)
         return 1;
     /* Relaxed: a hint for the control thread's drain, which also checks
      * the rings. */

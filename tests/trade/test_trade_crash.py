@@ -3,7 +3,10 @@ recovery"; docs/crash.md): the whole trader killed -9 at seeded moments of a
 lockstep replay and started again, each time rebuilding its strategy from
 the journal and resuming its FIX session from the store.
 
-At the end, per instance, the trade list, the trade count, the execution
+One session (the study's first bars, 8 combos: 4 of the default grid, 4
+odd), and two sessions (the study and a NaN-gapped dataset, a net core
+each, so the journal's order across cores is exercised).  At the end, per
+instance, the trade list, the trade count, the execution
 and the signal PnL equal `tickwire sweep --trades` bit for bit, and the
 venue's fills log has each ClOrdID exactly once, with the same orders
 (ClOrdID, account, side, quantity, bar, price) as an uninterrupted run.
@@ -44,13 +47,18 @@ def combos():
     return picked + odd
 
 
-@pytest.fixture(scope="module")
-def dataset(tmp_path_factory):
+@pytest.fixture(scope="module", params=[1, 2], ids=["one_session", "two_sessions"])
+def dataset(request, tmp_path_factory):
+    """One session (the study), or two (the study and a NaN-gapped one, a
+    session and a net core each: the journal's order across cores)."""
     t = tmp_path_factory.mktemp("data")
-    path = str(t / "study.npy")
-    np.save(path, d.study()[:BARS])
-    ref = live.sweep_reference(TICKWIRE, path, combos(), str(t), "AAA")
-    return {"path": path, "ref": ref, "dir": str(t)}
+    paths = {"AAA": str(t / "study.npy")}
+    np.save(paths["AAA"], d.study()[:BARS])
+    if request.param == 2:
+        paths["BBB"] = str(t / "gapped.npy")
+        np.save(paths["BBB"], d.with_nan_gaps(d.study(seed=43))[:BARS])
+    refs = {sym: live.sweep_reference(TICKWIRE, p, combos(), str(t), sym) for sym, p in paths.items()}
+    return {"paths": paths, "refs": refs, "dir": str(t)}
 
 
 def journal_records(path):
@@ -81,16 +89,22 @@ def reached(path, n):
     return len(b) == 4 and b != b"\0\0\0\0"
 
 
-def setup_run(workdir, data_path):
-    venue = live.Venue(TICKWIRE, {"AAA": data_path}, workdir, args=["--lockstep"])
-    sess = {"venue": {"host": "127.0.0.1", "port": venue.port, "sender": "TRADER",
-                      "target": "VENUE", "store": os.path.join(workdir, "store", "venue"),
-                      "reconnect_min_ms": 20, "reconnect_max_ms": 200}}
+def setup_run(workdir, paths):
+    n = len(paths)
+    venue = live.Venue(TICKWIRE, paths, workdir,
+                       args=["--lockstep"] + (["--sessions", str(n)] if n > 1 else []))
+    sess, instr, strat = {}, {}, {}
+    for j, sym in enumerate(paths):
+        name = "venue" if j == 0 else f"s{j}"
+        sess[name] = {"host": "127.0.0.1", "port": venue.port, "sender": f"TRADER{j or ''}",
+                      "target": "VENUE", "store": os.path.join(workdir, "store", name),
+                      "reconnect_min_ms": 20, "reconnect_max_ms": 200}
+        instr[sym] = name
+        strat[f"st_{sym}"] = (sym, combos())
     config = os.path.join(workdir, "trade.ini")
     insts = live.write_config(config, report=os.path.join(workdir, "report.json"),
                               trades=os.path.join(workdir, "trades.csv"), sessions=sess,
-                              instruments={"AAA": "venue"},
-                              strategies={"st_AAA": ("AAA", combos())})
+                              instruments=instr, strategies=strat)
     return venue, config, insts
 
 
@@ -107,13 +121,13 @@ def fills(path):
     return [tuple(r.get(k) for k in keep) for r in rows]
 
 
-def finish(venue, p, workdir, insts, ref, k):
+def finish(venue, p, workdir, insts, refs, k):
     rc = p.wait(timeout=600)
     vrc = venue.wait(timeout=120)
     assert rc == 0, open(os.path.join(workdir, f"trader{k}.err")).read()[-3000:]
     assert vrc == 0, venue.summary()
     rows = live.compare(os.path.join(workdir, "report.json"), os.path.join(workdir, "trades.csv"),
-                        insts, {"AAA": ref})
+                        insts, refs)
     bad = [(i.name, x) for i, _, _, _, ds in rows for x in ds]
     assert not bad, bad[:10]
     rep = json.load(open(os.path.join(workdir, "report.json")))
@@ -123,10 +137,10 @@ def finish(venue, p, workdir, insts, ref, k):
 @pytest.fixture(scope="module")
 def uninterrupted(dataset, tmp_path_factory):
     w = str(tmp_path_factory.mktemp("whole"))
-    venue, config, insts = setup_run(w, dataset["path"])
+    venue, config, insts = setup_run(w, dataset["paths"])
     try:
         p = trader(config, w, 0)
-        rep, log = finish(venue, p, w, insts, dataset["ref"], 0)
+        rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
     finally:
         venue.stop()
     n = journal_records(os.path.join(w, "store", "venue.journal"))
@@ -147,7 +161,7 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path):
     marks = sorted(rng.randrange(total // 50, total * 9 // 10) for _ in range(5))
     w = str(tmp_path)
     journal = os.path.join(w, "store", "venue.journal")
-    venue, config, insts = setup_run(w, dataset["path"])
+    venue, config, insts = setup_run(w, dataset["paths"])
     clock = []  # per kill: (killed, reaped, restarted), monotonic ns like the trader's
     try:
         for k, mark in enumerate(marks):
@@ -167,7 +181,7 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path):
         clock[-1].append(time.monotonic_ns())
         p = trader(config, w, len(marks))
         try:
-            rep, log = finish(venue, p, w, insts, dataset["ref"], len(marks))
+            rep, log = finish(venue, p, w, insts, dataset["refs"], len(marks))
         except AssertionError as e:
             raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
     finally:
