@@ -834,6 +834,8 @@ static void try_connect(tw__gw *g)
 
 static void lat_record(tw__gw *g, const tw_out *o, uint64_t tsc_build)
 {
+    if (o->tsc_rx == 0)
+        return; /* decided again by a recovery's replay: no live stamps */
     if (g->lat_open && o->tsc_rx == g->lat_last_rx) {
         g->lat[g->lat_n - 1].orders++;
         return;
