@@ -437,6 +437,11 @@ static void on_session(tw_strategy *s, emitter *em, const tw_ev *ev)
     }
     if (st == se->state)
         return;
+    /* The connection going down after the venue closed the session (its
+     * Logout follows the close) changes nothing: still closed.  Only a
+     * Logon (UP) is the venue opening again. */
+    if (se->state == TW_SESSION_CLOSED && st == TW_SESSION_DOWN)
+        return;
     if (se->state == TW_SESSION_CLOSED) {
         /* The venue opened again (a new run on the same connection). */
         s->n_closed--;

@@ -142,15 +142,30 @@ static int flush_pending(tw_trade_engine *e)
     return 1;
 }
 
-/* Events of one ring; returns how many it took. */
+/* The events of one ring that are next in number (next_evseq, +1, ...);
+ * returns how many it took.  A ring's records are in number order, and
+ * every number is in exactly one ring, so taking whichever ring holds the
+ * next number is the journal's order (recover.c). */
 static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped)
 {
     const void *v;
     uint32_t n = tw_ring_peek_sc(r, TW_REACTOR_BURST, &v);
-    const tw_ev *evs = v;
+    const tw__inrec *recs = v;
     uint32_t k = 0;
-    while (k < n) {
-        const tw_ev *ev = &evs[k++];
+    while (k < n && recs[k].evseq == e->next_evseq) {
+        /* Numbers are handed out once, in order: one below ours was taken. */
+        TW_ASSERT(k + 1 >= n || recs[k + 1].evseq > recs[k].evseq);
+        const tw_ev *ev = &recs[k++].ev;
+        e->next_evseq++;
+        if (e->recovered && !e->first_bar_ns && ev->type == TW_EV_BAR) {
+            /* The recovery's figures (once a run): monotonic ns, which a
+             * supervisor's clock reads the same. */
+            e->first_bar_ns = tw_clock_now_ns();
+            fprintf(e->log, "tickwire trade: recovery: first new bar %llu at %lld ns (monotonic; "
+                    "%.3f ms after the engine's start)\n", (unsigned long long)ev->u.bar.index,
+                    (long long)e->first_bar_ns, (double)(e->first_bar_ns - e->created_ns) / 1e6);
+            fflush(e->log);
+        }
         if (stopped && (ev->type == TW_EV_BAR || ev->type == TW_EV_BARRIER)) {
             e->events_dropped_stop++; /* TERM: no new decisions */
             continue;
@@ -168,6 +183,16 @@ static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped)
     return k;
 }
 
+/* 1 when the head of r is the event numbered next_evseq. */
+static int next_ready(tw_trade_engine *e, tw_ring *r)
+{
+    const void *v;
+    uint32_t n = tw_ring_peek_sc(r, 1, &v);
+    int ready = n && ((const tw__inrec *)v)->evseq == e->next_evseq;
+    tw_ring_release_sc(r, 0);
+    return ready;
+}
+
 static unsigned strategy_poll(void *arg, tw_reactor_now *now)
 {
     tw_trade_engine *e = arg;
@@ -177,9 +202,14 @@ static unsigned strategy_poll(void *arg, tw_reactor_now *now)
         return 0; /* an outbound ring is full: its net core must drain it */
     /* Acquire pairs with the control thread's release-store of phase. */
     int stopped = __atomic_load_n(&e->phase, __ATOMIC_ACQUIRE) == TW__PH_STOPPING;
-    work += take(e, e->ctl, stopped);
-    for (uint32_t k = 0; k < e->n_gw && e->pend_n == 0; k++)
-        work += take(e, tw__gw_in(e->gw[k]), stopped);
+    for (int pass = 0; pass < 4 && e->pend_n == 0; pass++) {
+        unsigned got = take(e, e->ctl, stopped);
+        for (uint32_t k = 0; k < e->n_gw && e->pend_n == 0; k++)
+            got += take(e, tw__gw_in(e->gw[k]), stopped);
+        work += got;
+        if (!got)
+            break; /* the next number is in no ring yet (on its way) */
+    }
     if (stopped && e->pend_n == 0 && !e->strategy_stopped) {
         /* Release pairs with the net cores' acquire-load: every intent
          * written before this store is in its ring. */
@@ -191,10 +221,13 @@ static unsigned strategy_poll(void *arg, tw_reactor_now *now)
         return work;
     }
     tw__bell_sleep(&e->strat_bell);
-    uint32_t queued = tw_ring_count(e->ctl);
-    for (uint32_t k = 0; k < e->n_gw; k++)
-        queued += tw_ring_count(tw__gw_in(e->gw[k]));
-    if (queued)
+    /* Work only if the next number is at a ring's head: a later one alone
+     * (the next on its way from another net core, or in its spill) is
+     * waited for in ppoll: its producer rings the bell after its enqueue. */
+    int ready = next_ready(e, e->ctl);
+    for (uint32_t k = 0; k < e->n_gw && !ready; k++)
+        ready = next_ready(e, tw__gw_in(e->gw[k]));
+    if (ready)
         return 1;
     /* Relaxed: a hint for the control thread's drain, which also checks
      * the rings. */
@@ -219,6 +252,7 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
     tw_trade_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return tw__err(err, -ENOMEM, "out of memory");
+    e->created_ns = tw_clock_now_ns();
     e->cfg = cfg;
     if (opts)
         e->opts = *opts;
@@ -293,10 +327,10 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
     }
     e->out_cap = tw_strategy_max_out(e->strategy);
     e->out_buf = calloc(e->out_cap, sizeof(tw_out));
-    size_t cb = tw_ring_memsize(CTL_SLOTS, sizeof(tw_ev));
+    size_t cb = tw_ring_memsize(CTL_SLOTS, sizeof(tw__inrec));
     e->ctl = aligned_alloc(64, (cb + 63) & ~(size_t)63);
     e->gw = calloc(cfg->n_sessions, sizeof(*e->gw));
-    if (!e->out_buf || !e->ctl || !e->gw || tw_ring_init(e->ctl, CTL_SLOTS, sizeof(tw_ev)) != 0) {
+    if (!e->out_buf || !e->ctl || !e->gw || tw_ring_init(e->ctl, CTL_SLOTS, sizeof(tw__inrec)) != 0) {
         tw_trade_engine_destroy(e);
         return tw__err(err, -ENOMEM, "out of memory");
     }
@@ -312,6 +346,11 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
             return rc;
         }
         e->n_gw++;
+    }
+    /* The journal; after a crash, the replay (recover.c). */
+    if ((rc = tw__journal_start(e, err)) != 0) {
+        tw_trade_engine_destroy(e);
+        return rc;
     }
     /* The cores: net cores on their CPUs, then the strategy. */
     tw_reactor_opts ro = {.mode = busy ? TW_REACTOR_BUSY : TW_REACTOR_YIELD};
@@ -425,6 +464,10 @@ static int finish(tw_trade_engine *e, tw_error *err)
     }
     __atomic_store_n(&e->phase, TW__PH_DONE, __ATOMIC_RELEASE);
     e->done = 1;
+    /* The run ended (the venue's end, or TERM: logged out): the journal
+     * is done, and the next start is a new run.  Only a crash leaves a
+     * journal without END, which the next start resumes. */
+    tw__journal_end(e, 1);
     int rc = 0;
     if (e->trades && fflush(e->trades) != 0)
         rc = tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
@@ -454,8 +497,13 @@ int tw_trade_engine_step(tw_trade_engine *e, tw_error *err)
         memset(&ev, 0, sizeof(ev));
         ev.type = TW_EV_KILL;
         ev.now_ns = tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read());
-        if (tw_ring_enqueue_burst_sp(e->ctl, &ev, 1) != 1)
+        /* Numbered only with room for it (we are the ring's one
+         * producer): a number never goes missing. */
+        if (tw_ring_count(e->ctl) >= tw_ring_capacity(e->ctl))
             break;
+        tw__inrec rec;
+        tw__journal_ev(e, &ev, &rec);
+        TW_VERIFY(tw_ring_enqueue_burst_sp(e->ctl, &rec, 1) == 1);
         e->kills_pending--;
         fprintf(e->log, "tickwire trade: kill switch (cancel, flatten, halt)\n");
         tw__bell_ring(&e->strat_bell);
@@ -562,6 +610,23 @@ void tw_trade_engine_summary(const tw_trade_engine *e, FILE *f)
             tw_strategy_n_instances(e->strategy), (long long)trades, pnl, spnl,
             (unsigned long long)late, (unsigned long long)fills, (unsigned long long)late_bars,
             pnl - spnl, tw_trading_state_name(c.state));
+    if (e->recovered) {
+        /* From the engine's start (the process's, give or take the exec). */
+        int64_t logon = 0;
+        for (uint32_t i = 0; i < e->n_gw; i++)
+            if (tw__gw_first_logon_ns(e->gw[i]) > logon)
+                logon = tw__gw_first_logon_ns(e->gw[i]);
+        double rs = (double)e->replay_ns / 1e9;
+        fprintf(f,
+                "tickwire trade: recovery: replay %.3f ms (%llu events, %llu bars: %.0f bars/s "
+                "through the strategy), resent %llu intents, suppressed %llu; logged on at "
+                "%.3f ms, first new bar at %.3f ms after the engine's start\n",
+                rs * 1e3, (unsigned long long)e->replayed_events,
+                (unsigned long long)e->replayed_bars, rs > 0 ? (double)e->replayed_bars / rs : 0,
+                (unsigned long long)e->resent, (unsigned long long)e->suppressed,
+                logon ? (double)(logon - e->created_ns) / 1e6 : -1.0,
+                e->first_bar_ns ? (double)(e->first_bar_ns - e->created_ns) / 1e6 : -1.0);
+    }
 }
 
 void tw_trade_engine_destroy(tw_trade_engine *e)
@@ -576,8 +641,11 @@ void tw_trade_engine_destroy(tw_trade_engine *e)
         tw_reactor_stop(&e->rs);
         tw_reactor_join(&e->rs);
     }
+    tw__journal_end(e, 0);
     for (uint32_t i = 0; i < e->n_gw; i++)
         tw__gw_destroy(e->gw[i]);
+    if (e->have_jmu)
+        pthread_mutex_destroy(&e->jmu);
     free(e->gw);
     free(e->ctl);
     free(e->out_buf);

@@ -7,7 +7,10 @@
 #include <stdio.h>
 
 #include "tickwire/clock.h"
+#include <pthread.h>
+
 #include "tickwire/fix_session.h"
+#include "tickwire/journal.h"
 #include "tickwire/net.h"
 #include "tickwire/reactor.h"
 #include "tickwire/ring.h"
@@ -107,6 +110,51 @@ int tw__xport_stack_open(tw__xport **out, tw_port *port, uint32_t ip, uint32_t p
                          uint32_t gateway, uint32_t dst_ip, uint16_t dst_port, size_t rx_cap,
                          size_t out_cap, uint64_t connect_timeout_ns, tw_error *err);
 
+/* ---- inbound records and the journal (journal.c of this part) ------------
+ *
+ * Every event for the strategy gets an event number (evseq: 0, 1, 2, ...
+ * over the run, across restarts) and is journaled, in evseq order, before
+ * it goes into its ring: the number and the append are one step under
+ * jmu, so the journal's order is the evseq order.  The strategy core takes
+ * events in evseq order whatever ring they are in (it waits for the next
+ * number), so a replay of the journal sees exactly what the live run saw.
+ * An inbound ring slot is one tw__inrec. */
+typedef struct tw__inrec {
+    uint64_t evseq; /* the event's number */
+    uint64_t jseq;  /* its journal record's seq (0: not journaled) */
+    tw_ev ev;
+} tw__inrec;
+_Static_assert(sizeof(tw__inrec) == 80, "an inbound ring slot: evseq, jseq, one tw_ev");
+
+/* Application kinds of the engine's journal records. */
+enum {
+    TW__JR_META = TW_JOURNAL_KIND_APP, /* first record: run id, configuration digest */
+    TW__JR_END = TW_JOURNAL_KIND_APP + 1, /* the run ended cleanly (the journal is done) */
+};
+
+/* The META record's payload. */
+typedef struct tw__jr_meta {
+    char magic[8];       /* "TWTRADE1" */
+    uint64_t run_id;
+    uint64_t cfg_digest; /* instances, combos, instruments, sessions (tw__cfg_digest) */
+    uint32_t n_sessions;
+    uint32_t n_instances;
+    uint8_t pad[32];
+} tw__jr_meta;
+_Static_assert(sizeof(tw__jr_meta) == TW_JOURNAL_PAYLOAD, "META is one journal payload");
+
+/* Event number, journal append (EV) and the record for the ring, under
+ * jmu.  Any thread (net cores, control).  Returns the record's evseq; a
+ * failed append is counted and logged once (the event still goes on). */
+void tw__journal_ev(tw_trade_engine *e, const tw_ev *ev, tw__inrec *out);
+/* An intent a net core has sent (after the FIX store has it). */
+void tw__journal_out(tw_trade_engine *e, const tw_out *o);
+/* Set-up: opens (or starts afresh) the journal, and after a crash replays
+ * it into the strategy and the net cores (recover.c).  0 or a negative
+ * errno with err set. */
+int tw__journal_start(tw_trade_engine *e, tw_error *err);
+void tw__journal_end(tw_trade_engine *e, int clean);
+
 /* ---- net core (gateway.c) -------------------------------------------------- */
 
 typedef struct tw__gw tw__gw;
@@ -152,6 +200,21 @@ struct tw_trade_engine {
     int64_t phase_since_ns;
     int done;
     uint64_t events_dropped_stop; /* bars and barriers after TERM (strategy core) */
+    /* The journal (recover.c): jmu orders evseq and the appends. */
+    pthread_mutex_t jmu;
+    int have_jmu;
+    tw_journal jr;
+    int have_journal;
+    char journal_path[TW_TRADE_STR_MAX + 16];
+    uint64_t evseq_next;   /* under jmu: the next event's number */
+    uint64_t journal_errors; /* under jmu */
+    uint64_t next_evseq;   /* strategy core: the number it takes next */
+    /* What the replay after a crash found (the summary's recovery line). */
+    uint64_t replayed_events, replayed_bars, replayed_intents, suppressed, resent;
+    int64_t created_ns;    /* tw_trade_engine_create's start */
+    int64_t replay_ns;     /* the replay's duration */
+    int64_t first_bar_ns;  /* strategy core: the first bar after the replay (0: none yet) */
+    int recovered;
 };
 
 int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *err);
@@ -170,5 +233,20 @@ int tw__gw_fd(const tw__gw *g);
 int tw__gw_settled(const tw__gw *g);
 void tw__gw_stats(const tw__gw *g, tw_trade_session_stats *s, tw_trade_gw_stats *gs);
 size_t tw__gw_latency(const tw__gw *g, const tw_trade_latency **out);
+/* Recovery (before the cores start): a journaled event of this session
+ * and an order it sent, as the live run applied them; then the end of the
+ * replay (a session that was up is told DOWN: the old connection died). */
+int tw__gw_restore_begin(tw__gw *g, uint64_t n_orders); /* 0 or -ENOMEM */
+void tw__gw_restore_ev(tw__gw *g, const tw_ev *ev);
+void tw__gw_restore_order(tw__gw *g, const tw_out *o);
+void tw__gw_restore_done(tw__gw *g);
+/* The store's ClOrdIDs (NewOrderSingle, OrderCancelRequest) of run run_id:
+ * fn(ctx, 'T' or 'C', order id) for each.  0 or a negative errno. */
+uint32_t tw__gw_store_count(const tw__gw *g); /* messages in the session's store */
+/* When this process first logged on (tw_clock_now_ns; 0: never).  Read
+ * after the net cores are joined. */
+int64_t tw__gw_first_logon_ns(const tw__gw *g);
+int tw__gw_store_orders(tw__gw *g, uint64_t run_id, void (*fn)(void *, char, uint64_t),
+                        void *ctx);
 
 #endif

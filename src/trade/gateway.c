@@ -82,13 +82,21 @@ struct tw__gw {
     int64_t *last_bar; /* per local instrument: last bar forwarded, -1 */
     recent_close *closes; /* per local instrument, CLOSES_WIN */
     uint32_t *local_of; /* the strategy's instrument -> local (UINT32_MAX: not ours) */
-    /* Events that found the ring full. */
-    tw_ev *spill;
+    /* Events that found the ring full (numbered and journaled). */
+    tw__inrec *spill;
     uint32_t spill_head, spill_n, spill_cap;
     tw_fix_md_entry md_entries[TW_FIX_MAX_FIELDS]; /* the decoder's X entries */
     /* Orders sent and not yet done (filled, rejected, canceled). */
     open_order *open;
     uint32_t n_open, open_cap;
+    /* After a crash: the orders the journal saw done (every execution of
+     * them came before the crash: one the venue resends is not applied
+     * again), a hash set of ids + 1; and whether the journal holds this
+     * session's SESSION CLOSED (a resent 340=3 is then a duplicate). */
+    uint64_t *done_ids;
+    uint32_t done_mask;
+    int closed_seen;
+    int64_t first_logon_ns; /* this process's first Logon (monotonic) */
     /* ExecIDs seen, two generations (the older one is forgotten when the
      * newer one is half full): a PossDup execution already applied is
      * not a second fill. */
@@ -214,13 +222,19 @@ static void push(tw__gw *g, tw_ev *ev)
 {
     ev->session = (uint16_t)g->index;
     ev->now_ns = g->now_ns;
-    if (g->spill_n == 0 && tw_ring_enqueue_burst_sp(g->in, ev, 1) == 1) {
+    if (ev->type == TW_EV_SESSION && ev->u.session.state == TW_SESSION_CLOSED)
+        g->closed_seen = 1;
+    /* Numbered and journaled before the ring: what the strategy sees is
+     * in the journal first (recover.c). */
+    tw__inrec rec;
+    tw__journal_ev(g->e, ev, &rec);
+    if (g->spill_n == 0 && tw_ring_enqueue_burst_sp(g->in, &rec, 1) == 1) {
         g->pushed = 1;
         return;
     }
     /* The feed bound makes this room certain (see the top of the file). */
     TW_VERIFY(g->spill_n < g->spill_cap);
-    g->spill[(g->spill_head + g->spill_n) % g->spill_cap] = *ev;
+    g->spill[(g->spill_head + g->spill_n) % g->spill_cap] = rec;
     g->spill_n++;
     if (g->spill_n > g->st.spill_max)
         g->st.spill_max = g->spill_n;
@@ -253,6 +267,20 @@ static open_order *open_find(tw__gw *g, uint64_t id)
         if (g->open[i].id == id)
             return &g->open[i];
     return NULL;
+}
+
+/* 1 when the journal saw order id done before a crash (see done_ids). */
+static int done_before(const tw__gw *g, uint64_t id)
+{
+    if (!g->done_ids)
+        return 0;
+    for (uint32_t i = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32) & g->done_mask;;
+         i = (i + 1) & g->done_mask) {
+        if (g->done_ids[i] == 0)
+            return 0;
+        if (g->done_ids[i] == id + 1)
+            return 1;
+    }
 }
 
 static void open_remove(tw__gw *g, uint64_t id)
@@ -528,6 +556,11 @@ static void on_exec_report(tw__gw *g, const tw_fix_msg *m, int possdup)
     const tw_fix_field *ref = type == '4' ? tw_fix_get(m, 41) : NULL;
     if (order_of(g, ref ? ref : tw_fix_get(m, 11), &id) != 0)
         return;
+    if (done_before(g, id) && !open_find(g, id)) {
+        /* Resent after a crash: the journal has it applied already. */
+        g->st.dup_execs++;
+        return;
+    }
     tw_ev ev;
     ev_init(g, &ev, TW_EV_FILL);
     if (type == 'F') {
@@ -604,7 +637,7 @@ static void on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int po
         case '9': on_cancel_reject(g, m); return;
         case 'h': {
             const tw_fix_field *st = tw_fix_get(m, 340);
-            if (st && st->len == 1 && st->val[0] == '3' && !possdup) {
+            if (st && st->len == 1 && st->val[0] == '3' && (!possdup || !g->closed_seen)) {
                 logf_(g, "the venue closed the trading session (340=3)");
                 push_session(g, TW_SESSION_CLOSED);
             }
@@ -678,6 +711,8 @@ static void on_event(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *
     (void)s;
     switch (ev) {
     case TW_FIX_EV_LOGON:
+        if (!g->first_logon_ns)
+            g->first_logon_ns = tw_clock_now_ns(); /* the recovery's figures */
         g->st.logons++;
         g->logged_on_once = 1;
         g->backoff_ms = g->sc->reconnect_min_ms;
@@ -799,6 +834,8 @@ static void try_connect(tw__gw *g)
 
 static void lat_record(tw__gw *g, const tw_out *o, uint64_t tsc_build)
 {
+    if (o->tsc_rx == 0)
+        return; /* decided again by a recovery's replay: no live stamps */
     if (g->lat_open && o->tsc_rx == g->lat_last_rx) {
         g->lat[g->lat_n - 1].orders++;
         return;
@@ -916,6 +953,8 @@ static int intent(tw__gw *g, const tw_out *o)
     switch (o->type) {
     case TW_OUT_ORDER: {
         int rc = send_order(g, o);
+        if (g->fs.next_out != seq)
+            tw__journal_out(g->e, o); /* in the store: sent, or resent after a reconnect */
         if (rc != 0 && g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
             return 1;
         if (rc != 0 && g->fs.next_out == seq) {
@@ -927,6 +966,8 @@ static int intent(tw__gw *g, const tw_out *o)
     }
     case TW_OUT_CANCEL: {
         int rc = send_cancel(g, o->order_id, o->instance, o->instrument, o->side, o->qty);
+        if (g->fs.next_out != seq)
+            tw__journal_out(g->e, o);
         if (rc != 0 && g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
             return 1;
         if (rc != 0 && g->fs.next_out == seq)
@@ -940,9 +981,13 @@ static int intent(tw__gw *g, const tw_out *o)
             g->st.barrier_acks++;
         else
             g->st.barrier_acks_lost++;
+        tw__journal_out(g->e, o); /* handled: a replay does not ack it again */
         return 0;
     }
-    case TW_OUT_LOGOUT: do_logout(g, NULL); return 0;
+    case TW_OUT_LOGOUT:
+        do_logout(g, NULL);
+        tw__journal_out(g->e, o);
+        return 0;
     default:
         TW_VERIFY(0 && "an intent type the strategy does not write");
         return 0;
@@ -1141,11 +1186,11 @@ static int mkdir_parent(const char *path)
     return 0;
 }
 
-static void *ring_alloc(uint32_t slots, void **mem)
+static void *ring_alloc(uint32_t slots, uint32_t slot_size, void **mem)
 {
-    size_t bytes = tw_ring_memsize(slots, 64);
+    size_t bytes = tw_ring_memsize(slots, slot_size);
     *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    if (!*mem || tw_ring_init(*mem, slots, 64) != 0)
+    if (!*mem || tw_ring_init(*mem, slots, slot_size) != 0)
         return NULL;
     return *mem;
 }
@@ -1206,13 +1251,13 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
     g->exec_ids[0] = calloc(EXEC_IDS, sizeof(uint64_t));
     g->exec_ids[1] = calloc(EXEC_IDS, sizeof(uint64_t));
     g->spill_cap = RX_CAP / MIN_EVENT_BYTES + 64;
-    g->spill = malloc(g->spill_cap * sizeof(tw_ev));
+    g->spill = malloc(g->spill_cap * sizeof(tw__inrec));
     g->lat_cap = e->opts.latency_samples;
     g->lat = calloc(g->lat_cap ? g->lat_cap : 1, sizeof(tw_trade_latency));
     if (!g->open || !g->exec_ids[0] || !g->exec_ids[1] || !g->spill || !g->lat)
         goto nomem;
-    if (!ring_alloc(cfg->engine.ring_slots, &g->in_mem) ||
-        !ring_alloc(cfg->engine.ring_slots, &g->out_mem))
+    if (!ring_alloc(cfg->engine.ring_slots, sizeof(tw__inrec), &g->in_mem) ||
+        !ring_alloc(cfg->engine.ring_slots, sizeof(tw_out), &g->out_mem))
         goto nomem;
     g->in = g->in_mem;
     g->out = g->out_mem;
@@ -1333,6 +1378,7 @@ void tw__gw_destroy(tw__gw *g)
     free(g->exec_ids[1]);
     free(g->spill);
     free(g->lat);
+    free(g->done_ids);
     free(g);
 }
 
@@ -1373,4 +1419,131 @@ size_t tw__gw_latency(const tw__gw *g, const tw_trade_latency **out)
 {
     *out = g->lat;
     return g->lat_n;
+}
+
+/* ---- recovery (before the cores start; recover.c drives it) ------------------------------- */
+
+static void done_add(tw__gw *g, uint64_t id)
+{
+    if (!g->done_ids)
+        return;
+    uint32_t i = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32) & g->done_mask;
+    while (g->done_ids[i] != 0 && g->done_ids[i] != id + 1)
+        i = (i + 1) & g->done_mask;
+    g->done_ids[i] = id + 1;
+}
+
+void tw__gw_restore_ev(tw__gw *g, const tw_ev *ev)
+{
+    switch (ev->type) {
+    case TW_EV_BAR: {
+        uint32_t local = ev->instrument < g->cfg->n_instruments ? g->local_of[ev->instrument]
+                                                                : UINT32_MAX;
+        if (local == UINT32_MAX)
+            return;
+        if ((int64_t)ev->u.bar.index > g->last_bar[local])
+            g->last_bar[local] = (int64_t)ev->u.bar.index;
+        remember_close(g, local, ev->u.bar.index, ev->u.bar.close);
+        g->st.bars++;
+        g->st.gap_bars += isnan(ev->u.bar.close);
+        return;
+    }
+    case TW_EV_FILL: {
+        g->st.fills++;
+        open_order *o = open_find(g, ev->u.fill.order_id);
+        if (o && (o->qty -= (int32_t)ev->u.fill.qty) <= 0) {
+            open_remove(g, ev->u.fill.order_id);
+            done_add(g, ev->u.fill.order_id);
+        }
+        return;
+    }
+    case TW_EV_REJECT:
+    case TW_EV_CANCELED:
+        g->st.rejects += ev->type == TW_EV_REJECT;
+        g->st.canceled += ev->type == TW_EV_CANCELED;
+        open_remove(g, ev->u.order.order_id);
+        done_add(g, ev->u.order.order_id);
+        return;
+    case TW_EV_SESSION:
+        g->up = ev->u.session.state == TW_SESSION_UP;
+        if (ev->u.session.state == TW_SESSION_CLOSED)
+            g->closed_seen = 1;
+        return;
+    default: return;
+    }
+}
+
+int tw__gw_restore_begin(tw__gw *g, uint64_t n_orders)
+{
+    /* Every order the journal holds can be done: room for all, half full. */
+    uint64_t cap = 1024;
+    while (cap < 2 * n_orders)
+        cap <<= 1;
+    if (cap > (1ull << 31))
+        return -E2BIG;
+    g->done_ids = calloc(cap, sizeof(uint64_t));
+    g->done_mask = (uint32_t)(cap - 1);
+    return g->done_ids ? 0 : -ENOMEM;
+}
+
+void tw__gw_restore_order(tw__gw *g, const tw_out *o)
+{
+    g->st.orders_sent++;
+    if (g->n_open < g->open_cap && !open_find(g, o->order_id))
+        g->open[g->n_open++] = (open_order){.id = o->order_id, .instance = o->instance,
+                                            .instrument = o->instrument, .qty = o->qty,
+                                            .side = o->side};
+}
+
+void tw__gw_restore_done(tw__gw *g)
+{
+    /* The open table's qty counted fills down; what is left open is
+     * cancelled (TERM) with the order's quantity left. */
+    if (g->up) {
+        g->up = 0;
+        push_session(g, TW_SESSION_DOWN);
+    }
+}
+
+static int body_field(const char *b, size_t n, const char *tag, const char **v, size_t *vl)
+{
+    size_t tl = strlen(tag);
+    for (size_t i = 0; i + tl < n; i++) {
+        if ((i == 0 || b[i - 1] == '\x01') && memcmp(b + i, tag, tl) == 0) {
+            const char *e = memchr(b + i + tl, '\x01', n - i - tl);
+            *v = b + i + tl;
+            *vl = e ? (size_t)(e - *v) : n - i - tl;
+            return 0;
+        }
+    }
+    return -1;
+}
+
+uint32_t tw__gw_store_count(const tw__gw *g) { return g->store.n; }
+
+int64_t tw__gw_first_logon_ns(const tw__gw *g) { return g->first_logon_ns; }
+
+int tw__gw_store_orders(tw__gw *g, uint64_t run_id, void (*fn)(void *, char, uint64_t),
+                        void *ctx)
+{
+    char *buf = malloc(TW_FIX_REC_MAX + 64);
+    if (!buf)
+        return -ENOMEM;
+    int rc = 0;
+    for (uint32_t i = 0; i < g->store.n && rc == 0; i++) {
+        tw_fix_stored m;
+        if ((rc = tw_fix_store_read(&g->store, i, buf, TW_FIX_REC_MAX + 64, &m)) != 0)
+            break;
+        if (m.type_len != 1 || (m.type[0] != 'D' && m.type[0] != 'F'))
+            continue;
+        const char *v;
+        size_t vl;
+        char kind;
+        uint64_t run, id;
+        if (body_field(m.body, m.body_len, "11=", &v, &vl) == 0 &&
+            tw_trade_clordid_parse(v, vl, &kind, &run, &id) == 0 && run == run_id)
+            fn(ctx, kind, id);
+    }
+    free(buf);
+    return rc;
 }

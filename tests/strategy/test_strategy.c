@@ -573,6 +573,9 @@ static void test_sessions(void)
     CHECK(st_simple(&h, TW_EV_SESSION, 1, TW_SESSION_CLOSED) == 1 &&
           h.out[0].type == TW_OUT_LOGOUT && h.out[0].session == 1);
     CHECK(st_simple(&h, TW_EV_SESSION, 1, TW_SESSION_CLOSED) == 0); /* once */
+    /* Its connection going down after the close: still closed (FINISHED
+     * below needs it counted). */
+    CHECK(st_simple(&h, TW_EV_SESSION, 1, TW_SESSION_DOWN) == 0);
     CHECK(st_simple(&h, TW_EV_SESSION, 0, TW_SESSION_CLOSED) == 1);
     size_t m = st_simple(&h, TW_EV_SESSION, 2, TW_SESSION_CLOSED);
     CHECK(m == 2 && h.out[0].type == TW_OUT_LOGOUT && h.out[0].session == 2 &&

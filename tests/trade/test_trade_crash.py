@@ -1,0 +1,232 @@
+"""Crash recovery of `tickwire trade` (live.md, "Crash isolation and
+recovery"; docs/crash.md): the whole trader killed -9 at seeded moments of a
+lockstep replay and started again, each time rebuilding its strategy from
+the journal and resuming its FIX session from the store.
+
+One session (the study's first bars, 8 combos: 4 of the default grid, 4
+odd), and two sessions (the study and a NaN-gapped dataset, a net core
+each, so the journal's order across cores is exercised).  At the end, per
+instance, the trade list, the trade count, the execution
+and the signal PnL equal `tickwire sweep --trades` bit for bit, and the
+venue's fills log has each ClOrdID exactly once, with the same orders
+(ClOrdID, account, side, quantity, bar, price) as an uninterrupted run.
+
+The moments are points of progress, not of time: a kill comes once the
+journal holds a seeded number of records (seed printed on failure, and
+TW_CRASH_SEED reruns one).  Waits are bounded by generous timeouts that
+only end a broken run; no assertion depends on how fast anything runs.
+"""
+import csv
+import json
+import os
+import random
+import re
+import signal
+import statistics
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+from tickwire import data as d
+from tickwire import live
+
+BUILD = os.path.abspath(os.environ.get("TICKWIRE_BUILD", "build"))
+TICKWIRE = os.path.abspath(os.environ.get("TICKWIRE_BIN", os.path.join(BUILD, "tools", "tickwire")))
+BARS = int(os.environ.get("TW_CRASH_BARS", "12000"))
+RUN_ID = 4242
+HDR, REC = 64, 80  # journal.h: header and record bytes
+
+
+def combos():
+    grid = d.default_grid_np()
+    picked = [tuple(int(w) for w in grid[k]) for k in (0, 13, 40, 79)]
+    odd = [(397, 400, 19, 45, 67, 133), (1, 1, 1, 1, 1, 1), (7, 13, 3, 5, 9, 11),
+           (101, 203, 17, 33, 51, 399)]
+    return picked + odd
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["one_session", "two_sessions"])
+def dataset(request, tmp_path_factory):
+    """One session (the study), or two (the study and a NaN-gapped one, a
+    session and a net core each: the journal's order across cores)."""
+    t = tmp_path_factory.mktemp("data")
+    paths = {"AAA": str(t / "study.npy")}
+    np.save(paths["AAA"], d.study()[:BARS])
+    if request.param == 2:
+        paths["BBB"] = str(t / "gapped.npy")
+        np.save(paths["BBB"], d.with_nan_gaps(d.study(seed=43))[:BARS])
+    refs = {sym: live.sweep_reference(TICKWIRE, p, combos(), str(t), sym) for sym, p in paths.items()}
+    return {"paths": paths, "refs": refs, "dir": str(t)}
+
+
+def journal_records(path):
+    """Records in the journal (the mapped file has zeros after the last)."""
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        return 0
+    lo, hi = 0, max(0, (size - HDR) // REC)
+    with open(path, "rb") as f:
+        def written(i):
+            f.seek(HDR + i * REC)
+            b = f.read(4)
+            return len(b) == 4 and b != b"\0\0\0\0"
+        while lo < hi:  # records are a prefix: the first zero tag ends them
+            mid = (lo + hi) // 2
+            if written(mid):
+                lo = mid + 1
+            else:
+                hi = mid
+    return lo
+
+
+def reached(path, n):
+    with open(path, "rb") as f:
+        f.seek(HDR + (n - 1) * REC)
+        b = f.read(4)
+    return len(b) == 4 and b != b"\0\0\0\0"
+
+
+def setup_run(workdir, paths):
+    n = len(paths)
+    venue = live.Venue(TICKWIRE, paths, workdir,
+                       args=["--lockstep"] + (["--sessions", str(n)] if n > 1 else []))
+    sess, instr, strat = {}, {}, {}
+    for j, sym in enumerate(paths):
+        name = "venue" if j == 0 else f"s{j}"
+        sess[name] = {"host": "127.0.0.1", "port": venue.port, "sender": f"TRADER{j or ''}",
+                      "target": "VENUE", "store": os.path.join(workdir, "store", name),
+                      "reconnect_min_ms": 20, "reconnect_max_ms": 200}
+        instr[sym] = name
+        strat[f"st_{sym}"] = (sym, combos())
+    config = os.path.join(workdir, "trade.ini")
+    insts = live.write_config(config, report=os.path.join(workdir, "report.json"),
+                              trades=os.path.join(workdir, "trades.csv"), sessions=sess,
+                              instruments=instr, strategies=strat)
+    return venue, config, insts
+
+
+def trader(config, workdir, k):
+    return subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID)],
+                            stdout=open(os.path.join(workdir, f"trader{k}.out"), "w"),
+                            stderr=open(os.path.join(workdir, f"trader{k}.err"), "w"))
+
+
+def fills(path):
+    with open(path, newline="") as f:
+        rows = list(csv.DictReader(f))
+    keep = ("clordid", "account", "side", "qty", "bar", "px", "symbol")
+    return [tuple(r.get(k) for k in keep) for r in rows]
+
+
+def finish(venue, p, workdir, insts, refs, k):
+    rc = p.wait(timeout=600)
+    vrc = venue.wait(timeout=120)
+    assert rc == 0, open(os.path.join(workdir, f"trader{k}.err")).read()[-3000:]
+    assert vrc == 0, venue.summary()
+    rows = live.compare(os.path.join(workdir, "report.json"), os.path.join(workdir, "trades.csv"),
+                        insts, refs)
+    bad = [(i.name, x) for i, _, _, _, ds in rows for x in ds]
+    assert not bad, bad[:10]
+    rep = json.load(open(os.path.join(workdir, "report.json")))
+    return rep, fills(venue.fills)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(dataset, tmp_path_factory):
+    w = str(tmp_path_factory.mktemp("whole"))
+    venue, config, insts = setup_run(w, dataset["paths"])
+    try:
+        p = trader(config, w, 0)
+        rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
+    finally:
+        venue.stop()
+    n = journal_records(os.path.join(w, "store", "venue.journal"))
+    assert n > BARS
+    return {"fills": log, "records": n, "report": rep}
+
+
+def test_uninterrupted_run_journals_and_matches_the_sweep(uninterrupted):
+    log = uninterrupted["fills"]
+    assert len(log) > 100 and len({r[0] for r in log}) == len(log)
+    assert uninterrupted["report"]["totals"]["fills"] == len(log)
+
+
+def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path):
+    seed = int(os.environ.get("TW_CRASH_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    total = uninterrupted["records"]
+    marks = sorted(rng.randrange(total // 50, total * 9 // 10) for _ in range(5))
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    venue, config, insts = setup_run(w, dataset["paths"])
+    clock = []  # per kill: (killed, reaped, restarted), monotonic ns like the trader's
+    try:
+        for k, mark in enumerate(marks):
+            if clock:
+                clock[-1].append(time.monotonic_ns())
+            p = trader(config, w, k)
+            deadline = time.monotonic() + 600
+            while p.poll() is None and time.monotonic() < deadline:
+                if os.path.exists(journal) and reached(journal, mark):
+                    break
+                time.sleep(0.002)
+            assert p.poll() is None, f"seed {seed}: the trader ended before mark {mark}"
+            killed = time.monotonic_ns()
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            clock.append([killed, time.monotonic_ns()])
+        clock[-1].append(time.monotonic_ns())
+        p = trader(config, w, len(marks))
+        try:
+            rep, log = finish(venue, p, w, insts, dataset["refs"], len(marks))
+        except AssertionError as e:
+            raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+    finally:
+        venue.stop()
+    err = "".join(open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(marks) + 1))
+    assert err.count("recovered run 4242") == len(marks), (seed, err[-3000:])
+    whole = uninterrupted["fills"]
+    clids = [r[0] for r in log]
+    dup = [c for c in set(clids) if clids.count(c) > 1] if len(set(clids)) != len(clids) else []
+    assert not dup, (seed, marks, dup[:5])
+    assert sorted(log) == sorted(whole), (seed, marks, len(log), len(whole),
+                                          sorted(set(log) ^ set(whole))[:5])
+    assert rep["totals"]["fills"] == len(log)
+    print(f"seed {seed}: killed at journal records {marks} of {total}; "
+          f"{len(log)} fills, each ClOrdID once, as the uninterrupted run")
+    figures(w, clock)
+
+
+def figures(w, clock):
+    """kill -9 -> the first bar processed after the restart, split: the
+    supervisor's detection (kill -> reaped), the restart (-> the engine's
+    start: exec, configuration, stores), the replay (-> the journal replayed
+    through a fresh strategy), the resync (-> the first new bar: Logon,
+    resends, the venue's barrier reissue).  Ordering is asserted; the
+    durations are printed, not judged."""
+    rows = []
+    for k, (killed, reaped, restarted) in enumerate(clock, start=1):
+        err = open(os.path.join(w, f"trader{k}.err")).read()
+        m = re.search(r"(\d+) events replayed \((\d+) bars\).*engine start (\d+) ns, "
+                      r"replay end (\d+) ns", err)
+        f = re.search(r"first new bar \d+ at (\d+) ns", err)
+        assert m, err[-2000:]
+        start, end = int(m.group(3)), int(m.group(4))
+        assert killed <= reaped <= restarted <= start <= end
+        if not f:
+            continue  # killed again before a new bar came
+        first = int(f.group(1))
+        assert end <= first
+        rows.append((reaped - killed, start - restarted, end - start, first - end, first - killed,
+                     int(m.group(2))))
+    assert rows
+    med = [statistics.median(r[i] for r in rows) / 1e6 for i in range(5)]
+    bars = statistics.median(r[5] for r in rows)
+    rate = statistics.median(r[5] / (r[2] / 1e9) for r in rows)
+    print(f"recovery of the whole trader, median of {len(rows)} restarts (ms): "
+          f"detection {med[0]:.2f}, restart {med[1]:.2f}, replay {med[2]:.2f} "
+          f"({bars:.0f} bars, {rate:.0f} bars/s, journal open and checks included), "
+          f"resync {med[3]:.2f}; kill -9 -> first new bar {med[4]:.2f}")
