@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common/cli_opt.h"
+#include "common/stats.h"
 #include "tickwire/clock.h"
 #include "tickwire/journal.h"
 #include "tickwire/kernel.h"
@@ -66,18 +67,6 @@ static void payload(uint64_t seq, uint8_t *p)
         uint64_t v = mix(seq * 8 + (uint64_t)i);
         memcpy(p + 8 * i, &v, 8);
     }
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *v, int n)
-{
-    qsort(v, (size_t)n, sizeof(double), cmp_double);
-    return v[n / 2];
 }
 
 /* One timed run: n appends into a new journal.  ns per append, or < 0. */
@@ -508,13 +497,13 @@ int tw__cli_bench_journal(int argc, char **argv)
     printf("|----------------------------------|----------:|------------------------|---------:|------:|\n");
     double mmap_none = 0;
     for (size_t i = 0; i < nrows; i++) {
-        double t = median(rows[i].t, (int)reps), f = median(rows[i].f, (int)reps);
+        double t = tw__median_f64(rows[i].t, (size_t)reps), f = tw__median_f64(rows[i].f, (size_t)reps);
         if (i == 3)
             mmap_none = t;
         printf("| %-32s | %9.1f | %-22s | %8.1f | %5.2f |\n", rows[i].name, t, rows[i].floor_name,
                f, t / f);
     }
-    double r_rd = median(rd, (int)reps), r_wo = median(wo, (int)reps), r_raw = median(raw, (int)reps);
+    double r_rd = tw__median_f64(rd, (size_t)reps), r_wo = tw__median_f64(wo, (size_t)reps), r_raw = tw__median_f64(raw, (size_t)reps);
     printf("\n| replay (%llu records)            | records/s | bare read records/s | ratio |\n",
            (unsigned long long)replay_n);
     printf("|----------------------------------|----------:|--------------------:|------:|\n");
@@ -522,9 +511,9 @@ int tw__cli_bench_journal(int argc, char **argv)
            r_raw / 1e6, r_rd / r_raw);
     printf("| writer's open (the same checks)  | %8.2fM | %18.2fM | %5.2f |\n", r_wo / 1e6,
            r_raw / 1e6, r_wo / r_raw);
-    double m_rep = median(a_rep, (int)reps), m_det = median(a_det, (int)reps);
-    double m_res = median(a_res, (int)reps), m_att = median(a_att, (int)reps);
-    double m_fk = median(a_fk, (int)reps), m_ff = median(a_ff, (int)reps);
+    double m_rep = tw__median_f64(a_rep, (size_t)reps), m_det = tw__median_f64(a_det, (size_t)reps);
+    double m_res = tw__median_f64(a_res, (size_t)reps), m_att = tw__median_f64(a_att, (size_t)reps);
+    double m_fk = tw__median_f64(a_fk, (size_t)reps), m_ff = tw__median_f64(a_ff, (size_t)reps);
     printf("\n| attach (strategy process, 1 core)           | figure      | comparison                      |\n");
     printf("|---------------------------------------------|-------------|---------------------------------|\n");
     printf("| replay through tw_attach_st_next_burst      | %8.2fM/s | bare reader %6.2fM/s (%.2fx)   |\n",
