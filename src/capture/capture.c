@@ -311,21 +311,42 @@ static uint32_t ifaces_now(tw__capture_writer *w)
     return __atomic_load_n(&w->n_ifaces, __ATOMIC_ACQUIRE);
 }
 
+/* An unnamed file in path's directory (O_TMPFILE), or -1 where the file
+ * system has none. */
+static int open_unnamed(const char *path)
+{
+    char dir[TW_CAPTURE_PATH_MAX + 24];
+    snprintf(dir, sizeof(dir), "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (!slash)
+        snprintf(dir, sizeof(dir), ".");
+    else if (slash == dir)
+        dir[1] = 0;
+    else
+        *slash = 0;
+    return open(dir, O_TMPFILE | O_WRONLY | O_CLOEXEC, 0644);
+}
+
 /* Creates file number file_no and starts it: Section Header, then an
- * Interface Description for every interface known. */
+ * Interface Description for every interface known.  The file gets its
+ * name only once those are in it (written unnamed, then linked), so that
+ * a writer killed right after a rotation leaves a file tshark reads (with
+ * no packets yet), never an empty one; where the file system has no
+ * O_TMPFILE it is created by name and the headers written at once. */
 static void open_file(tw__capture_writer *w)
 {
     char path[TW_CAPTURE_PATH_MAX + 24];
     file_path(w->cfg.path, w->file_no, path, sizeof(path));
-    w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    TW_ASSERT(w->buf_len == 0); /* the previous file was flushed and closed */
+    int unnamed = 1;
+    w->fd = open_unnamed(path);
+    if (w->fd < 0) {
+        unnamed = 0;
+        w->fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    }
     if (w->fd < 0) {
         fail(w, -errno, "cannot create");
         return;
-    }
-    stat_add(&w->files, 1);
-    if (w->cfg.files_max && w->file_no >= w->cfg.files_max) {
-        char old[TW_CAPTURE_PATH_MAX + 24];
-        unlink(file_path(w->cfg.path, w->file_no - w->cfg.files_max, old, sizeof(old)));
     }
     w->file_bytes = 0;
     w->file_disk = 0;
@@ -336,6 +357,28 @@ static void open_file(tw__capture_writer *w)
     uint32_t n = ifaces_now(w);
     for (w->idb_done = 0; w->idb_done < n; w->idb_done++)
         put_idb(w, w->idb_done);
+    flush(w);
+    if (w->fd < 0)
+        return; /* the write failed: fail() said why */
+    if (unnamed) {
+        /* Linked through /proc (linkat with AT_EMPTY_PATH would need
+         * CAP_DAC_READ_SEARCH); an older file of that name is replaced. */
+        char proc[64];
+        snprintf(proc, sizeof(proc), "/proc/self/fd/%d", w->fd);
+        if (unlink(path) != 0 && errno != ENOENT) {
+            fail(w, -errno, "cannot replace");
+            return;
+        }
+        if (linkat(AT_FDCWD, proc, AT_FDCWD, path, AT_SYMLINK_FOLLOW) != 0) {
+            fail(w, -errno, "cannot name");
+            return;
+        }
+    }
+    stat_add(&w->files, 1);
+    if (w->cfg.files_max && w->file_no >= w->cfg.files_max) {
+        char old[TW_CAPTURE_PATH_MAX + 24];
+        unlink(file_path(w->cfg.path, w->file_no - w->cfg.files_max, old, sizeof(old)));
+    }
 }
 
 static void put_isbs(tw__capture_writer *w, const tw_capture *c)

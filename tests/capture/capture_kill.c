@@ -106,7 +106,9 @@ static void check_file(const char *p, int last, int round)
     if (f.whole < f.len)
         fprintf(stderr, "capture_kill: round %d: %s ends with %zu bytes of a cut-short block\n",
                 round, p, f.len - f.whole);
-    CHECKF(f.n_pkts > 0, "round %d: %s holds packets", round, p);
+    /* The file being written when the kill came may hold only its
+     * headers (a rotation just before it); the others hold packets. */
+    CHECKF(f.n_pkts > 0 || last, "round %d: %s holds packets", round, p);
     int st;
     char *o = cap_sh(&st, "tshark -n -r '%s' -T fields -e frame.number 2>&1 | "
                           "grep -v -e 'Running as user' -e '^[0-9]*$' | head -3; "
