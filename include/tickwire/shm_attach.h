@@ -299,6 +299,13 @@ static inline tw_ring *tw_attach_gw_out_ring(tw_attach_gw *g, uint32_t core)
 int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *payload,
                      tw_journal_rec *rec);
 
+/* Any thread: appends one record to the journal and publishes the
+ * journal's new end, putting it into no ring (a record of no net core: the
+ * control's KILL, the engine's own notes).  The strategy reads it from the
+ * journal, in its place in seq order.  Returns 0 or the journal's error. */
+int tw_attach_gw_append(tw_attach_gw *g, uint32_t kind, const void *payload,
+                        tw_journal_rec *rec);
+
 /* ---- strategy --------------------------------------------------------------- */
 
 typedef struct tw_attach_st {

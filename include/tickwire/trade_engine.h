@@ -73,6 +73,12 @@ typedef struct tw_trade_engine_opts {
     uint32_t cancel_wait_ms;
     uint32_t end_wait_ms;
     int quiet; /* 1: no session log lines on the log file */
+    /* [engine] mode = processes: the strategy process to spawn, and to
+     * spawn again when it dies (argv[0] is the executable; the gateway
+     * appends nothing: the caller gives `--attach SOCK --config FILE`
+     * itself, SOCK from tw_trade_engine_attach_sock()).  NULL: spawn
+     * nothing (a strategy attaches by hand, `tickwire trade --attach`). */
+    char *const *strategy_argv;
 } tw_trade_engine_opts;
 
 /* The latency stamps of one bar that caused an order (tw_tsc_read()
@@ -161,6 +167,26 @@ uint64_t tw_trade_engine_run_id(const tw_trade_engine *e);
 /* Writes one line per session and a totals line (orders, fills, late
  * fills and what they cost: execution PnL - signal PnL) to f. */
 void tw_trade_engine_summary(const tw_trade_engine *e, FILE *f);
+
+/* [engine] mode = processes: the Unix socket the gateway listens on for
+ * the strategy process (the journal's path + ".sock", or "@tickwire-HEX"
+ * in the abstract namespace when that is too long for a socket).  Known
+ * before the engine exists (the spawned argv names it).  Returns its
+ * length; buf holds at least 108 bytes. */
+size_t tw_trade_engine_attach_sock(const tw_trade_config *cfg, char *buf);
+
+/* The strategy process of mode = processes (`tickwire trade --attach SOCK
+ * --config FILE`): builds the strategy from cfg, attaches to the gateway
+ * at sock (retrying while it refuses or resets, up to 60 s), checks the
+ * journal's META (the same configuration), replays the journal from its
+ * first record through the strategy, sends no intent the journal says was
+ * sent, and goes on from the rings until the gateway goes away.  Returns
+ * 0 (the gateway ended the run after FINISHED or a TERM), -ECONNRESET
+ * (the gateway went away mid-run), or another negative code with err
+ * (attach, a journal of another configuration, a replay that does not
+ * decide what was sent). */
+int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int quiet,
+                             tw_error *err);
 
 /* Stops what still runs (without a report), closes sessions, stacks,
  * ports and stores, frees everything. */

@@ -734,19 +734,26 @@ int tw_attach_gw_core_sync(tw_attach_gw *g, uint32_t core)
     return k->live ? TW_ATTACH_CORE_LIVE : TW_ATTACH_CORE_DOWN;
 }
 
-int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *payload,
-                     tw_journal_rec *rec)
+int tw_attach_gw_append(tw_attach_gw *g, uint32_t kind, const void *payload,
+                        tw_journal_rec *rec)
 {
-    TW_VERIFY(core < g->n_cores);
-    tw_journal_rec r;
     pthread_mutex_lock(&g->jlock);
-    int rc = tw_journal_append(g->journal, kind, payload, &r);
+    int rc = tw_journal_append(g->journal, kind, payload, rec);
     if (rc == 0)
         /* Release pairs with the strategy's acquire-load of journal_end in
          * tw_attach_st_next_burst: the record is in the journal (the page
          * cache) before the strategy can see the end past it. */
         __atomic_store_n(&g->hdr->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELEASE);
     pthread_mutex_unlock(&g->jlock);
+    return rc;
+}
+
+int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *payload,
+                     tw_journal_rec *rec)
+{
+    TW_VERIFY(core < g->n_cores);
+    tw_journal_rec r;
+    int rc = tw_attach_gw_append(g, kind, payload, &r);
     if (rc != 0)
         return rc;
     if (rec)

@@ -10,10 +10,14 @@
  * reads everything (the report). */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "trade/engine_internal.h"
@@ -21,6 +25,7 @@
 #define CTL_SLOTS 64
 #define STEP_SLEEP_NS 2000000ll     /* the control loop's nap between steps */
 #define DRAIN_WAIT_NS 2000000000ll  /* the strategy's last events, at most */
+#define ATT_BEAT_TIMEOUT_NS 3000000000ll /* a strategy process whose beat stands still is hung */
 
 /* ---- doorbell ------------------------------------------------------------------ */
 
@@ -80,35 +85,44 @@ void tw__bell_wake(tw__bell *b)
 
 /* ---- hooks of the strategy ------------------------------------------------------- */
 
-static void on_log(void *ctx, const tw_strategy_log *r)
+void tw__strategy_log(FILE *f, const tw_trade_config *cfg, const char *who,
+                      const tw_strategy_log *r)
 {
-    tw_trade_engine *e = ctx;
-    const char *inst = r->instance < e->cfg->n_instances ? e->cfg->instances[r->instance].name : "-";
+    const char *inst = r->instance < cfg->n_instances ? cfg->instances[r->instance].name : "-";
     switch (r->kind) {
     case TW_LOG_RISK_REJECT:
-        fprintf(e->log, "tickwire trade: risk: %s rejected an order of %s (qty %lld)\n",
+        fprintf(f, "tickwire trade: %srisk: %s rejected an order of %s (qty %lld)\n", who,
                 tw_risk_rule_name(r->rule), inst, (long long)r->qty);
         break;
     case TW_LOG_RISK_CUT:
-        fprintf(e->log, "tickwire trade: risk: %s cut an order of %s to %lld\n",
+        fprintf(f, "tickwire trade: %srisk: %s cut an order of %s to %lld\n", who,
                 tw_risk_rule_name(r->rule), inst, (long long)r->qty);
         break;
     case TW_LOG_BREACH:
-        fprintf(e->log, "tickwire trade: risk: loss limit crossed (%s): %s now %s\n",
+        fprintf(f, "tickwire trade: %srisk: loss limit crossed (%s): %s now %s\n", who,
                 r->what ? r->what : "", inst, tw_trading_state_name(r->state));
         break;
     case TW_LOG_STATE:
-        fprintf(e->log, "tickwire trade: trading state %s (%s)\n",
+        fprintf(f, "tickwire trade: %strading state %s (%s)\n", who,
                 tw_trading_state_name(r->state), r->what ? r->what : "");
         break;
     case TW_LOG_VENUE_REJECT:
-        fprintf(e->log, "tickwire trade: venue rejected order %016llx of %s (103=%d)\n",
+        fprintf(f, "tickwire trade: %svenue rejected order %016llx of %s (103=%d)\n", who,
                 (unsigned long long)r->order_id, inst, r->reason);
         break;
     case TW_LOG_BAD_EVENT:
-        fprintf(e->log, "tickwire trade: event ignored: %s\n", r->what ? r->what : "");
+        fprintf(f, "tickwire trade: %sevent ignored: %s\n", who, r->what ? r->what : "");
         break;
     }
+}
+
+static void on_log(void *ctx, const tw_strategy_log *r)
+{
+    tw_trade_engine *e = ctx;
+    /* Processes mode: the strategy process logs; the gateway's own
+     * strategy only rebuilds the report at the end. */
+    if (!e->procs)
+        tw__strategy_log(e->log, e->cfg, "", r);
 }
 
 static void on_trade(void *ctx, const tw_strategy_trade *t)
@@ -116,6 +130,26 @@ static void on_trade(void *ctx, const tw_strategy_trade *t)
     tw_trade_engine *e = ctx;
     if (e->trades)
         (void)tw_trade_csv_row(e->trades, e->strategy, t);
+}
+
+/* Processes mode, at the end: a fresh strategy for the report's replay,
+ * and a trades CSV with its header only. */
+int tw__strategy_rebuild(tw_trade_engine *e, tw_error *err)
+{
+    tw_strategy_cfg sc;
+    tw_trade_config_strategy(e->cfg, &sc);
+    sc.hooks = (tw_strategy_hooks){.log = on_log, .trade = on_trade, .ctx = e};
+    size_t bytes = tw_strategy_memsize(&sc);
+    tw_error se = {0};
+    e->strategy = tw_strategy_init(e->strategy_mem, (bytes + 63) & ~(size_t)63, &sc, &se);
+    if (!e->strategy)
+        return tw__err(err, se.code ? se.code : -EINVAL, "%s: %s", e->cfg->path, se.msg);
+    if (e->trades) {
+        if (fflush(e->trades) != 0 || ftruncate(fileno(e->trades), 0) != 0 ||
+            fseek(e->trades, 0, SEEK_SET) != 0 || tw_trade_csv_header(e->trades) != 0)
+            return tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
+    }
+    return 0;
 }
 
 /* ---- the strategy core -------------------------------------------------------------- */
@@ -235,6 +269,135 @@ static unsigned strategy_poll(void *arg, tw_reactor_now *now)
     return 0;
 }
 
+/* ---- processes mode: the strategy process ------------------------------------------------- */
+
+size_t tw_trade_engine_attach_sock(const tw_trade_config *cfg, char *buf)
+{
+    char j[TW_TRADE_STR_MAX + 16];
+    tw__journal_path(cfg, j, sizeof(j));
+    size_t n = strlen(j);
+    if (n + 5 < 108)
+        return (size_t)snprintf(buf, 108, "%s.sock", j);
+    /* Too long for sun_path: the abstract namespace, named by the path. */
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ (uint8_t)j[i]) * 1099511628211ull;
+    return (size_t)snprintf(buf, 108, "@tickwire-%016llx", (unsigned long long)h);
+}
+
+static int attach_open(tw_trade_engine *e, tw_error *err)
+{
+    int rc = pthread_mutex_init(&e->figmu, NULL);
+    if (rc != 0)
+        return tw__err(err, -rc, "mutex: %s", strerror(rc));
+    tw_trade_engine_attach_sock(e->cfg, e->att_sock);
+    tw_attach_gw_cfg ac = {.sock_path = e->att_sock, .n_cores = e->n_gw,
+                           .in_count = e->cfg->engine.ring_slots,
+                           .out_count = e->cfg->engine.ring_slots, .journal = &e->jr,
+                           .beat_timeout_ns = ATT_BEAT_TIMEOUT_NS};
+    if (e->n_gw > TW_ATTACH_MAX_CORES)
+        return tw__err(err, -EINVAL, "mode = processes: at most %u sessions", TW_ATTACH_MAX_CORES);
+    tw_error ae = {0};
+    if ((rc = tw_attach_gw_open(&e->att, &ac, &ae)) != 0)
+        return tw__err(err, rc, "mode = processes: %s", ae.msg);
+    /* The segment's journal_end starts at the journal's end (META, and
+     * after a crash the records of the run so far). */
+    __atomic_store_n(&e->att.hdr->journal_end, tw_journal_next_seq(&e->jr), __ATOMIC_RELEASE);
+    e->have_att = 1;
+    fprintf(e->log, "tickwire trade: gateway: the strategy attaches at %s\n", e->att_sock);
+    fflush(e->log);
+    return 0;
+}
+
+static void spawn_strategy(tw_trade_engine *e)
+{
+    if (!e->opts.strategy_argv || e->child > 0)
+        return;
+    extern char **environ;
+    pid_t pid;
+    int rc = posix_spawn(&pid, e->opts.strategy_argv[0], NULL, NULL, e->opts.strategy_argv,
+                         environ);
+    e->spawn_ns = tw_clock_now_ns();
+    if (rc != 0) {
+        fprintf(e->log, "tickwire trade: gateway: cannot start the strategy process %s: %s\n",
+                e->opts.strategy_argv[0], strerror(rc));
+        fflush(e->log);
+        return;
+    }
+    e->child = pid;
+    fprintf(e->log, "tickwire trade: gateway: strategy process %d started at %lld ns (monotonic)\n",
+            (int)pid, (long long)e->spawn_ns);
+    fflush(e->log);
+}
+
+/* Our child is gone (status st): say so, and start the next one unless
+ * the run is ending. */
+static void child_gone(tw_trade_engine *e, int st, int64_t now)
+{
+    char how[64];
+    if (WIFSIGNALED(st))
+        snprintf(how, sizeof(how), "killed by signal %d", WTERMSIG(st));
+    else
+        snprintf(how, sizeof(how), "exit status %d", WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+    fprintf(e->log, "tickwire trade: gateway: strategy process %d gone (%s) at %lld ns "
+            "(monotonic)\n", (int)e->child, how, (long long)now);
+    e->child = 0;
+    if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
+        if (++e->child_fails >= 3) {
+            fprintf(e->log, "tickwire trade: gateway: the strategy process failed %u times in a "
+                    "row by itself (see its lines above): stopping\n", e->child_fails);
+            __atomic_store_n(&e->req_term, 1, __ATOMIC_RELAXED);
+            fflush(e->log);
+            return;
+        }
+    } else {
+        e->child_fails = 0;
+    }
+    fflush(e->log);
+    if (__atomic_load_n(&e->phase, __ATOMIC_ACQUIRE) != TW__PH_DONE)
+        spawn_strategy(e);
+}
+
+static void attach_step(tw_trade_engine *e, int64_t now)
+{
+    tw_attach_gw_beat(&e->att, now);
+    tw_error ae = {0};
+    int ev = tw_attach_gw_poll(&e->att, now, &ae);
+    if (ev < 0) {
+        fprintf(e->log, "tickwire trade: gateway: attach: %s\n", ae.msg);
+        return;
+    }
+    if (ev == TW_ATTACH_EV_ATTACHED) {
+        fprintf(e->log, "tickwire trade: gateway: strategy process %d attached (generation %llu)\n",
+                (int)e->att.st_pid, (unsigned long long)e->att.generation);
+        fflush(e->log);
+    }
+    if (ev == TW_ATTACH_EV_DETACHED) {
+        e->detect_ns = now;
+        e->st_restarts++;
+        fprintf(e->log, "tickwire trade: gateway: the strategy detached at %lld ns (monotonic): "
+                "the net cores drain and reset its rings\n", (long long)now);
+        /* The cores reset at their next turn: wake them. */
+        for (uint32_t i = 0; i < e->n_gw; i++)
+            tw__bell_ring(tw__gw_bell(e->gw[i]));
+    }
+    /* Our child, gone (attached or not). */
+    int st = 0;
+    if (e->child > 0 && waitpid(e->child, &st, WNOHANG) == e->child) {
+        int64_t t = ev == TW_ATTACH_EV_DETACHED ? now : tw_clock_now_ns();
+        if (ev != TW_ATTACH_EV_DETACHED)
+            e->detect_ns = t;
+        child_gone(e, st, t);
+        pthread_mutex_lock(&e->figmu);
+        if (e->n_detects < sizeof(e->fig_detect_ns) / sizeof(e->fig_detect_ns[0])) {
+            e->fig_detect_ns[e->n_detects] = e->detect_ns;
+            e->fig_spawn_ns[e->n_detects] = e->child ? e->spawn_ns : 0;
+            e->n_detects++;
+        }
+        pthread_mutex_unlock(&e->figmu);
+    }
+}
+
 /* ---- set-up ---------------------------------------------------------------------------- */
 
 static int cpu_of(const tw_trade_config *cfg, uint32_t i)
@@ -246,12 +409,11 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
                            const tw_trade_engine_opts *opts, tw_error *err)
 {
     *out = NULL;
-    if (cfg->engine.mode == TW_TRADE_PROCESSES)
-        return tw__err(err, -ENOTSUP, "%s: mode = processes (gateway and strategy as two "
-                       "processes) is not built yet: use mode = threads", cfg->path);
     tw_trade_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return tw__err(err, -ENOMEM, "out of memory");
+    e->procs = cfg->engine.mode == TW_TRADE_PROCESSES;
+    e->att.listen_fd = e->att.conn_fd = e->att.memfd = e->att.journal_ro_fd = e->att.pidfd = -1;
     e->created_ns = tw_clock_now_ns();
     e->cfg = cfg;
     if (opts)
@@ -352,6 +514,10 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
         tw_trade_engine_destroy(e);
         return rc;
     }
+    if (e->procs && (rc = attach_open(e, err)) != 0) {
+        tw_trade_engine_destroy(e);
+        return rc;
+    }
     /* The cores: net cores on their CPUs, then the strategy. */
     tw_reactor_opts ro = {.mode = busy ? TW_REACTOR_BUSY : TW_REACTOR_YIELD};
     tw_reactor_init(&e->rn, &ro);
@@ -370,9 +536,9 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
         if (e->opts.manual_net)
             (void)tw_reactor_set_mode(&e->rn, c, TW_REACTOR_BUSY);
     }
-    int c = tw_reactor_add_core(&e->rs, cpu_of(cfg, e->n_gw));
-    if (c < 0 || tw_reactor_add_poll(&e->rs, c, strategy_poll, e) != 0 ||
-        (e->strat_bell.fd >= 0 && tw_reactor_add_fd(&e->rs, c, e->strat_bell.fd) != 0)) {
+    int c = e->procs ? 0 : tw_reactor_add_core(&e->rs, cpu_of(cfg, e->n_gw));
+    if (!e->procs && (c < 0 || tw_reactor_add_poll(&e->rs, c, strategy_poll, e) != 0 ||
+        (e->strat_bell.fd >= 0 && tw_reactor_add_fd(&e->rs, c, e->strat_bell.fd) != 0))) {
         tw_trade_engine_destroy(e);
         return tw__err(err, -ENOSPC, "strategy core: cannot set it up");
     }
@@ -382,21 +548,27 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
 
 int tw_trade_engine_start(tw_trade_engine *e, tw_error *err)
 {
-    int rc = tw_reactor_start(&e->rs, err);
-    if (rc != 0)
-        return rc;
-    e->started_s = 1;
+    int rc;
+    if (!e->procs) {
+        if ((rc = tw_reactor_start(&e->rs, err)) != 0)
+            return rc;
+        e->started_s = 1;
+    }
     if (!e->opts.manual_net) {
         rc = tw_reactor_start(&e->rn, err);
         if (rc != 0) {
-            tw_reactor_stop(&e->rs);
-            tw_reactor_join(&e->rs);
+            if (e->started_s) {
+                tw_reactor_stop(&e->rs);
+                tw_reactor_join(&e->rs);
+            }
             e->started_s = 0;
             return rc;
         }
         e->started_n = 1;
     }
     e->phase_since_ns = tw_clock_now_ns();
+    if (e->procs)
+        spawn_strategy(e);
     return 0;
 }
 
@@ -442,6 +614,43 @@ static int rings_empty(const tw_trade_engine *e)
     return 1;
 }
 
+static int write_results(tw_trade_engine *e, int rc, tw_error *err);
+
+/* Ends the strategy process: the segment closes (it sees the hangup and
+ * exits), bounded, then SIGKILL. */
+static void strategy_end(tw_trade_engine *e)
+{
+    if (e->have_att) {
+        tw_attach_gw_close(&e->att);
+        e->have_att = 0;
+    }
+    if (e->child <= 0)
+        return;
+    int st;
+    int64_t t0 = tw_clock_now_ns();
+    while (waitpid(e->child, &st, WNOHANG) != e->child) {
+        if (tw_clock_now_ns() - t0 > 2000000000ll) {
+            kill(e->child, SIGKILL);
+            (void)waitpid(e->child, &st, 0);
+            break;
+        }
+        tw_clock_sleep_ns(1000000);
+    }
+    e->child = 0;
+}
+
+static int finish_procs(tw_trade_engine *e, tw_error *err)
+{
+    strategy_end(e);
+    __atomic_store_n(&e->phase, TW__PH_DONE, __ATOMIC_RELEASE);
+    e->done = 1;
+    /* The report is the strategy's: rebuilt from the journal, every event
+     * the strategy process saw, and checked against its digests. */
+    int rc = tw__journal_report_replay(e, err);
+    tw__journal_end(e, 1);
+    return write_results(e, rc, err);
+}
+
 static int finish(tw_trade_engine *e, tw_error *err)
 {
     if (e->started_n) {
@@ -449,6 +658,8 @@ static int finish(tw_trade_engine *e, tw_error *err)
         tw_reactor_join(&e->rn);
         e->started_n = 0;
     }
+    if (e->procs)
+        return finish_procs(e, err);
     /* The strategy takes what the net cores put in its rings last (the
      * final fills, the sessions going down). */
     int64_t t0 = tw_clock_now_ns();
@@ -468,8 +679,13 @@ static int finish(tw_trade_engine *e, tw_error *err)
      * is done, and the next start is a new run.  Only a crash leaves a
      * journal without END, which the next start resumes. */
     tw__journal_end(e, 1);
-    int rc = 0;
-    if (e->trades && fflush(e->trades) != 0)
+    return write_results(e, 0, err);
+}
+
+/* The report and the trades CSV (rc: an error already in err). */
+static int write_results(tw_trade_engine *e, int rc, tw_error *err)
+{
+    if (e->trades && fflush(e->trades) != 0 && rc == 0)
         rc = tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
     tw_trade_session_stats *ss = calloc(e->n_gw ? e->n_gw : 1, sizeof(*ss));
     if (!ss)
@@ -490,8 +706,26 @@ int tw_trade_engine_step(tw_trade_engine *e, tw_error *err)
     if (e->done)
         return 1;
     int64_t now = tw_clock_now_ns();
+    if (e->procs)
+        attach_step(e, now);
     uint32_t kills = __atomic_exchange_n(&e->req_kill, 0, __ATOMIC_RELAXED);
     e->kills_pending += kills;
+    while (e->procs && e->kills_pending) {
+        /* Journaled (no net core's ring): the strategy process takes it in
+         * its place in the stream. */
+        tw_ev ev;
+        memset(&ev, 0, sizeof(ev));
+        ev.type = TW_EV_KILL;
+        ev.now_ns = tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read());
+        int rc = tw_attach_gw_append(&e->att, TW_JOURNAL_EV, &ev, NULL);
+        if (rc != 0) {
+            fprintf(e->log, "tickwire trade: kill switch: journal append failed: %s\n",
+                    tw_strerror(rc));
+            break;
+        }
+        e->kills_pending--;
+        fprintf(e->log, "tickwire trade: kill switch (cancel, flatten, halt)\n");
+    }
     while (e->kills_pending) {
         tw_ev ev;
         memset(&ev, 0, sizeof(ev));
@@ -513,6 +747,14 @@ int tw_trade_engine_step(tw_trade_engine *e, tw_error *err)
         if (__atomic_load_n(&e->req_term, __ATOMIC_RELAXED)) {
             fprintf(e->log, "tickwire trade: stopping (finish, cancel open orders, log out)\n");
             set_phase(e, TW__PH_STOPPING, now);
+            if (e->procs) {
+                /* The strategy process takes no bars or barriers after
+                 * this record, and says so on every session's ring. */
+                uint8_t z[TW_JOURNAL_PAYLOAD] = {0};
+                int rc = tw_attach_gw_append(&e->att, TW__JR_STOP, z, NULL);
+                if (rc != 0)
+                    fprintf(e->log, "tickwire trade: journal: STOP: %s\n", tw_strerror(rc));
+            }
         } else if (__atomic_load_n(&e->finished, __ATOMIC_ACQUIRE)) {
             /* Acquire pairs with the strategy core's release-store. */
             set_phase(e, TW__PH_FINISHING, now);
@@ -541,7 +783,16 @@ int tw_trade_engine_run(tw_trade_engine *e, tw_error *err)
         rc = tw_trade_engine_step(e, err);
         if (rc != 0)
             return rc < 0 ? rc : 0;
-        tw_clock_sleep_ns(STEP_SLEEP_NS);
+        if (e->procs && e->have_att &&
+            (e->att.state == TW_ATTACH_GW_WAITING || e->att.state == TW_ATTACH_GW_LIVE ||
+             e->att.state == TW_ATTACH_GW_HANDSHAKE)) {
+            /* Woken by a strategy's connection, hangup or death (pidfd). */
+            struct pollfd fds[3];
+            int n = tw_attach_gw_pollfds(&e->att, fds, 3);
+            (void)poll(fds, (nfds_t)n, (int)(STEP_SLEEP_NS / 1000000));
+        } else {
+            tw_clock_sleep_ns(STEP_SLEEP_NS);
+        }
     }
 }
 
@@ -610,6 +861,41 @@ void tw_trade_engine_summary(const tw_trade_engine *e, FILE *f)
             tw_strategy_n_instances(e->strategy), (long long)trades, pnl, spnl,
             (unsigned long long)late, (unsigned long long)fills, (unsigned long long)late_bars,
             pnl - spnl, tw_trading_state_name(c.state));
+    if (e->procs && e->st_restarts) {
+        /* The strategy process's restarts (each logged as it came). */
+        double med[5] = {0}, v[64];
+        uint32_t n = 0;
+        uint64_t bars = 0;
+        for (int m = 0; m < 5; m++) {
+            n = 0;
+            for (uint32_t i = 0; i < e->n_figs; i++) {
+                const tw__resumed *r = &e->figs[i];
+                if (!r->detect_ns)
+                    continue;
+                double rs = (double)(r->replay_end_ns - r->attach_ns) / 1e9;
+                double x = m == 0   ? (double)(r->attach_ns - r->detect_ns) / 1e6
+                           : m == 1 ? rs * 1e3
+                           : m == 2 ? (rs > 0 ? (double)r->bars / rs : 0)
+                           : m == 3 ? (double)(r->first_bar_ns - r->replay_end_ns) / 1e6
+                                    : (double)(r->first_bar_ns - r->detect_ns) / 1e6;
+                bars = r->bars;
+                /* insertion: a handful of values */
+                uint32_t j = n++;
+                while (j > 0 && v[j - 1] > x) {
+                    v[j] = v[j - 1];
+                    j--;
+                }
+                v[j] = x;
+            }
+            med[m] = n ? (n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2) : 0;
+        }
+        fprintf(f,
+                "tickwire trade: strategy process: %llu restarts, %u with figures (median): "
+                "detection -> attached %.3f ms, replay %.3f ms (%.0f bars/s through the kernel; "
+                "last %llu bars), resync %.3f ms; detection -> first new bar %.3f ms\n",
+                (unsigned long long)e->st_restarts, n, med[0], med[1], med[2],
+                (unsigned long long)bars, med[3], med[4]);
+    }
     if (e->recovered) {
         /* From the engine's start (the process's, give or take the exec). */
         int64_t logon = 0;
@@ -641,6 +927,7 @@ void tw_trade_engine_destroy(tw_trade_engine *e)
         tw_reactor_stop(&e->rs);
         tw_reactor_join(&e->rs);
     }
+    strategy_end(e);
     tw__journal_end(e, 0);
     for (uint32_t i = 0; i < e->n_gw; i++)
         tw__gw_destroy(e->gw[i]);

@@ -14,6 +14,7 @@
 #include "tickwire/net.h"
 #include "tickwire/reactor.h"
 #include "tickwire/ring.h"
+#include "tickwire/shm_attach.h"
 #include "tickwire/strategy.h"
 #include "tickwire/trade_engine.h"
 
@@ -130,7 +131,36 @@ _Static_assert(sizeof(tw__inrec) == 80, "an inbound ring slot: evseq, jseq, one 
 enum {
     TW__JR_META = TW_JOURNAL_KIND_APP, /* first record: run id, configuration digest */
     TW__JR_END = TW_JOURNAL_KIND_APP + 1, /* the run ended cleanly (the journal is done) */
+    TW__JR_STOP = TW_JOURNAL_KIND_APP + 2, /* processes mode: TERM; the strategy takes no
+                                              more bars or barriers after it */
 };
+
+/* Processes mode: intents of the strategy process for the gateway itself
+ * (never sent, never journaled), beside strategy.h's tw_out types. */
+enum {
+    TW__OUT_STOPPED = 200, /* after the STOP record, on every session's ring: every
+                              intent decided before it is ahead of it; order_id: the
+                              strategy's digest there */
+    TW__OUT_RESUMED = 201, /* on session 0's ring, after the first new bar a (re)started
+                              strategy processed: its figures (tw__resumed_of) */
+};
+
+/* The figures of one (re)start of the strategy process (monotonic ns). */
+typedef struct tw__resumed {
+    int64_t detect_ns;      /* gateway: the previous strategy seen gone (0: first start) */
+    int64_t spawn_ns;       /* gateway: the new one spawned (0: attached by hand) */
+    int64_t start_ns;       /* strategy: its main started (config loaded) */
+    int64_t attach_ns;      /* strategy: attached (READY sent) */
+    int64_t replay_end_ns;  /* strategy: the journal below resume_end replayed */
+    int64_t first_bar_ns;   /* strategy: its first new bar processed */
+    uint64_t events, bars;  /* replayed through the kernel */
+} tw__resumed;
+
+/* The strategy process's loop (strategy_proc.c). */
+uint64_t tw__cfg_digest(const tw_trade_config *c);
+/* A strategy's log hook, on f (both processes). */
+void tw__strategy_log(FILE *f, const tw_trade_config *cfg, const char *who,
+                      const tw_strategy_log *r);
 
 /* The META record's payload. */
 typedef struct tw__jr_meta {
@@ -154,6 +184,17 @@ void tw__journal_out(tw_trade_engine *e, const tw_out *o);
  * errno with err set. */
 int tw__journal_start(tw_trade_engine *e, tw_error *err);
 void tw__journal_end(tw_trade_engine *e, int clean);
+/* Processes mode, at the end: the report's strategy, rebuilt from the
+ * journal (a fresh strategy fed every EV record, as the strategy process
+ * was; the trades CSV rewritten), checked against the digests the
+ * strategy process sent.  0 or a negative errno with err. */
+int tw__journal_report_replay(tw_trade_engine *e, tw_error *err);
+/* The journal's path ([engine] journal, or the first session's store +
+ * ".journal") into buf. */
+void tw__journal_path(const tw_trade_config *cfg, char *buf, size_t n);
+/* A fresh strategy in the engine's memory, the trades CSV cut to its
+ * header (engine.c).  0 or a negative errno with err. */
+int tw__strategy_rebuild(tw_trade_engine *e, tw_error *err);
 
 /* ---- net core (gateway.c) -------------------------------------------------- */
 
@@ -215,6 +256,23 @@ struct tw_trade_engine {
     int64_t replay_ns;     /* the replay's duration */
     int64_t first_bar_ns;  /* strategy core: the first bar after the replay (0: none yet) */
     int recovered;
+    /* Processes mode: the attach segment, the strategy process. */
+    int procs;             /* [engine] mode = processes */
+    int have_att;
+    tw_attach_gw att;
+    char att_sock[108];
+    pid_t child;           /* the strategy process we spawned (0: none) */
+    int64_t detect_ns;     /* control: when the last strategy was seen gone */
+    int64_t spawn_ns;
+    uint32_t child_fails;  /* strategies in a row that exited by themselves with an error */
+    uint64_t st_restarts;  /* strategies gone and replaced */
+    uint64_t st_digest_finished, st_digest_stopped; /* what the strategy said (0: nothing) */
+    int stop_journaled;
+    pthread_mutex_t figmu; /* net core 0 appends, the control reads */
+    tw__resumed figs[64];
+    uint32_t n_figs;
+    int64_t fig_detect_ns[64], fig_spawn_ns[64]; /* control: per restart */
+    uint32_t n_detects;
 };
 
 int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *err);
@@ -246,6 +304,8 @@ uint32_t tw__gw_store_count(const tw__gw *g); /* messages in the session's store
 /* When this process first logged on (tw_clock_now_ns; 0: never).  Read
  * after the net cores are joined. */
 int64_t tw__gw_first_logon_ns(const tw__gw *g);
+/* Processes mode: the strategy process said it took the STOP record. */
+int tw__gw_strategy_stopped(const tw__gw *g);
 int tw__gw_store_orders(tw__gw *g, uint64_t run_id, void (*fn)(void *, char, uint64_t),
                         void *ctx);
 

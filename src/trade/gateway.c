@@ -42,6 +42,7 @@
 #define EXEC_IDS (1u << 15)    /* ExecIDs remembered per generation */
 #define TIMER_NS 10000000ll    /* the net core's periodic work: 10 ms */
 #define INTENTS_PER_TURN 64
+#define ATT_POLL_NS 50000ll    /* processes mode: the outbound ring's polling bound */
 
 typedef struct open_order {
     uint64_t id;
@@ -97,6 +98,11 @@ struct tw__gw {
     uint32_t done_mask;
     int closed_seen;
     int64_t first_logon_ns; /* this process's first Logon (monotonic) */
+    /* Processes mode (the strategy over the attach segment). */
+    int att_st;             /* the last tw_attach_gw_core_sync: TW_ATTACH_CORE_* */
+    int st_stopped;         /* the strategy's STOPPED marker came through our ring */
+    uint64_t journal_errors;
+    uint64_t bad_intents;   /* intents from the strategy process that made no sense */
     /* ExecIDs seen, two generations (the older one is forgotten when the
      * newer one is half full): a PossDup execution already applied is
      * not a second fill. */
@@ -224,6 +230,18 @@ static void push(tw__gw *g, tw_ev *ev)
     ev->now_ns = g->now_ns;
     if (ev->type == TW_EV_SESSION && ev->u.session.state == TW_SESSION_CLOSED)
         g->closed_seen = 1;
+    if (g->e->procs) {
+        /* Journaled, then into our inbound ring of the segment if a
+         * strategy is attached and the ring has room; else the strategy
+         * reads it from the journal (shm_attach.h). */
+        /* (Before the segment exists: the recovery at set-up, one thread.) */
+        int rc = g->e->have_att ? tw_attach_gw_put(&g->e->att, g->index, TW_JOURNAL_EV, ev, NULL)
+                                : tw_journal_append(&g->e->jr, TW_JOURNAL_EV, ev, NULL);
+        if (rc != 0 && g->journal_errors++ == 0)
+            logf_(g, "journal append failed: %s (the strategy process cannot see this event)",
+                  tw_strerror(rc));
+        return;
+    }
     /* Numbered and journaled before the ring: what the strategy sees is
      * in the journal first (recover.c). */
     tw__inrec rec;
@@ -911,6 +929,92 @@ static int send_cancel(tw__gw *g, uint64_t order_id, uint32_t instance, uint32_t
     return rc;
 }
 
+/* An intent handled: journaled as OUT (processes mode: through our core's
+ * side of the segment, so the strategy's stream has it in order). */
+static void journal_out(tw__gw *g, const tw_out *o)
+{
+    if (!g->e->procs) {
+        tw__journal_out(g->e, o);
+        return;
+    }
+    int rc = tw_attach_gw_put(&g->e->att, g->index, TW_JOURNAL_OUT, o, NULL);
+    if (rc != 0 && g->journal_errors++ == 0)
+        logf_(g, "journal append failed: %s (a restarted strategy would send again what is "
+              "not in it)", tw_strerror(rc));
+}
+
+/* Processes mode: an intent from the strategy process is outside input.
+ * 1 when it can be acted on. */
+static int intent_ok(tw__gw *g, const tw_out *o)
+{
+    const tw_trade_config *c = g->cfg;
+    switch (o->type) {
+    case TW_OUT_ORDER:
+        return o->session == g->index && o->instance < c->n_instances &&
+               o->instrument < c->n_instruments && o->qty > 0 &&
+               (o->side == TW_SIDE_BUY || o->side == TW_SIDE_SELL);
+    case TW_OUT_CANCEL:
+        return o->session == g->index && o->instance < c->n_instances &&
+               o->instrument < c->n_instruments &&
+               (o->side == TW_SIDE_BUY || o->side == TW_SIDE_SELL);
+    case TW_OUT_BARRIER_ACK:
+    case TW_OUT_LOGOUT:
+    case TW__OUT_STOPPED:
+        return o->session == g->index;
+    case TW_OUT_FINISHED:
+    case TW__OUT_RESUMED:
+        return g->index == 0;
+    default:
+        return 0;
+    }
+}
+
+/* Processes mode: what the strategy process says to the gateway itself. */
+static void strategy_note(tw__gw *g, const tw_out *o)
+{
+    tw_trade_engine *e = g->e;
+    if (o->type == TW__OUT_STOPPED) {
+        g->st_stopped = 1;
+        if (g->index == 0)
+            e->st_digest_stopped = o->order_id;
+        return;
+    }
+    /* RESUMED: the figures of the strategy's (re)start. */
+    pthread_mutex_lock(&e->figmu);
+    if (e->n_figs < sizeof(e->figs) / sizeof(e->figs[0])) {
+        tw__resumed *f = &e->figs[e->n_figs];
+        uint32_t k = e->n_figs;
+        e->n_figs++;
+        memset(f, 0, sizeof(*f));
+        f->start_ns = (int64_t)o->tsc_decision;
+        f->attach_ns = (int64_t)o->order_id;
+        f->replay_end_ns = (int64_t)o->ref;
+        f->first_bar_ns = (int64_t)o->tsc_rx;
+        f->bars = o->tsc_tcp;
+        f->events = o->tsc_parse;
+        /* Its detection: the control's last one before it attached. */
+        for (uint32_t i = 0; i < e->n_detects; i++)
+            if (e->fig_detect_ns[i] < f->attach_ns && e->fig_detect_ns[i] > f->detect_ns) {
+                f->detect_ns = e->fig_detect_ns[i];
+                f->spawn_ns = e->fig_spawn_ns[i];
+            }
+        if (f->detect_ns) {
+            double rs = (double)(f->replay_end_ns - f->attach_ns) / 1e9;
+            fprintf(e->log,
+                    "tickwire trade: strategy restart %u: detected at %lld ns, attached %.3f ms "
+                    "later, replay %.3f ms (%llu events, %llu bars: %.0f bars/s), resync %.3f ms; "
+                    "detection -> first new bar %.3f ms (first bar at %lld ns, monotonic)\n",
+                    k, (long long)f->detect_ns, (double)(f->attach_ns - f->detect_ns) / 1e6,
+                    rs * 1e3, (unsigned long long)f->events, (unsigned long long)f->bars,
+                    rs > 0 ? (double)f->bars / rs : 0.0,
+                    (double)(f->first_bar_ns - f->replay_end_ns) / 1e6,
+                    (double)(f->first_bar_ns - f->detect_ns) / 1e6, (long long)f->first_bar_ns);
+            fflush(e->log);
+        }
+    }
+    pthread_mutex_unlock(&e->figmu);
+}
+
 static void do_logout(tw__gw *g, const char *why)
 {
     g->logout_requested = 1;
@@ -926,6 +1030,25 @@ static void do_logout(tw__gw *g, const char *why)
  * must wait for the session. */
 static int intent(tw__gw *g, const tw_out *o)
 {
+    if (g->e->procs) {
+        if (!intent_ok(g, o)) {
+            if (g->bad_intents++ == 0)
+                logf_(g, "the strategy process wrote an intent that makes no sense (type %u, "
+                      "session %u): dropped", o->type, o->session);
+            return 0;
+        }
+        if (o->type == TW__OUT_STOPPED || o->type == TW__OUT_RESUMED) {
+            strategy_note(g, o);
+            return 0;
+        }
+        if (o->type == TW_OUT_FINISHED) {
+            g->e->st_digest_finished = o->order_id;
+            journal_out(g, o); /* a replay's FINISHED is then known as said */
+            /* Release pairs with the control thread's acquire-load. */
+            __atomic_store_n(&g->e->finished, 1, __ATOMIC_RELEASE);
+            return 0;
+        }
+    }
     if (g->over) {
         /* Counted by type: nothing can carry it any more. */
         if (o->type == TW_OUT_BARRIER_ACK)
@@ -954,7 +1077,7 @@ static int intent(tw__gw *g, const tw_out *o)
     case TW_OUT_ORDER: {
         int rc = send_order(g, o);
         if (g->fs.next_out != seq)
-            tw__journal_out(g->e, o); /* in the store: sent, or resent after a reconnect */
+            journal_out(g, o); /* in the store: sent, or resent after a reconnect */
         if (rc != 0 && g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
             return 1;
         if (rc != 0 && g->fs.next_out == seq) {
@@ -967,7 +1090,7 @@ static int intent(tw__gw *g, const tw_out *o)
     case TW_OUT_CANCEL: {
         int rc = send_cancel(g, o->order_id, o->instance, o->instrument, o->side, o->qty);
         if (g->fs.next_out != seq)
-            tw__journal_out(g->e, o);
+            journal_out(g, o);
         if (rc != 0 && g->fs.next_out == seq && g->fs.state != TW_FIX_ACTIVE)
             return 1;
         if (rc != 0 && g->fs.next_out == seq)
@@ -981,12 +1104,12 @@ static int intent(tw__gw *g, const tw_out *o)
             g->st.barrier_acks++;
         else
             g->st.barrier_acks_lost++;
-        tw__journal_out(g->e, o); /* handled: a replay does not ack it again */
+        journal_out(g, o); /* handled: a replay does not ack it again */
         return 0;
     }
     case TW_OUT_LOGOUT:
         do_logout(g, NULL);
-        tw__journal_out(g->e, o);
+        journal_out(g, o);
         return 0;
     default:
         TW_VERIFY(0 && "an intent type the strategy does not write");
@@ -994,17 +1117,32 @@ static int intent(tw__gw *g, const tw_out *o)
     }
 }
 
+/* The ring the strategy's intents come in: our own (threads mode), or our
+ * outbound ring of the segment while core_sync says LIVE or DRAIN (NULL
+ * otherwise). */
+static tw_ring *intents_ring(tw__gw *g)
+{
+    if (!g->e->procs)
+        return g->out;
+    return g->att_st == TW_ATTACH_CORE_DOWN ? NULL : tw_attach_gw_out_ring(&g->e->att, g->index);
+}
+
 static unsigned drain_intents(tw__gw *g)
 {
     unsigned done = 0;
+    tw_ring *r = intents_ring(g);
+    if (!r)
+        return 0;
     while (done < INTENTS_PER_TURN && !g->stream_closed &&
            g->xp->out_cap - g->xp->out_len >= OUT_ROOM) {
         const void *v;
-        uint32_t n = tw_ring_peek_sc(g->out, 1, &v);
+        uint32_t n = tw_ring_peek_sc(r, 1, &v);
         if (n == 0)
             break;
-        int wait = intent(g, (const tw_out *)v);
-        tw_ring_release_sc(g->out, wait ? 0 : 1);
+        tw_out o;
+        memcpy(&o, v, sizeof(o)); /* the segment's slot may change under us: one copy */
+        int wait = intent(g, &o);
+        tw_ring_release_sc(r, wait ? 0 : 1);
         if (wait)
             break;
         done++;
@@ -1026,8 +1164,16 @@ static void stop_progress(tw__gw *g)
     if (g->stop_stage == 1) {
         /* Acquire pairs with the strategy core's release-store once it
          * has written its last intents: after it, the ring holds them all. */
-        if (!__atomic_load_n(&e->strategy_stopped, __ATOMIC_ACQUIRE) || tw_ring_count(g->out))
+        if (e->procs) {
+            /* The strategy process's marker is behind every intent it
+             * decided before the STOP record. */
+            tw_ring *r = intents_ring(g);
+            if (!g->st_stopped || !r || tw_ring_count(r))
+                return;
+        } else if (!__atomic_load_n(&e->strategy_stopped, __ATOMIC_ACQUIRE) ||
+                   tw_ring_count(g->out)) {
             return;
+        }
         if (g->fs.state != TW_FIX_ACTIVE) {
             g->stop_stage = 3;
             g->logout_requested = 1;
@@ -1091,6 +1237,15 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
     tw__xport *xp = g->xp;
     g->now_ns = now->ns;
     unsigned work = 0;
+    if (g->e->procs) {
+        /* Resets our rings after a strategy died (once what it committed
+         * is sent), and says whether one is attached. */
+        g->att_st = tw_attach_gw_core_sync(&g->e->att, g->index);
+        /* The strategy process rings no doorbell: a yielding core looks
+         * at its outbound ring at least this often. */
+        if (g->att_st != TW_ATTACH_CORE_DOWN && now->wake_ns > now->ns + ATT_POLL_NS)
+            now->wake_ns = now->ns + ATT_POLL_NS;
+    }
     /* A yielding core spins TW_REACTOR_IDLE_SPINS idle turns before it
      * waits in ppoll on the socket; a recv() on each of them would make
      * the spin a string of system calls.  So: a recv after work, and on
@@ -1164,7 +1319,8 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
     /* Idle: may sleep; look at the ring once more after saying so (the
      * strategy then either sees sleeping or we see its intent). */
     tw__bell_sleep(&g->bell);
-    if (g->fs.state == TW_FIX_ACTIVE && tw_ring_count(g->out))
+    tw_ring *r = intents_ring(g);
+    if (g->fs.state == TW_FIX_ACTIVE && r && tw_ring_count(r))
         return 1;
     return 0;
 }
@@ -1394,6 +1550,8 @@ static void publish(tw__gw *g)
      * control thread sees it, every event of this session is in the ring. */
     __atomic_store_n(&g->settled, (uint32_t)(g->over && g->spill_n == 0), __ATOMIC_RELEASE);
 }
+
+int tw__gw_strategy_stopped(const tw__gw *g) { return g->st_stopped; }
 
 int tw__gw_settled(const tw__gw *g)
 {

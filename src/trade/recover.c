@@ -112,7 +112,7 @@ static uint64_t fnv(uint64_t h, const void *p, size_t n)
 
 /* What decides the strategy's intents and their ClOrdIDs: sessions,
  * instruments, instances (name, instrument, combo), fee, risk. */
-static uint64_t cfg_digest(const tw_trade_config *c)
+uint64_t tw__cfg_digest(const tw_trade_config *c)
 {
     uint64_t h = 1469598103934665603ull;
     h = fnv(h, &c->n_sessions, sizeof(c->n_sessions));
@@ -237,7 +237,7 @@ static int append_meta(tw_trade_engine *e, tw_error *err)
     memset(&m, 0, sizeof(m));
     memcpy(m.magic, META_MAGIC, 8);
     m.run_id = e->run_id;
-    m.cfg_digest = cfg_digest(e->cfg);
+    m.cfg_digest = tw__cfg_digest(e->cfg);
     m.n_sessions = e->cfg->n_sessions;
     m.n_instances = e->cfg->n_instances;
     int rc = tw_journal_append(&e->jr, TW__JR_META, &m, NULL);
@@ -336,6 +336,8 @@ static int scan_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
         s->n_orders += o->type == TW_OUT_ORDER;
     } else if (k == TW__JR_END) {
         s->ended = 1;
+    } else if (k == TW__JR_STOP) {
+        /* processes mode: the gateway's TERM */
     } else {
         return -TW_EFORMAT;
     }
@@ -362,6 +364,7 @@ typedef struct replay_ctx {
     uint64_t n_notes, cap_notes;
     uint64_t acks_dropped;
     uint64_t bars;
+    int stopped; /* a STOP record came: no more bars or barriers (processes mode) */
 } replay_ctx;
 
 static int list_add(tw_out **v, uint64_t *n, uint64_t *cap, const tw_out *o)
@@ -388,12 +391,16 @@ static int replay_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
             tw__gw_restore_order(e->gw[o->session], o);
         return 0;
     }
+    if (k == TW__JR_STOP)
+        rc->stopped = 1;
     if (k != TW_JOURNAL_EV)
         return 0;
     tw_ev ev;
     memcpy(&ev, rec->payload, sizeof(ev));
     /* The stamps were the live run's: the replay's intents carry none. */
     ev.tsc_rx = ev.tsc_tcp = ev.tsc_parse = 0;
+    if (rc->stopped && (ev.type == TW_EV_BAR || ev.type == TW_EV_BARRIER))
+        return 0; /* as the strategy process did */
     if (ev.type != TW_EV_KILL && ev.type != TW_EV_OPERATOR) {
         if (ev.session >= e->n_gw)
             return -TW_EFORMAT;
@@ -437,6 +444,64 @@ static int replay_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
     return 0;
 }
 
+void tw__journal_path(const tw_trade_config *cfg, char *buf, size_t n)
+{
+    if (cfg->engine.journal[0])
+        snprintf(buf, n, "%s", cfg->engine.journal);
+    else
+        snprintf(buf, n, "%s.journal", cfg->sessions[0].store);
+}
+
+/* Processes mode: the report's strategy (engine_internal.h). */
+int tw__journal_report_replay(tw_trade_engine *e, tw_error *err)
+{
+    int rc = tw__strategy_rebuild(e, err);
+    if (rc != 0)
+        return rc;
+    tw_journal_rec *buf = NULL;
+    uint64_t n = 0;
+    if ((rc = load_all(e, &buf, &n, err)) != 0)
+        return rc;
+    int stopped = 0, fin_seen = 0;
+    uint64_t fin_digest = 0, stop_digest = 0, events = 0;
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t k = tw_journal_rec_kind(&buf[i]);
+        if (k == TW__JR_STOP && !stopped) {
+            stopped = 1;
+            stop_digest = tw_strategy_digest(e->strategy);
+        }
+        if (k != TW_JOURNAL_EV)
+            continue;
+        tw_ev ev;
+        memcpy(&ev, buf[i].payload, sizeof(ev));
+        if (stopped && (ev.type == TW_EV_BAR || ev.type == TW_EV_BARRIER))
+            continue;
+        events++;
+        size_t m = tw_strategy_on_event(e->strategy, &ev, e->out_buf, e->out_cap);
+        for (size_t j = 0; j < m; j++)
+            if (e->out_buf[j].type == TW_OUT_FINISHED && !fin_seen) {
+                fin_seen = 1;
+                fin_digest = tw_strategy_digest(e->strategy);
+            }
+    }
+    free(buf);
+    /* What the strategy process said its state was, at the same places. */
+    if (fin_seen && e->st_digest_finished && e->st_digest_finished != fin_digest)
+        rc = tw__err(err, -TW_EFORMAT, "the strategy process's state at FINISHED (digest %016llx) "
+                     "is not the journal's replay (%016llx): the report would not be its own",
+                     (unsigned long long)e->st_digest_finished, (unsigned long long)fin_digest);
+    else if (stopped && e->st_digest_stopped && e->st_digest_stopped != stop_digest)
+        rc = tw__err(err, -TW_EFORMAT, "the strategy process's state at STOP (digest %016llx) "
+                     "is not the journal's replay (%016llx): the report would not be its own",
+                     (unsigned long long)e->st_digest_stopped, (unsigned long long)stop_digest);
+    fprintf(e->log, "tickwire trade: gateway: the report's strategy rebuilt from the journal "
+            "(%llu events)%s\n", (unsigned long long)events,
+            rc ? "" : (fin_seen && e->st_digest_finished) || (stopped && e->st_digest_stopped)
+                          ? "; the strategy process's digest matches"
+                          : "; no digest from the strategy process to check");
+    return rc;
+}
+
 int tw__journal_start(tw_trade_engine *e, tw_error *err)
 {
     const tw_trade_config *cfg = e->cfg;
@@ -445,10 +510,7 @@ int tw__journal_start(tw_trade_engine *e, tw_error *err)
     if (rc != 0)
         return tw__err(err, -rc, "mutex: %s", strerror(rc));
     e->have_jmu = 1;
-    if (cfg->engine.journal[0])
-        snprintf(e->journal_path, sizeof(e->journal_path), "%s", cfg->engine.journal);
-    else
-        snprintf(e->journal_path, sizeof(e->journal_path), "%s.journal", cfg->sessions[0].store);
+    tw__journal_path(cfg, e->journal_path, sizeof(e->journal_path));
     if ((rc = mkdirs(e->journal_path)) != 0)
         return tw__err(err, rc, "journal %s: cannot create its directory: %s", e->journal_path,
                        strerror(-rc));
@@ -481,7 +543,7 @@ int tw__journal_start(tw_trade_engine *e, tw_error *err)
             return rc;
         return append_meta(e, err);
     }
-    if (sc.meta.cfg_digest != cfg_digest(cfg) || sc.meta.n_sessions != cfg->n_sessions ||
+    if (sc.meta.cfg_digest != tw__cfg_digest(cfg) || sc.meta.n_sessions != cfg->n_sessions ||
         sc.meta.n_instances != cfg->n_instances) {
         free(buf);
         return tw__err(err, -TW_EFORMAT, "journal %s is the crashed run of another "
@@ -538,8 +600,10 @@ int tw__journal_start(tw_trade_engine *e, tw_error *err)
                      "ran; refusing to trade on", e->journal_path, (unsigned long long)lost);
         goto out;
     }
-    /* 4. The unsent intents wait in their rings for the Logon, in order. */
-    for (uint64_t i = 0; i < rp.n_unsent; i++) {
+    /* 4. The unsent intents wait in their rings for the Logon, in order
+     * (processes mode: the strategy process decides them again and sends
+     * them: none of them has an OUT record). */
+    for (uint64_t i = 0; i < rp.n_unsent && !e->procs; i++) {
         tw__gw *g = e->gw[rp.unsent[i].session];
         if (tw_ring_enqueue_burst_sp(tw__gw_out(g), &rp.unsent[i], 1) != 1) {
             rc = tw__err(err, -ENOBUFS, "journal %s: %llu intents to send again, more than "

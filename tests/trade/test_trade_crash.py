@@ -49,14 +49,18 @@ def combos():
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["one_session", "two_sessions"])
 def dataset(request, tmp_path_factory):
+    return make_dataset(request.param, tmp_path_factory, BARS)
+
+
+def make_dataset(n, tmp_path_factory, bars):
     """One session (the study), or two (the study and a NaN-gapped one, a
     session and a net core each: the journal's order across cores)."""
     t = tmp_path_factory.mktemp("data")
     paths = {"AAA": str(t / "study.npy")}
-    np.save(paths["AAA"], d.study()[:BARS])
-    if request.param == 2:
+    np.save(paths["AAA"], d.study()[:bars])
+    if n == 2:
         paths["BBB"] = str(t / "gapped.npy")
-        np.save(paths["BBB"], d.with_nan_gaps(d.study(seed=43))[:BARS])
+        np.save(paths["BBB"], d.with_nan_gaps(d.study(seed=43))[:bars])
     refs = {sym: live.sweep_reference(TICKWIRE, p, combos(), str(t), sym) for sym, p in paths.items()}
     return {"paths": paths, "refs": refs, "dir": str(t)}
 
@@ -89,7 +93,7 @@ def reached(path, n):
     return len(b) == 4 and b != b"\0\0\0\0"
 
 
-def setup_run(workdir, paths):
+def setup_run(workdir, paths, engine=None):
     n = len(paths)
     venue = live.Venue(TICKWIRE, paths, workdir,
                        args=["--lockstep"] + (["--sessions", str(n)] if n > 1 else []))
@@ -104,7 +108,7 @@ def setup_run(workdir, paths):
     config = os.path.join(workdir, "trade.ini")
     insts = live.write_config(config, report=os.path.join(workdir, "report.json"),
                               trades=os.path.join(workdir, "trades.csv"), sessions=sess,
-                              instruments=instr, strategies=strat)
+                              instruments=instr, strategies=strat, engine=engine)
     return venue, config, insts
 
 

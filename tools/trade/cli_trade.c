@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/cli_opt.h"
 #include "tickwire/clock.h"
@@ -21,7 +22,8 @@ int tw__cli_trade(int argc, char **argv);
 
 static const char usage[] =
     "usage: tickwire trade --config FILE [--run-id N] [--reset-seqs] [--latency FILE]\n"
-    "                      [--cancel-wait-ms MS] [--end-wait-ms MS] [--quiet]\n"
+    "                      [--cancel-wait-ms MS] [--end-wait-ms MS] [--quiet] [--no-spawn]\n"
+    "       tickwire trade --attach SOCK --config FILE [--quiet]\n"
     "\n"
     "The live engine (live.md): net cores (kernel TCP or the userspace stack, FIX\n"
     "4.4 sessions) feeding one strategy core over SPSC rings; orders back the same\n"
@@ -36,7 +38,12 @@ static const char usage[] =
     "                      bar that caused an order\n"
     "  --cancel-wait-ms MS on SIGTERM, how long open orders get to be answered (1000)\n"
     "  --end-wait-ms MS    how long a Logout handshake may take (5000)\n"
-    "  --quiet             no session lines on the log\n";
+    "  --quiet             no session lines on the log\n"
+    "  --no-spawn          mode = processes: start no strategy process (attach one\n"
+    "                      by hand with --attach; the gateway logs its socket)\n"
+    "  --attach SOCK       be the strategy process of a gateway (mode = processes)\n"
+    "                      listening at SOCK: replay its journal, then trade on;\n"
+    "                      exits when the gateway ends the run or goes away\n";
 
 static tw_trade_engine *g_engine;
 
@@ -102,9 +109,31 @@ static int write_latency(const char *path, const tw_trade_engine *e, const tw_tr
     return 0;
 }
 
+/* The strategy process (mode = processes): SIGINT is the gateway's to act
+ * on (a terminal's ^C reaches both); SIGTERM ends it (the gateway starts
+ * another). */
+static int strategy_main(const char *sock, const char *config, int quiet)
+{
+    signal(SIGINT, SIG_IGN);
+    signal(SIGUSR1, SIG_IGN);
+    signal(SIGPIPE, SIG_IGN);
+    tw_trade_config *cfg = NULL;
+    tw_error err = {0};
+    if (tw_trade_config_load(config, &cfg, &err) != 0) {
+        fprintf(stderr, "%s\n", err.msg);
+        return 2;
+    }
+    int rc = tw_trade_strategy_attach(cfg, sock, quiet, &err);
+    if (rc != 0)
+        fprintf(stderr, "tickwire trade: strategy process %d: %s\n", (int)getpid(), err.msg);
+    tw_trade_config_free(cfg);
+    return rc == 0 ? 0 : rc == -ECONNRESET ? 3 : 1;
+}
+
 int tw__cli_trade(int argc, char **argv)
 {
-    const char *config = NULL, *latency = NULL;
+    const char *config = NULL, *latency = NULL, *attach = NULL;
+    int no_spawn = 0;
     tw_trade_engine_opts o = {.open_port = open_port, .close_port = close_port};
     for (int i = 1; i < argc; i++) {
         const char *a = argv[i], *v;
@@ -116,12 +145,18 @@ int tw__cli_trade(int argc, char **argv)
             o.quiet = 1;
             continue;
         }
+        if (!strcmp(a, "--no-spawn")) {
+            no_spawn = 1;
+            continue;
+        }
         int r = tw__cli_opt_value("trade", usage, argc, argv, &i, &a, &v);
         if (r)
             return r > 0 ? 0 : 2;
         uint64_t u;
         if (!strcmp(a, "--config")) {
             config = v;
+        } else if (!strcmp(a, "--attach")) {
+            attach = v;
         } else if (!strcmp(a, "--latency")) {
             latency = v;
         } else if (!strcmp(a, "--run-id")) {
@@ -145,11 +180,28 @@ int tw__cli_trade(int argc, char **argv)
         fprintf(stderr, "tickwire trade: --config FILE is required (see --help)\n");
         return 2;
     }
+    if (attach)
+        return strategy_main(attach, config, o.quiet);
     tw_trade_config *cfg = NULL;
     tw_error err = {0};
     if (tw_trade_config_load(config, &cfg, &err) != 0) {
         fprintf(stderr, "%s\n", err.msg);
         return 2;
+    }
+    /* mode = processes: the strategy process is this program again. */
+    char sock[108], exe[4096];
+    char *sargv[] = {exe, "trade", "--attach", sock, "--config", (char *)config,
+                     o.quiet ? "--quiet" : NULL, NULL};
+    if (cfg->engine.mode == TW_TRADE_PROCESSES && !no_spawn) {
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+        if (n <= 0) {
+            fprintf(stderr, "tickwire trade: /proc/self/exe: %s\n", strerror(errno));
+            tw_trade_config_free(cfg);
+            return 1;
+        }
+        exe[n] = 0;
+        tw_trade_engine_attach_sock(cfg, sock);
+        o.strategy_argv = sargv;
     }
     tw_trade_engine *e = NULL;
     if (tw_trade_engine_create(&e, cfg, &o, &err) != 0) {

@@ -1,0 +1,460 @@
+/* The strategy process of `[engine] mode = processes` (trade_engine.h,
+ * tw_trade_strategy_attach; docs/crash.md, "Processes mode").
+ *
+ * It owns a tw_strategy built from the same configuration as the
+ * gateway's, and nothing else: no socket to the venue, no FIX, no store.
+ * Its input is the attach segment's stream (shm_attach.h): every journal
+ * record in seq order, from the first, each once (the journal for what was
+ * written before it attached or fell out of a full ring, the rings for
+ * the rest).  So a strategy started after another one died rebuilds the
+ * same state by replaying the journal through the same kernel from the
+ * first bar, and decides again every intent its predecessors decided,
+ * with the same order ids (tw_order_id(instance, decision bar)):
+ *
+ *   - the journal's OUT records below resume_end (the journal's end when
+ *     it attached) are what the gateway sent for earlier strategies: a
+ *     multiset; each intent the replay decides that is in it takes one off
+ *     and is not sent again; when the replay reaches resume_end every one
+ *     must have been taken (else this is not the strategy that ran: stop);
+ *   - every other intent goes to its session's outbound ring, in order;
+ *   - OUT records at or after resume_end are the gateway's notes of its own
+ *     sends; STOP (the gateway's TERM) makes it take no more bars or
+ *     barriers, as the threads-mode strategy core does.
+ *
+ * What it tells the gateway beside intents (engine_internal.h): STOPPED
+ * after the STOP record on every session's ring (every intent decided
+ * before it is ahead of it), FINISHED with its digest, and RESUMED with
+ * the figures of its start once it processed its first new bar. */
+#include <errno.h>
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trade/engine_internal.h"
+
+#define BURST 64
+#define IDLE_SPINS 64
+#define IDLE_SLEEP_NS 50000ll       /* no doorbell from the gateway: poll at least this often */
+#define GW_BEAT_TIMEOUT_NS 3000000000ll /* a gateway whose beat stands still this long is gone */
+#define CONNECT_FOR_NS 60000000000ll
+
+/* ---- the intents the journal says were sent: a multiset ---------------------- */
+
+typedef struct sent_ent {
+    uint64_t id;   /* order id (ORDER, CANCEL), ref (BARRIER_ACK), 0 otherwise */
+    uint32_t kind; /* type | session << 8 (0 for orders and cancels); 0: empty */
+    uint32_t n;    /* OUT records not yet matched */
+} sent_ent;
+
+typedef struct sp {
+    const tw_trade_config *cfg;
+    FILE *log;
+    int own_log, quiet;
+    tw_attach_st st;
+    int attached;
+    void *mem;
+    tw_strategy *s;
+    tw_out *out;
+    size_t out_cap;
+    sent_ent *t;
+    uint64_t mask, n_sent, left; /* left: OUT records not yet matched */
+    uint64_t beat;
+    int stopped, finished, replayed;
+    uint64_t suppressed, sent_new, events, bars;
+    tw__resumed fig;
+    int resumed_sent;
+} sp;
+
+static uint32_t key_kind(const tw_out *o)
+{
+    uint32_t s = (o->type == TW_OUT_ORDER || o->type == TW_OUT_CANCEL ||
+                  o->type == TW_OUT_FINISHED) ? 0 : o->session;
+    return (uint32_t)o->type | s << 8;
+}
+
+static uint64_t key_id(const tw_out *o)
+{
+    if (o->type == TW_OUT_ORDER || o->type == TW_OUT_CANCEL)
+        return o->order_id;
+    if (o->type == TW_OUT_BARRIER_ACK)
+        return o->ref;
+    return 0;
+}
+
+static sent_ent *slot(sp *p, uint32_t kind, uint64_t id)
+{
+    uint64_t h = (id ^ ((uint64_t)kind << 40)) * 0x9e3779b97f4a7c15ull;
+    for (uint64_t i = h >> 20 & p->mask;; i = (i + 1) & p->mask) {
+        sent_ent *x = &p->t[i];
+        if (x->kind == 0 || (x->kind == kind && x->id == id))
+            return x;
+    }
+}
+
+static int sent_add(sp *p, const tw_out *o)
+{
+    if (2 * (p->n_sent + 1) > p->mask) {
+        /* Grow (pre-scan only, before the kernel runs). */
+        uint64_t cap = 2 * (p->mask + 1);
+        sent_ent *old = p->t;
+        uint64_t om = p->mask;
+        p->t = calloc(cap, sizeof(sent_ent));
+        if (!p->t) {
+            p->t = old;
+            return -ENOMEM;
+        }
+        p->mask = cap - 1;
+        for (uint64_t i = 0; i <= om; i++)
+            if (old[i].kind)
+                *slot(p, old[i].kind, old[i].id) = old[i];
+        free(old);
+    }
+    sent_ent *x = slot(p, key_kind(o), key_id(o));
+    if (x->kind == 0) {
+        x->kind = key_kind(o);
+        x->id = key_id(o);
+        p->n_sent++;
+    }
+    x->n++;
+    p->left++;
+    return 0;
+}
+
+/* 1 when o was sent already (one OUT record taken off). */
+static int sent_take(sp *p, const tw_out *o)
+{
+    if (p->left == 0)
+        return 0;
+    sent_ent *x = slot(p, key_kind(o), key_id(o));
+    if (x->kind == 0 || x->n == 0)
+        return 0;
+    x->n--;
+    p->left--;
+    return 1;
+}
+
+/* ---- hooks --------------------------------------------------------------------- */
+
+static void on_log(void *ctx, const tw_strategy_log *r)
+{
+    sp *p = ctx;
+    if (p->replayed) /* the replay's lines were the earlier strategies' */
+        tw__strategy_log(p->log, p->cfg, "strategy process: ", r);
+}
+
+/* ---- sending --------------------------------------------------------------------- */
+
+/* Whether the gateway is still there (0), else -ECONNRESET with err. */
+static int gateway_alive(sp *p, tw_error *err)
+{
+    int rc = tw_attach_st_check_gateway(&p->st, tw_clock_now_ns(), GW_BEAT_TIMEOUT_NS);
+    if (rc == 0)
+        return 0;
+    return tw__err(err, -ECONNRESET, "the gateway went away (%s)",
+                   rc == -ETIMEDOUT ? "its heartbeat stopped" : "the socket hung up");
+}
+
+static int send_out(sp *p, const tw_out *o, tw_error *err)
+{
+    TW_ASSERT(o->session < p->st.n_cores);
+    tw_ring *r = tw_attach_st_out_ring(&p->st, o->session);
+    while (tw_ring_enqueue_burst_sp(r, o, 1) != 1) {
+        /* Full: the net core drains it (or the gateway is gone). */
+        if (tw_ring_error(r, NULL) != 0)
+            return tw__err(err, -EBADMSG, "outbound ring of session %u stopped", o->session);
+        int rc = gateway_alive(p, err);
+        if (rc != 0)
+            return rc;
+        tw_attach_st_beat(&p->st, ++p->beat);
+        tw_clock_sleep_ns(IDLE_SLEEP_NS);
+    }
+    return 0;
+}
+
+static int send_marker(sp *p, uint8_t type, uint16_t session, tw_error *err)
+{
+    tw_out o;
+    memset(&o, 0, sizeof(o));
+    o.type = type;
+    o.session = session;
+    if (type == TW__OUT_STOPPED) {
+        o.order_id = tw_strategy_digest(p->s);
+    } else { /* RESUMED: the figures (engine_internal.h, tw__resumed) */
+        o.order_id = (uint64_t)p->fig.attach_ns;
+        o.ref = (uint64_t)p->fig.replay_end_ns;
+        o.tsc_rx = (uint64_t)p->fig.first_bar_ns;
+        o.tsc_tcp = p->fig.bars;
+        o.tsc_parse = p->fig.events;
+        o.tsc_decision = (uint64_t)p->fig.start_ns;
+    }
+    return send_out(p, &o, err);
+}
+
+/* ---- the stream ------------------------------------------------------------------- */
+
+static int check_meta(sp *p, const tw_journal_rec *rec, tw_error *err)
+{
+    tw__jr_meta m;
+    memcpy(&m, rec->payload, sizeof(m));
+    if (tw_journal_rec_kind(rec) != TW__JR_META || memcmp(m.magic, "TWTRADE1", 8) != 0)
+        return tw__err(err, -TW_EFORMAT, "the journal's first record is not the engine's META");
+    if (m.cfg_digest != tw__cfg_digest(p->cfg) || m.n_sessions != p->cfg->n_sessions ||
+        m.n_instances != p->cfg->n_instances)
+        return tw__err(err, -TW_EFORMAT, "the gateway's journal is of another configuration "
+                       "(sessions, instruments, instances, fee or risk differ from %s)",
+                       p->cfg->path);
+    return 0;
+}
+
+/* The OUT records the gateway wrote before we attached, and the META. */
+static int prescan(sp *p, tw_error *err)
+{
+    tw_journal_reader r;
+    tw_journal_reader_cfg rc = {.fd = p->st.jr.fd, .follow = 1, .buf_records = 4096};
+    int k = tw_journal_reader_open(&r, &rc, err);
+    if (k != 0)
+        return k;
+    tw_journal_reader_expect(&r, p->st.resume_end);
+    tw_journal_rec recs[BURST];
+    int first = 1, rv = 0;
+    while (r.seq < p->st.resume_end && rv == 0) {
+        uint64_t want = p->st.resume_end - r.seq;
+        k = tw_journal_read_burst(&r, recs, want < BURST ? (uint32_t)want : BURST, err);
+        if (k <= 0) {
+            rv = k < 0 ? k : tw__err(err, -TW_EFORMAT, "the journal ends at %llu, before the "
+                                     "%llu the gateway said", (unsigned long long)r.seq,
+                                     (unsigned long long)p->st.resume_end);
+            break;
+        }
+        for (int i = 0; i < k && rv == 0; i++) {
+            if (first) {
+                rv = check_meta(p, &recs[i], err);
+                first = 0;
+            } else if (tw_journal_rec_kind(&recs[i]) == TW_JOURNAL_OUT) {
+                tw_out o;
+                memcpy(&o, recs[i].payload, sizeof(o));
+                if ((rv = sent_add(p, &o)) != 0)
+                    tw__err(err, rv, "out of memory");
+            }
+        }
+    }
+    if (rv == 0 && first)
+        rv = tw__err(err, -TW_EFORMAT, "the journal has no META record");
+    tw_journal_reader_close(&r);
+    return rv;
+}
+
+static int on_ev(sp *p, const tw_journal_rec *rec, tw_error *err)
+{
+    tw_ev ev;
+    memcpy(&ev, rec->payload, sizeof(ev));
+    int replay = rec->seq < p->st.resume_end;
+    if (replay)
+        ev.tsc_rx = ev.tsc_tcp = ev.tsc_parse = 0; /* the live run's stamps */
+    if (p->stopped && (ev.type == TW_EV_BAR || ev.type == TW_EV_BARRIER))
+        return 0; /* TERM: no new decisions (as the threads-mode core) */
+    p->events += replay;
+    p->bars += replay && ev.type == TW_EV_BAR;
+    size_t m = tw_strategy_on_event(p->s, &ev, p->out, p->out_cap);
+    uint64_t t = tw_tsc_read();
+    for (size_t i = 0; i < m; i++) {
+        tw_out *o = &p->out[i];
+        o->tsc_decision = replay ? 0 : t;
+        if (o->type == TW_OUT_FINISHED) {
+            o->session = 0;
+            o->order_id = tw_strategy_digest(p->s); /* the gateway's replay checks it */
+            p->finished = 1;
+        }
+        if (sent_take(p, o)) {
+            p->suppressed++;
+            continue;
+        }
+        if (o->session >= p->st.n_cores)
+            return tw__err(err, -EINVAL, "an intent for session %u of %u", o->session,
+                           p->st.n_cores);
+        int rc = send_out(p, o, err);
+        if (rc != 0)
+            return rc;
+        p->sent_new++;
+    }
+    if (!replay && ev.type == TW_EV_BAR && !p->resumed_sent) {
+        p->fig.first_bar_ns = tw_clock_now_ns();
+        p->resumed_sent = 1;
+        return send_marker(p, TW__OUT_RESUMED, 0, err);
+    }
+    return 0;
+}
+
+static int on_rec(sp *p, const tw_journal_rec *rec, tw_error *err)
+{
+    switch (tw_journal_rec_kind(rec)) {
+    case TW_JOURNAL_EV:
+        return on_ev(p, rec, err);
+    case TW__JR_STOP:
+        if (p->stopped)
+            return 0;
+        p->stopped = 1;
+        for (uint32_t s = 0; s < p->st.n_cores; s++) {
+            int rc = send_marker(p, TW__OUT_STOPPED, (uint16_t)s, err);
+            if (rc != 0)
+                return rc;
+        }
+        return 0;
+    default:
+        return 0; /* META (checked), OUT (pre-scanned, or the gateway's notes), END */
+    }
+}
+
+static int replay_done(sp *p, tw_error *err)
+{
+    p->replayed = 1;
+    p->fig.replay_end_ns = tw_clock_now_ns();
+    p->fig.events = p->events;
+    p->fig.bars = p->bars;
+    if (p->left) {
+        /* Deterministic cores decide again what they decided: one that
+         * does not is not the strategy that ran. */
+        return tw__err(err, -TW_EFORMAT, "%llu intents the gateway sent for earlier strategies "
+                       "were not decided again by the replay: this is not the strategy that "
+                       "ran; refusing to trade on", (unsigned long long)p->left);
+    }
+    if (!p->quiet)
+        fprintf(p->log, "tickwire trade: strategy process %d: replayed %llu events (%llu bars) "
+                "in %.3f ms, %llu intents already sent, %llu sent\n", (int)getpid(),
+                (unsigned long long)p->events, (unsigned long long)p->bars,
+                (double)(p->fig.replay_end_ns - p->fig.attach_ns) / 1e6,
+                (unsigned long long)p->suppressed, (unsigned long long)p->sent_new);
+    fflush(p->log);
+    return 0;
+}
+
+static int run(sp *p, tw_error *err)
+{
+    tw_journal_rec recs[BURST];
+    uint32_t idle = 0;
+    if (p->st.next_seq >= p->st.resume_end) {
+        int rc = replay_done(p, err);
+        if (rc != 0)
+            return rc;
+    }
+    for (;;) {
+        int k = tw_attach_st_next_burst(&p->st, recs, BURST, err);
+        if (k < 0)
+            return k;
+        for (int i = 0; i < k; i++) {
+            int rc = on_rec(p, &recs[i], err);
+            if (rc != 0)
+                return rc;
+            if (!p->replayed && recs[i].seq + 1 >= p->st.resume_end &&
+                (rc = replay_done(p, err)) != 0)
+                return rc;
+        }
+        tw_attach_st_beat(&p->st, ++p->beat);
+        if (k > 0) {
+            idle = 0;
+            continue;
+        }
+        int rc = gateway_alive(p, err);
+        if (rc != 0)
+            return (p->finished || p->stopped) ? 0 : rc; /* the run's end, or a dead gateway */
+        if (++idle < IDLE_SPINS)
+            sched_yield();
+        else
+            tw_clock_sleep_ns(IDLE_SLEEP_NS);
+    }
+}
+
+static int attach(sp *p, const char *sock, tw_error *err)
+{
+    int64_t t0 = tw_clock_now_ns();
+    for (;;) {
+        int rc = tw_attach_st_connect(&p->st, sock, 10000, err);
+        if (rc == 0)
+            return 0;
+        /* Refused (another is attached: the one we replace is being
+         * reaped), not there yet, or the gateway is resetting. */
+        if ((rc != -ECONNREFUSED && rc != -ENOENT && rc != -ETIMEDOUT && rc != -ECONNRESET) ||
+            tw_clock_now_ns() - t0 > CONNECT_FOR_NS)
+            return rc;
+        tw_clock_sleep_ns(1000000);
+    }
+}
+
+int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int quiet,
+                             tw_error *err)
+{
+    sp *p = calloc(1, sizeof(*p));
+    if (!p)
+        return tw__err(err, -ENOMEM, "out of memory");
+    p->cfg = cfg;
+    p->quiet = quiet;
+    p->log = stderr;
+    p->fig.start_ns = tw_clock_now_ns();
+    int rc = 0;
+    if (cfg->engine.log[0]) {
+        p->log = fopen(cfg->engine.log, "a");
+        if (!p->log) {
+            rc = tw__err(err, -errno, "%s: %s", cfg->engine.log, strerror(errno));
+            p->log = stderr;
+            goto out;
+        }
+        p->own_log = 1;
+    }
+    tw_strategy_cfg sc;
+    tw_trade_config_strategy(cfg, &sc);
+    sc.hooks = (tw_strategy_hooks){.log = on_log, .ctx = p};
+    size_t bytes = tw_strategy_memsize(&sc);
+    tw_error se = {0};
+    if (bytes == 0) {
+        (void)tw_strategy_init(NULL, 0, &sc, &se);
+        rc = tw__err(err, se.code ? se.code : -EINVAL, "%s: %s", cfg->path, se.msg);
+        goto out;
+    }
+    p->mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    p->s = p->mem ? tw_strategy_init(p->mem, bytes, &sc, &se) : NULL;
+    if (!p->s) {
+        rc = tw__err(err, p->mem ? (se.code ? se.code : -EINVAL) : -ENOMEM, "%s: %s", cfg->path,
+                     p->mem ? se.msg : "out of memory");
+        goto out;
+    }
+    p->out_cap = tw_strategy_max_out(p->s);
+    p->out = calloc(p->out_cap, sizeof(tw_out));
+    p->mask = 1023;
+    p->t = calloc(p->mask + 1, sizeof(sent_ent));
+    if (!p->out || !p->t) {
+        rc = tw__err(err, -ENOMEM, "out of memory");
+        goto out;
+    }
+    if ((rc = attach(p, sock, err)) != 0)
+        goto out;
+    p->attached = 1;
+    p->fig.attach_ns = tw_clock_now_ns();
+    if (p->st.n_cores != cfg->n_sessions) {
+        rc = tw__err(err, -EPROTO, "the gateway has %u net cores, %s has %u sessions",
+                     p->st.n_cores, cfg->path, cfg->n_sessions);
+        goto out;
+    }
+    if (!quiet)
+        fprintf(p->log, "tickwire trade: strategy process %d attached to %s (generation %llu; "
+                "journal records to replay: %llu)\n", (int)getpid(), sock,
+                (unsigned long long)p->st.generation,
+                (unsigned long long)(p->st.resume_end - p->st.next_seq));
+    fflush(p->log);
+    if ((rc = prescan(p, err)) != 0)
+        goto out;
+    rc = run(p, err);
+out:
+    if (p->attached)
+        tw_attach_st_close(&p->st);
+    if (rc == 0 && !quiet)
+        fprintf(p->log, "tickwire trade: strategy process %d: the gateway ended the run\n",
+                (int)getpid());
+    if (p->own_log)
+        fclose(p->log);
+    free(p->t);
+    free(p->out);
+    free(p->mem);
+    free(p);
+    return rc;
+}

@@ -1,0 +1,245 @@
+"""`tickwire trade` in `[engine] mode = processes` (docs/crash.md,
+"Processes mode"): the gateway (net cores, FIX sessions, stores, journal)
+and the strategy as two processes over the attach segment.
+
+- An uninterrupted lockstep replay in processes mode: per instance the
+  trade list, count, execution and signal PnL equal `tickwire sweep
+  --trades` bit for bit (one session: the study; two sessions: the study
+  and a NaN-gapped dataset, a net core each).
+- The strategy process killed -9 at 20 seeded points of progress and
+  restarted by the gateway: parity again, the venue's fills log has each
+  ClOrdID once and equals the uninterrupted run's, and the FIX sessions
+  stayed up the whole time (the venue saw one Logon per session).
+- The gateway killed -9 at 5 seeded points (its strategy child exits by
+  itself), `tickwire trade` started again each time: parity, each ClOrdID
+  once, the same fills as the uninterrupted run.
+
+Points of progress, not of time: a kill comes once the journal holds a
+seeded number of records (or, when the journal is past it already, as soon
+as the new strategy has attached: mid-replay).  The seed is printed on
+failure; TW_PROCS_SEED reruns one.  No assertion depends on timing; the
+recovery figures are printed (medians).
+"""
+import os
+import random
+import re
+import signal
+import statistics
+import sys
+import time
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from test_trade_crash import (RUN_ID, finish, journal_records, make_dataset,  # noqa: E402
+                              reached, trader)
+from test_trade_crash import setup_run as crash_setup_run  # noqa: E402
+
+BUILD = os.path.abspath(os.environ.get("TICKWIRE_BUILD", "build"))
+TICKWIRE = os.path.abspath(os.environ.get("TICKWIRE_BIN", os.path.join(BUILD, "tools", "tickwire")))
+BARS = int(os.environ.get("TW_PROCS_BARS", "6000"))
+STRATEGY_KILLS = int(os.environ.get("TW_PROCS_KILLS", "20"))
+GATEWAY_KILLS = int(os.environ.get("TW_PROCS_GW_KILLS", "5"))
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["one_session", "two_sessions"])
+def dataset(request, tmp_path_factory):
+    return make_dataset(request.param, tmp_path_factory, BARS)
+
+
+def setup_run(workdir, paths):
+    return crash_setup_run(workdir, paths, engine={"mode": "processes"})
+
+
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def venue_logons(venue):
+    m = re.search(r"sessions=(\d+) logons=(\d+)", venue.summary())
+    assert m, venue.summary()
+    return int(m.group(1)), int(m.group(2))
+
+
+def check_fills(log, whole, seed, marks, rep):
+    clids = [r[0] for r in log]
+    dup = [c for c in set(clids) if clids.count(c) > 1] if len(set(clids)) != len(clids) else []
+    assert not dup, (seed, marks, dup[:5])
+    assert sorted(log) == sorted(whole), (seed, marks, len(log), len(whole),
+                                          sorted(set(log) ^ set(whole))[:5])
+    assert rep["totals"]["fills"] == len(log)
+
+
+@pytest.fixture(scope="module")
+def uninterrupted(dataset, tmp_path_factory):
+    w = str(tmp_path_factory.mktemp("whole"))
+    venue, config, insts = setup_run(w, dataset["paths"])
+    try:
+        p = trader(config, w, 0)
+        rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
+        logons = venue_logons(venue)
+    finally:
+        venue.stop()
+    err = read(os.path.join(w, "trader0.err"))
+    assert "strategy process's digest matches" in err, err[-3000:]
+    n = journal_records(os.path.join(w, "store", "venue.journal"))
+    assert n > BARS
+    return {"fills": log, "records": n, "report": rep, "logons": logons}
+
+
+def test_processes_mode_matches_the_sweep(uninterrupted, dataset):
+    log = uninterrupted["fills"]
+    assert len(log) > 50 and len({r[0] for r in log}) == len(log)
+    assert uninterrupted["report"]["totals"]["fills"] == len(log)
+    sessions, logons = uninterrupted["logons"]
+    assert logons == sessions == len(dataset["paths"])
+
+
+def attached_pids(err):
+    return [int(x) for x in re.findall(r"strategy process (\d+) attached", err)]
+
+
+def test_strategy_killed_20_times(dataset, uninterrupted, tmp_path):
+    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    total = uninterrupted["records"]
+    marks = sorted(rng.randrange(total // 50, total * 9 // 10) for _ in range(STRATEGY_KILLS))
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    gw_err = os.path.join(w, "trader0.err")
+    venue, config, insts = setup_run(w, dataset["paths"])
+    killed = {}  # pid -> monotonic ns of the kill
+    try:
+        p = trader(config, w, 0)
+        for k, mark in enumerate(marks):
+            deadline = time.monotonic() + 300
+            pid = None
+            while p.poll() is None and time.monotonic() < deadline:
+                live_pids = [x for x in attached_pids(read(gw_err)) if x not in killed]
+                if live_pids and os.path.exists(journal) and reached(journal, mark):
+                    pid = live_pids[-1]
+                    break
+                if live_pids and reached_or_past(journal, mark):
+                    pid = live_pids[-1]
+                    break
+                time.sleep(0.002)
+            assert p.poll() is None, f"seed {seed}: the trader ended before kill {k} (mark {mark})"
+            assert pid, f"seed {seed}: no strategy attached for kill {k}"
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            killed[pid] = time.monotonic_ns()
+        try:
+            rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
+        except AssertionError as e:
+            raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+        sessions, logons = venue_logons(venue)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        venue.stop()
+    err = read(gw_err)
+    gone = re.findall(r"strategy process (\d+) gone \(killed by signal 9\)", err)
+    assert len(gone) == len(marks), (seed, err[-3000:])
+    # The FIX sessions stayed up: one Logon per session at the venue, none
+    # after a strategy's death.
+    assert logons == sessions == len(dataset["paths"]), (seed, venue.summary())
+    assert "connection lost" not in err, (seed, err[-3000:])
+    check_fills(log, uninterrupted["fills"], seed, marks, rep)
+    assert "strategy process's digest matches" in err, err[-3000:]
+    print(f"seed {seed}: strategy killed at journal records {marks} of {total}; "
+          f"{len(log)} fills, each ClOrdID once, as the uninterrupted run; "
+          f"{logons} logons for {sessions} sessions")
+    strategy_figures(err, killed)
+
+
+def reached_or_past(journal, mark):
+    """The journal is at or past mark (a restarted strategy replays
+    first: a kill now lands mid-replay)."""
+    return os.path.exists(journal) and reached(journal, mark)
+
+
+def strategy_figures(err, killed):
+    """kill -9 -> the first bar processed after reattaching, split:
+    detection (kill -> the gateway saw it gone), start/attach (-> the new
+    strategy attached: spawn, exec, configuration, handshake), replay (the
+    journal through the kernel), resync (-> its first new bar processed:
+    the pending barrier acked, the venue's next bar).  Ordering asserted,
+    durations printed."""
+    rows = []
+    for m in re.finditer(r"strategy restart \d+: detected at (\d+) ns, attached ([\d.]+) ms "
+                         r"later, replay ([\d.]+) ms \((\d+) events, (\d+) bars: (\d+) bars/s\), "
+                         r"resync ([\d.]+) ms; detection -> first new bar ([\d.]+) ms "
+                         r"\(first bar at (\d+) ns", err):
+        det = int(m.group(1))
+        kills = [t for t in killed.values() if t <= det]
+        if not kills:
+            continue
+        kt = max(kills)
+        first = int(m.group(9))
+        assert kt <= det <= first
+        rows.append(((det - kt) / 1e6, float(m.group(2)), float(m.group(3)), int(m.group(5)),
+                     int(m.group(6)), float(m.group(7)), (first - kt) / 1e6))
+    assert rows, err[-3000:]
+    med = [statistics.median(r[i] for r in rows) for i in range(7)]
+    print(f"strategy restarts, median of {len(rows)} (ms): detection {med[0]:.2f}, "
+          f"start/attach {med[1]:.2f}, replay {med[2]:.2f} ({med[3]:.0f} bars, {med[4]:.0f} bars/s), "
+          f"resync {med[5]:.2f}; kill -9 -> first new bar {med[6]:.2f}")
+
+
+def test_gateway_killed_at_5_moments(dataset, uninterrupted, tmp_path):
+    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed + 1)
+    total = uninterrupted["records"]
+    marks = sorted(rng.randrange(total // 50, total * 9 // 10) for _ in range(GATEWAY_KILLS))
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    venue, config, insts = setup_run(w, dataset["paths"])
+    try:
+        for k, mark in enumerate(marks):
+            p = trader(config, w, k)
+            deadline = time.monotonic() + 300
+            while p.poll() is None and time.monotonic() < deadline:
+                if attached_pids(read(os.path.join(w, f"trader{k}.err"))) and \
+                        reached_or_past(journal, mark):
+                    break
+                time.sleep(0.002)
+            assert p.poll() is None, f"seed {seed}: the trader ended before mark {mark}"
+            err = read(os.path.join(w, f"trader{k}.err"))
+            children = [int(x) for x in re.findall(r"strategy process (\d+) started", err)]
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            # Its strategy sees the hangup and exits by itself.
+            for c in children:
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and alive(c):
+                    time.sleep(0.005)
+                assert not alive(c), f"seed {seed}: strategy {c} outlived its gateway"
+        p = trader(config, w, len(marks))
+        try:
+            rep, log = finish(venue, p, w, insts, dataset["refs"], len(marks))
+        except AssertionError as e:
+            raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+    finally:
+        venue.stop()
+    err = "".join(read(os.path.join(w, f"trader{k}.err")) for k in range(1, len(marks) + 1))
+    assert err.count(f"recovered run {RUN_ID}") == len(marks), (seed, err[-3000:])
+    check_fills(log, uninterrupted["fills"], seed, marks, rep)
+    print(f"seed {seed}: gateway killed at journal records {marks} of {total}; "
+          f"{len(log)} fills, each ClOrdID once, as the uninterrupted run")
+
+
+def alive(pid):
+    """pid exists and is not a zombie (the test's children are reaped by
+    their parent, the gateway, which is dead: init reaps them)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            st = f.read()
+    except OSError:
+        return False
+    return st[st.rindex(")") + 2] not in "ZX"
