@@ -211,7 +211,7 @@ def test_risk_open_orders(datasets, tmp_path):
     assert rep["risk"]["rejected_by_rule"]["open_orders"] > 0
 
 
-def start_paced(datasets, tmp_path, rate):
+def start_paced(datasets, tmp_path, rate, mode="threads"):
     c = combos()[:2]
     venue = live.Venue(TICKWIRE, datasets["short"], str(tmp_path), args=["--rate", str(rate)])
     sess = {"venue": {"host": "127.0.0.1", "port": venue.port, "sender": "TRADER",
@@ -220,7 +220,8 @@ def start_paced(datasets, tmp_path, rate):
     report = str(tmp_path / "report.json")
     insts = live.write_config(cfg, report=report, trades=str(tmp_path / "trades.csv"),
                               sessions=sess, instruments={"AAA": "venue", "BBB": "venue"},
-                              strategies={"a": ("AAA", c), "b": ("BBB", c)})
+                              strategies={"a": ("AAA", c), "b": ("BBB", c)},
+                              engine={"mode": mode})
     out = open(tmp_path / "trader.out", "w")
     err = open(tmp_path / "trader.err", "w")
     p = subprocess.Popen([TICKWIRE, "trade", "--config", cfg], stdout=out, stderr=err)
@@ -232,8 +233,9 @@ def start_paced(datasets, tmp_path, rate):
     return venue, p, report, insts
 
 
-def test_sigterm(datasets, tmp_path):
-    venue, p, report, _ = start_paced(datasets, tmp_path, 300)
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+def test_sigterm(datasets, tmp_path, mode):
+    venue, p, report, _ = start_paced(datasets, tmp_path, 300, mode)
     p.send_signal(signal.SIGTERM)
     assert p.wait(timeout=60) == 0
     venue.stop()
@@ -245,8 +247,9 @@ def test_sigterm(datasets, tmp_path):
     assert "[TRADER] logged out" in open(venue.err).read()
 
 
-def test_sigusr1_kill_switch(datasets, tmp_path):
-    venue, p, report, _ = start_paced(datasets, tmp_path, 300)
+@pytest.mark.parametrize("mode", ["threads", "processes"])
+def test_sigusr1_kill_switch(datasets, tmp_path, mode):
+    venue, p, report, _ = start_paced(datasets, tmp_path, 300, mode)
     p.send_signal(signal.SIGUSR1)
     # Until the flatten orders have filled (bounded), then stop.
     time.sleep(1.0)

@@ -11,8 +11,10 @@ and the strategy as two processes over the attach segment.
   ClOrdID once and equals the uninterrupted run's, and the FIX sessions
   stayed up the whole time (the venue saw one Logon per session).
 - The gateway killed -9 at 5 seeded points (its strategy child exits by
-  itself), `tickwire trade` started again each time: parity, each ClOrdID
-  once, the same fills as the uninterrupted run.
+  itself; every second time the strategy is killed with it: the whole
+  trader), `tickwire trade` started again each time: the sessions resume
+  from their stores, parity, each ClOrdID once, the same fills as the
+  uninterrupted run.
 
 Points of progress, not of time: a kill comes once the journal holds a
 seeded number of records (or, when the journal is past it already, as soon
@@ -212,6 +214,13 @@ def test_gateway_killed_at_5_moments(dataset, uninterrupted, tmp_path):
             assert p.poll() is None, f"seed {seed}: the trader ended before mark {mark}"
             err = read(os.path.join(w, f"trader{k}.err"))
             children = [int(x) for x in re.findall(r"strategy process (\d+) started", err)]
+            if k % 2:
+                # The whole trader: the strategy and the gateway together.
+                for c in children:
+                    try:
+                        os.kill(c, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
             p.send_signal(signal.SIGKILL)
             p.wait(timeout=30)
             # Its strategy sees the hangup and exits by itself.
