@@ -26,6 +26,7 @@
 #define STEP_SLEEP_NS 2000000ll     /* the control loop's nap between steps */
 #define DRAIN_WAIT_NS 2000000000ll  /* the strategy's last events, at most */
 #define ATT_BEAT_TIMEOUT_NS 3000000000ll /* a strategy process whose beat stands still is hung */
+#define ATT_STEP_NS 200000ll        /* the attach control's step, at most this often */
 
 /* ---- doorbell ------------------------------------------------------------------ */
 
@@ -706,8 +707,12 @@ int tw_trade_engine_step(tw_trade_engine *e, tw_error *err)
     if (e->done)
         return 1;
     int64_t now = tw_clock_now_ns();
-    if (e->procs)
+    if (e->procs && now - e->att_step_ns >= ATT_STEP_NS) {
+        /* (A caller may step on every turn of its loop: a few system
+         * calls each, so at most this often.) */
+        e->att_step_ns = now;
         attach_step(e, now);
+    }
     uint32_t kills = __atomic_exchange_n(&e->req_kill, 0, __ATOMIC_RELAXED);
     e->kills_pending += kills;
     while (e->procs && e->kills_pending) {

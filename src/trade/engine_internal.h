@@ -263,6 +263,7 @@ struct tw_trade_engine {
     char att_sock[108];
     pid_t child;           /* the strategy process we spawned (0: none) */
     int64_t detect_ns;     /* control: when the last strategy was seen gone */
+    int64_t att_step_ns;   /* control: the last attach step */
     int64_t spawn_ns;
     uint32_t child_fails;  /* strategies in a row that exited by themselves with an error */
     uint64_t st_restarts;  /* strategies gone and replaced */

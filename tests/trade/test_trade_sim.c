@@ -11,12 +11,19 @@
  * the signal PnL, the open position; the venue's fills equal the report's.
  *
  *   trade_sim_test SOURCE_DIR [--bars N] [--fault KIND:ARG] [--seed S] [--lossy]
+ *                  [--procs [--kills K]]
  * --lossy gives the links delay, loss, duplication and reordering from the
- * seed (the stack's retransmissions must not change a bit).
+ * seed (the stack's retransmissions must not change a bit).  --procs runs
+ * the engine in [engine] mode = processes: the strategy is a child process
+ * (this program again, `trade_sim strategy SOCK INI`) over the attach
+ * segment, killed -9 K times at seeded bars of the venue's progress and
+ * restarted by the engine; parity as above, the session never logged on
+ * twice, every restart seen.
  * Skips (77) without /usr/bin/python3 and numpy (they build the datasets). */
 #include <errno.h>
 #include <math.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -117,9 +124,58 @@ static void on_fill(void *ctx, const tw_xchg_fill *f)
     ((fills_ctx *)ctx)->n++;
 }
 
+/* The child of --procs: the strategy process. */
+static int strategy_child(const char *sock, const char *ini)
+{
+    tw_trade_config *cfg = NULL;
+    tw_error err = {0};
+    if (tw_trade_config_load(ini, &cfg, &err) != 0) {
+        fprintf(stderr, "strategy: %s\n", err.msg);
+        return 2;
+    }
+    int rc = tw_trade_strategy_attach(cfg, sock, 0, &err);
+    if (rc != 0)
+        fprintf(stderr, "strategy: %s\n", err.msg);
+    tw_trade_config_free(cfg);
+    return rc == 0 ? 0 : 3;
+}
+
+/* The last strategy process the engine's log says attached (0: none). */
+static pid_t attached_pid(const char *log)
+{
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    pid_t pid = 0;
+    while (fgets(line, sizeof(line), f)) {
+        int v;
+        if (sscanf(line, "tickwire trade: gateway: strategy process %d attached", &v) == 1)
+            pid = v;
+    }
+    fclose(f);
+    return pid;
+}
+
+static int count_lines(const char *log, const char *what)
+{
+    FILE *f = fopen(log, "r");
+    if (!f)
+        return 0;
+    char line[1024];
+    int n = 0;
+    while (fgets(line, sizeof(line), f))
+        n += strstr(line, what) != NULL;
+    fclose(f);
+    return n;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc == 4 && !strcmp(argv[1], "strategy"))
+        return strategy_child(argv[2], argv[3]);
     const char *src = argc > 1 ? argv[1] : ".";
+    int procs = 0, kills = 0;
     size_t bars = 150000;
     uint64_t seed = 1;
     int lossy = 0;
@@ -133,6 +189,10 @@ int main(int argc, char **argv)
             seed = (uint64_t)atoll(argv[++i]);
         else if (!strcmp(argv[i], "--lossy"))
             lossy = 1;
+        else if (!strcmp(argv[i], "--procs"))
+            procs = 1;
+        else if (!strcmp(argv[i], "--kills") && i + 1 < argc)
+            kills = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--fault") && i + 1 < argc) {
             if (tw_xchg_fault_parse(argv[++i], &fault, &err) != 0) {
                 fprintf(stderr, "%s\n", err.msg);
@@ -220,13 +280,13 @@ int main(int argc, char **argv)
     snprintf(report, sizeof(report), "%s/report.json", dir);
     snprintf(trades, sizeof(trades), "%s/trades.csv", dir);
     int k = snprintf(ini, sizeof(ini),
-                     "[engine]\nreport = %s\ntrades = %s\nfee = 0.09\nlog = %s/trade.log\n"
+                     "[engine]\nreport = %s\ntrades = %s\nfee = 0.09\nlog = %s/trade.log\n%s"
                      "[session venue]\nhost = " TW__SIMVENUE_IP_TEXT "\nport = 9878\n"
                      "sender = TRADER\ntarget = VENUE\nstore = %s/store/venue\nstack = sim\n"
                      "ip = " TW__SIMVENUE_TRADER_IP_TEXT "/24\n"
                      "reconnect_min_ms = 20\nreconnect_max_ms = 200\n"
                      "[instrument AAA]\nsession = venue\n[instrument BBB]\nsession = venue\n",
-                     report, trades, dir, dir);
+                     report, trades, dir, procs ? "mode = processes\n" : "", dir);
     for (int s = 0; s < 2; s++) {
         k += snprintf(ini + k, sizeof(ini) - (size_t)k, "[strategy %s]\ninstrument = %s\n",
                       s ? "b" : "a", s ? "BBB" : "AAA");
@@ -246,6 +306,30 @@ int main(int argc, char **argv)
         return 1;
     }
     tw_trade_engine_opts eo = {.open_port = open_port, .manual_net = 1, .run_id = 0x5157};
+    char ini_path[400], sock[108], log_path[400];
+    char *sargv[] = {"/proc/self/exe", "strategy", sock, ini_path, NULL};
+    snprintf(log_path, sizeof(log_path), "%s/trade.log", dir);
+    if (procs) {
+        /* The child reads the same configuration from a file. */
+        snprintf(ini_path, sizeof(ini_path), "%s/sim.ini", dir);
+        FILE *f = fopen(ini_path, "w");
+        if (!f || fwrite(ini, 1, (size_t)k, f) != (size_t)k || fclose(f) != 0) {
+            fprintf(stderr, "FAIL: %s\n", ini_path);
+            return 1;
+        }
+        tw_trade_engine_attach_sock(cfg, sock);
+        eo.strategy_argv = sargv;
+    }
+    /* --kills: the strategy process killed at seeded bars of the venue's
+     * progress (points of progress, not of time). */
+    uint64_t marks[64];
+    int n_marks = kills < 64 ? kills : 64, next_mark = 0, killed_n = 0;
+    pid_t killed_pid[64];
+    for (int i = 0; i < n_marks; i++) {
+        uint64_t span = bars * 8 / 10 / (uint64_t)n_marks;
+        uint64_t h = (seed + (uint64_t)i) * 0x9e3779b97f4a7c15ull;
+        marks[i] = bars / 20 + (uint64_t)i * span + (h >> 33) % (span ? span : 1);
+    }
     tw_trade_engine *e = NULL;
     if (tw_trade_engine_create(&e, cfg, &eo, &err) != 0 || tw_trade_engine_start(e, &err) != 0) {
         fprintf(stderr, "FAIL: engine: %s\n", err.msg);
@@ -271,9 +355,28 @@ int main(int argc, char **argv)
             }
             done |= rc == 1;
         }
+        if (next_mark < n_marks && tw_xchg_get_stats(x)->bars >= marks[next_mark] &&
+            turns % 64 == 0) {
+            pid_t pid = attached_pid(log_path);
+            int fresh = pid > 0;
+            for (int i = 0; i < killed_n; i++)
+                fresh &= killed_pid[i] != pid;
+            if (fresh) {
+                kill(pid, SIGKILL);
+                killed_pid[killed_n++] = pid;
+                next_mark++;
+            }
+        }
         if (!work)
             sched_yield(); /* 2 cores: the strategy core needs one */
         turns++;
+    }
+    if (procs) {
+        CHECKF(next_mark == n_marks, "%d of %d kills done (seed %llu)", next_mark, n_marks,
+               (unsigned long long)seed);
+        CHECK_EQ(count_lines(log_path, "gone (killed by signal 9)"), n_marks);
+        CHECK_EQ(count_lines(log_path, "the strategy process's digest matches"), 1);
+        CHECK_EQ(tw_xchg_get_stats(x)->logons, 1); /* the session stayed up */
     }
     double secs = (double)(now_ns() - t0) * 1e-9;
     const tw_xchg_stats *xs = tw_xchg_get_stats(x);
@@ -341,8 +444,9 @@ int main(int argc, char **argv)
     CHECK_EQ(gs.fills, fc.n);
     CHECK_EQ(gs.late_fills, 0);
     CHECK_EQ(gs.intents_dropped, 0);
-    printf("trade over the sim network%s%s%s: %zu + %zu bars, %u instances, %zu trades, %llu "
+    printf("trade over the sim network%s%s%s%s: %zu + %zu bars, %u instances, %zu trades, %llu "
            "fills, bit-identical to the sweep; %.1f s, %.0f bars/s, %llu turns\n",
+           procs ? " (strategy process, killed -9 and restarted: see kills)" : "",
            lossy ? " (lossy links)" : "", n_faults ? " with a fault " : "",
            n_faults ? argv[argc - 1] : "", n[0], n[1], tw_strategy_n_instances(st), n_rows,
            (unsigned long long)fc.n, secs, (double)bars / secs, (unsigned long long)turns);
@@ -359,5 +463,8 @@ int main(int argc, char **argv)
         perror("rm");
     else if (tw_check_failures)
         fprintf(stderr, "files kept in %s\n", dir);
+    if (procs)
+        printf("processes mode: the strategy process killed -9 %d times at bars of the venue's "
+               "progress (seed %llu), restarted each time\n", n_marks, (unsigned long long)seed);
     return tw_check_done("trade_sim");
 }
