@@ -141,6 +141,24 @@ static int reader_fail(tw_journal_reader *r, tw_error *err, int code, const char
  * record starts (UINT64_MAX if none) and the end of the last non-zero byte
  * from off on (off if all zero).  Reads to the end of the file through the
  * buffer (which it leaves empty).  Returns 0 or -errno. */
+/* 1 + the index of the last non-zero byte of b[0, len), 0 if all are
+ * zero (8 bytes at a time: the zero tail is most of what it sees). */
+static uint32_t last_nonzero(const uint8_t *b, uint32_t len)
+{
+    uint32_t i = len;
+    while (i >= 8) {
+        uint64_t w;
+        memcpy(&w, b + i - 8, 8);
+        if (w)
+            break;
+        i -= 8;
+    }
+    for (; i > 0; i--)
+        if (b[i - 1])
+            return i;
+    return 0;
+}
+
 static int scan_after(tw_journal_reader *r, uint64_t off, uint64_t *valid_q, uint64_t *nz_end)
 {
     *valid_q = UINT64_MAX;
@@ -151,22 +169,25 @@ static int scan_after(tw_journal_reader *r, uint64_t off, uint64_t *valid_q, uin
         if (rc != 0)
             return rc;
         uint32_t len = r->buf_len;
-        for (uint32_t i = len; i > 0; i--)
-            if (r->buf[i - 1]) {
-                if (pos + i > *nz_end)
-                    *nz_end = pos + i;
-                break;
-            }
+        uint32_t last = last_nonzero(r->buf, len);
+        if (last && pos + last > *nz_end)
+            *nz_end = pos + last;
         /* Candidate starts in this chunk: every q with a whole record in
-         * the buffer, q > off. */
+         * the buffer, q > off.  The magic's top byte found by memchr (a
+         * mapped journal's zero tail, megabytes of it, goes at memory
+         * speed), then its other two bytes, then the CRC. */
         for (uint32_t i = 0; i + REC <= len; i++) {
+            const uint8_t *hit = memchr(r->buf + i + 3, (int)(TW_JOURNAL_REC_MAGIC >> 24),
+                                        len - REC - i + 1);
+            if (!hit)
+                break;
+            i = (uint32_t)(hit - r->buf) - 3;
             uint64_t q = pos + i;
             if (q <= off)
                 continue;
             const uint8_t *p = r->buf + i;
-            /* The magic's three bytes first: a cheap filter before the CRC. */
             if (p[1] == ((TW_JOURNAL_REC_MAGIC >> 8) & 255) && p[2] == ((TW_JOURNAL_REC_MAGIC >> 16) & 255) &&
-                p[3] == (TW_JOURNAL_REC_MAGIC >> 24) && rec_intact(p)) {
+                rec_intact(p)) {
                 *valid_q = q;
                 r->buf_len = 0;
                 return 0;

@@ -909,11 +909,15 @@ void tw_trade_engine_summary(const tw_trade_engine *e, FILE *f)
                 logon = tw__gw_first_logon_ns(e->gw[i]);
         double rs = (double)e->replay_ns / 1e9;
         fprintf(f,
-                "tickwire trade: recovery: replay %.3f ms (%llu events, %llu bars: %.0f bars/s "
-                "through the strategy), resent %llu intents, suppressed %llu; logged on at "
-                "%.3f ms, first new bar at %.3f ms after the engine's start\n",
+                "tickwire trade: recovery: replay %.3f ms (%llu events, %llu bars: %.0f bars/s; "
+                "through the strategy alone %.3f ms, %.0f bars/s), resent %llu intents, "
+                "suppressed %llu; logged on at %.3f ms, first new bar at %.3f ms after the "
+                "engine's start\n",
                 rs * 1e3, (unsigned long long)e->replayed_events,
                 (unsigned long long)e->replayed_bars, rs > 0 ? (double)e->replayed_bars / rs : 0,
+                (double)e->replay_kernel_ns / 1e6,
+                e->replay_kernel_ns > 0 ? (double)e->replayed_bars * 1e9 / (double)e->replay_kernel_ns
+                                        : 0.0,
                 (unsigned long long)e->resent, (unsigned long long)e->suppressed,
                 logon ? (double)(logon - e->created_ns) / 1e6 : -1.0,
                 e->first_bar_ns ? (double)(e->first_bar_ns - e->created_ns) / 1e6 : -1.0);

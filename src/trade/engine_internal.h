@@ -254,6 +254,7 @@ struct tw_trade_engine {
     uint64_t replayed_events, replayed_bars, replayed_intents, suppressed, resent;
     int64_t created_ns;    /* tw_trade_engine_create's start */
     int64_t replay_ns;     /* the replay's duration */
+    int64_t replay_kernel_ns; /* of it, the events through the strategy (the kernel) */
     int64_t first_bar_ns;  /* strategy core: the first bar after the replay (0: none yet) */
     int recovered;
     /* Processes mode: the attach segment, the strategy process. */
