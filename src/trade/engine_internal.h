@@ -306,8 +306,6 @@ uint32_t tw__gw_store_count(const tw__gw *g); /* messages in the session's store
 /* When this process first logged on (tw_clock_now_ns; 0: never).  Read
  * after the net cores are joined. */
 int64_t tw__gw_first_logon_ns(const tw__gw *g);
-/* Processes mode: the strategy process said it took the STOP record. */
-int tw__gw_strategy_stopped(const tw__gw *g);
 int tw__gw_store_orders(tw__gw *g, uint64_t run_id, void (*fn)(void *, char, uint64_t),
                         void *ctx);
 

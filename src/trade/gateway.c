@@ -1551,8 +1551,6 @@ static void publish(tw__gw *g)
     __atomic_store_n(&g->settled, (uint32_t)(g->over && g->spill_n == 0), __ATOMIC_RELEASE);
 }
 
-int tw__gw_strategy_stopped(const tw__gw *g) { return g->st_stopped; }
-
 int tw__gw_settled(const tw__gw *g)
 {
     return (int)__atomic_load_n(&g->settled, __ATOMIC_ACQUIRE);
