@@ -998,6 +998,21 @@ static void strategy_note(tw__gw *g, const tw_out *o)
                 f->detect_ns = e->fig_detect_ns[i];
                 f->spawn_ns = e->fig_spawn_ns[i];
             }
+        if (!f->detect_ns && e->recovered) {
+            /* The first strategy of a restarted gateway. */
+            double rs = (double)(f->replay_end_ns - f->attach_ns) / 1e9;
+            fprintf(e->log,
+                    "tickwire trade: gateway restart: the strategy attached at %.3f ms after the "
+                    "engine's start, replay %.3f ms (%llu events, %llu bars: %.0f bars/s), resync "
+                    "%.3f ms; first new bar at %.3f ms after the engine's start (%lld ns, "
+                    "monotonic)\n",
+                    (double)(f->attach_ns - e->created_ns) / 1e6, rs * 1e3,
+                    (unsigned long long)f->events, (unsigned long long)f->bars,
+                    rs > 0 ? (double)f->bars / rs : 0.0,
+                    (double)(f->first_bar_ns - f->replay_end_ns) / 1e6,
+                    (double)(f->first_bar_ns - e->created_ns) / 1e6, (long long)f->first_bar_ns);
+            fflush(e->log);
+        }
         if (f->detect_ns) {
             double rs = (double)(f->replay_end_ns - f->attach_ns) / 1e9;
             fprintf(e->log,

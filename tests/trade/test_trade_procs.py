@@ -199,8 +199,11 @@ def test_gateway_killed_at_5_moments(dataset, uninterrupted, tmp_path):
     w = str(tmp_path)
     journal = os.path.join(w, "store", "venue.journal")
     venue, config, insts = setup_run(w, dataset["paths"])
+    clock = []  # per kill: (killed, reaped, restarted), monotonic ns like the trader's
     try:
         for k, mark in enumerate(marks):
+            if clock:
+                clock[-1].append(time.monotonic_ns())
             p = trader(config, w, k)
             deadline = time.monotonic() + 300
             while p.poll() is None and time.monotonic() < deadline:
@@ -218,14 +221,17 @@ def test_gateway_killed_at_5_moments(dataset, uninterrupted, tmp_path):
                         os.kill(c, signal.SIGKILL)
                     except ProcessLookupError:
                         pass
+            killed = time.monotonic_ns()
             p.send_signal(signal.SIGKILL)
             p.wait(timeout=30)
+            clock.append([killed, time.monotonic_ns()])
             # Its strategy sees the hangup and exits by itself.
             for c in children:
                 deadline = time.monotonic() + 30
                 while time.monotonic() < deadline and alive(c):
                     time.sleep(0.005)
                 assert not alive(c), f"seed {seed}: strategy {c} outlived its gateway"
+        clock[-1].append(time.monotonic_ns())
         p = trader(config, w, len(marks))
         try:
             rep, log = finish(venue, p, w, insts, dataset["refs"], len(marks))
@@ -238,6 +244,42 @@ def test_gateway_killed_at_5_moments(dataset, uninterrupted, tmp_path):
     check_fills(log, uninterrupted["fills"], seed, marks, rep)
     print(f"seed {seed}: gateway killed at journal records {marks} of {total}; "
           f"{len(log)} fills, each ClOrdID once, as the uninterrupted run")
+    gateway_figures(w, clock)
+
+
+def gateway_figures(w, clock):
+    """kill -9 of the gateway -> the first bar its new strategy processed:
+    detection (kill -> reaped by the test), restart (-> the engine's start),
+    recovery (-> the gateway's own replay of the journal: net cores' state,
+    notes), attach (-> the new strategy attached), its replay, resync (->
+    its first new bar).  The total leaves out the test's wait between the
+    reap and the restart (for the old strategy to be gone: a supervisor
+    restarts at once).  Ordering asserted, durations printed."""
+    rows = []
+    for k, (killed, reaped, restarted) in enumerate(clock, start=1):
+        err = read(os.path.join(w, f"trader{k}.err"))
+        m = re.search(r"engine start (\d+) ns, replay end (\d+) ns", err)
+        f = re.search(r"gateway restart: the strategy attached at ([\d.]+) ms after the engine's "
+                      r"start, replay ([\d.]+) ms \(\d+ events, (\d+) bars: (\d+) bars/s\), resync "
+                      r"([\d.]+) ms; first new bar at [\d.]+ ms after the engine's start \((\d+) ns",
+                      err)
+        assert m, err[-2000:]
+        start, end = int(m.group(1)), int(m.group(2))
+        assert killed <= reaped <= restarted <= start <= end
+        if not f:
+            continue  # killed again before a new bar came
+        first = int(f.group(6))
+        assert end <= first
+        attach = start + float(f.group(1)) * 1e6
+        rows.append(((reaped - killed) / 1e6, (start - restarted) / 1e6, (end - start) / 1e6,
+                     (attach - end) / 1e6, float(f.group(2)), int(f.group(3)), int(f.group(4)),
+                     float(f.group(5)), (reaped - killed + first - restarted) / 1e6))
+    assert rows
+    med = [statistics.median(r[i] for r in rows) for i in range(9)]
+    print(f"gateway restarts, median of {len(rows)} (ms): detection {med[0]:.2f}, restart "
+          f"{med[1]:.2f}, the gateway's recovery {med[2]:.2f}, strategy attached {med[3]:.2f} "
+          f"later, its replay {med[4]:.2f} ({med[5]:.0f} bars, {med[6]:.0f} bars/s), resync "
+          f"{med[7]:.2f}; kill -9 -> first new bar {med[8]:.2f}")
 
 
 def alive(pid):
