@@ -406,10 +406,33 @@ static int cpu_of(const tw_trade_config *cfg, uint32_t i)
     return i < cfg->engine.n_cpus ? (int)cfg->engine.cpus[i] : -1;
 }
 
+/* The TSC's calibration (tw_tsc_default: 20 ms asleep), off the set-up's
+ * path: after a crash the stores and the journal are read meanwhile, and
+ * the reactors' set-up, the first to need the clock, waits for what is
+ * left of it (pthread_once). */
+static void *calibrate(void *arg)
+{
+    (void)arg;
+    (void)tw_tsc_default();
+    return NULL;
+}
+
+static void calibrate_beside(void)
+{
+    pthread_attr_t a;
+    pthread_t t;
+    if (pthread_attr_init(&a) != 0)
+        return;
+    if (pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED) == 0)
+        (void)pthread_create(&t, &a, calibrate, NULL); /* failed: the reactors calibrate */
+    pthread_attr_destroy(&a);
+}
+
 int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
                            const tw_trade_engine_opts *opts, tw_error *err)
 {
     *out = NULL;
+    calibrate_beside();
     tw_trade_engine *e = calloc(1, sizeof(*e));
     if (!e)
         return tw__err(err, -ENOMEM, "out of memory");

@@ -1018,12 +1018,16 @@ static void strategy_note(tw__gw *g, const tw_out *o)
             fprintf(e->log,
                     "tickwire trade: strategy restart %u: detected at %lld ns, attached %.3f ms "
                     "later, replay %.3f ms (%llu events, %llu bars: %.0f bars/s), resync %.3f ms; "
-                    "detection -> first new bar %.3f ms (first bar at %lld ns, monotonic)\n",
+                    "detection -> first new bar %.3f ms (first bar at %lld ns, monotonic; of the "
+                    "attach: detection -> spawned %.3f ms, -> its configuration read and "
+                    "strategy built %.3f ms)\n",
                     k, (long long)f->detect_ns, (double)(f->attach_ns - f->detect_ns) / 1e6,
                     rs * 1e3, (unsigned long long)f->events, (unsigned long long)f->bars,
                     rs > 0 ? (double)f->bars / rs : 0.0,
                     (double)(f->first_bar_ns - f->replay_end_ns) / 1e6,
-                    (double)(f->first_bar_ns - f->detect_ns) / 1e6, (long long)f->first_bar_ns);
+                    (double)(f->first_bar_ns - f->detect_ns) / 1e6, (long long)f->first_bar_ns,
+                    f->spawn_ns ? (double)(f->spawn_ns - f->detect_ns) / 1e6 : -1.0,
+                    f->spawn_ns ? (double)(f->start_ns - f->spawn_ns) / 1e6 : -1.0);
             fflush(e->log);
         }
     }
@@ -1380,7 +1384,9 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
     g->bell.fd = -1;
     g->backoff_ms = sc->reconnect_min_ms;
     g->busy = cfg->engine.busy_poll || e->opts.manual_net;
-    g->epoch_offset_ns = tw_tsc_default()->epoch_offset_ns;
+    /* Not tw_tsc_default()'s copy: its calibration (20 ms asleep) runs
+     * beside the set-up (engine.c) and is not waited for here. */
+    g->epoch_offset_ns = tw_clock_epoch_offset_ns();
     int rc;
     /* Instruments of this session. */
     g->local_of = malloc(cfg->n_instruments * sizeof(uint32_t));

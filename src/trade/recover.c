@@ -279,7 +279,12 @@ static int load_all(tw_trade_engine *e, tw_journal_rec **out, uint64_t *n_out, t
             v = p;
             cap *= 2;
         }
-        int k = tw_journal_read_burst(&r, v + n, READ_BURST, &je);
+        /* The writer's open checked them all and counted them: no need
+         * to read (and scan) the zeros a mapped journal has after them. */
+        uint64_t want = e->jr.records - n < READ_BURST ? e->jr.records - n : READ_BURST;
+        if (want == 0)
+            break;
+        int k = tw_journal_read_burst(&r, v + n, (uint32_t)want, &je);
         if (k < 0) {
             rc = tw__err(err, k, "journal: %s", je.msg);
             break;

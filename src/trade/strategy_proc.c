@@ -390,7 +390,6 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
     p->cfg = cfg;
     p->quiet = quiet;
     p->log = stderr;
-    p->fig.start_ns = tw_clock_now_ns();
     int rc = 0;
     if (cfg->engine.log[0]) {
         p->log = fopen(cfg->engine.log, "a");
@@ -418,6 +417,7 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
                      p->mem ? se.msg : "out of memory");
         goto out;
     }
+    p->fig.start_ns = tw_clock_now_ns(); /* configuration read, strategy built */
     p->out_cap = tw_strategy_max_out(p->s);
     p->out = calloc(p->out_cap, sizeof(tw_out));
     p->mask = 1023;
