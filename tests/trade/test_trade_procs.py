@@ -15,6 +15,7 @@ and the strategy as two processes over the attach segment.
   trader), `tickwire trade` started again each time: the sessions resume
   from their stores, parity, each ClOrdID once, the same fills as the
   uninterrupted run.
+- `--no-spawn` and strategies started by hand (`tickwire trade --attach`).
 
 Points of progress, not of time: a kill comes once the journal holds a
 seeded number of records (or, when the journal is past it already, as soon
@@ -27,6 +28,7 @@ import random
 import re
 import signal
 import statistics
+import subprocess
 import sys
 import time
 
@@ -291,3 +293,50 @@ def alive(pid):
     except OSError:
         return False
     return st[st.rindex(")") + 2] not in "ZX"
+
+
+def test_strategy_attached_by_hand(dataset, uninterrupted, tmp_path):
+    """`tickwire trade --no-spawn`: the gateway starts no strategy; one is
+    started by hand (`tickwire trade --attach SOCK --config FILE`, SOCK
+    from the gateway's log), killed -9 once the journal is a third written,
+    and another started by hand: parity, the uninterrupted run's fills."""
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    venue, config, insts = setup_run(w, dataset["paths"])
+    gw_err = os.path.join(w, "trader0.err")
+    strategies = []
+    try:
+        p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
+                              "--no-spawn"],
+                             stdout=open(os.path.join(w, "trader0.out"), "w"),
+                             stderr=open(gw_err, "w"))
+        sock = None
+        deadline = time.monotonic() + 60
+        while sock is None and time.monotonic() < deadline and p.poll() is None:
+            m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
+            sock = m.group(1) if m else None
+            time.sleep(0.01)
+        assert sock, read(gw_err)[-2000:]
+
+        def strategy(k):
+            return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+        strategies.append(strategy(0))
+        mark = uninterrupted["records"] // 3
+        deadline = time.monotonic() + 300
+        while time.monotonic() < deadline and p.poll() is None and not reached_or_past(journal, mark):
+            time.sleep(0.005)
+        strategies[0].send_signal(signal.SIGKILL)
+        strategies[0].wait(timeout=30)
+        assert "started" not in read(gw_err)  # --no-spawn: the gateway spawned none
+        strategies.append(strategy(1))
+        rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
+        assert strategies[1].wait(timeout=60) == 0, read(os.path.join(w, "strategy1.err"))[-2000:]
+    finally:
+        for s in strategies:
+            if s.poll() is None:
+                s.kill()
+        venue.stop()
+    check_fills(log, uninterrupted["fills"], "by hand", [mark], rep)
+    assert len(attached_pids(read(gw_err))) == 2
