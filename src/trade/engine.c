@@ -310,25 +310,91 @@ static int attach_open(tw_trade_engine *e, tw_error *err)
     return 0;
 }
 
+/* Spawns the strategy process; standby: it builds its strategy, then
+ * waits for a byte on fd 3 (TW__STANDBY_ENV) before it connects (EOF: it
+ * exits), so a restart does not wait for its exec and set-up.  Returns
+ * the pid, or 0 (logged). */
+static pid_t spawn_one(tw_trade_engine *e, int standby, int *go_fd)
+{
+    extern char **environ;
+    posix_spawn_file_actions_t fa;
+    int fds[2] = {-1, -1};
+    char **env = environ, **own = NULL;
+    if (posix_spawn_file_actions_init(&fa) != 0)
+        return 0;
+    if (standby) {
+        size_t n = 0;
+        while (environ[n])
+            n++;
+        own = calloc(n + 2, sizeof(char *));
+        if (!own || pipe2(fds, O_CLOEXEC) != 0) {
+            free(own);
+            posix_spawn_file_actions_destroy(&fa);
+            return 0;
+        }
+        memcpy(own, environ, n * sizeof(char *));
+        own[n] = TW__STANDBY_ENV "=3";
+        env = own;
+        /* dup2 onto 3 clears close-on-exec (fds[0] is never 3: 0-2 and the
+         * log or a store are open below it). */
+        (void)posix_spawn_file_actions_adddup2(&fa, fds[0], 3);
+    }
+    pid_t pid = 0;
+    int rc = posix_spawn(&pid, e->opts.strategy_argv[0], &fa, NULL, e->opts.strategy_argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(own);
+    if (fds[0] >= 0)
+        close(fds[0]);
+    if (rc != 0) {
+        if (fds[1] >= 0)
+            close(fds[1]);
+        fprintf(e->log, "tickwire trade: gateway: cannot start the strategy process %s: %s\n",
+                e->opts.strategy_argv[0], strerror(rc));
+        fflush(e->log);
+        return 0;
+    }
+    *go_fd = fds[1];
+    fprintf(e->log, "tickwire trade: gateway: strategy process %d started%s at %lld ns "
+            "(monotonic)\n", (int)pid, standby ? " (standby)" : "", (long long)tw_clock_now_ns());
+    fflush(e->log);
+    return pid;
+}
+
 static void spawn_strategy(tw_trade_engine *e)
 {
     if (!e->opts.strategy_argv || e->child > 0)
         return;
-    extern char **environ;
-    pid_t pid;
-    int rc = posix_spawn(&pid, e->opts.strategy_argv[0], NULL, NULL, e->opts.strategy_argv,
-                         environ);
     e->spawn_ns = tw_clock_now_ns();
-    if (rc != 0) {
-        fprintf(e->log, "tickwire trade: gateway: cannot start the strategy process %s: %s\n",
-                e->opts.strategy_argv[0], strerror(rc));
-        fflush(e->log);
-        return;
+    if (e->standby > 0) {
+        /* The standby has its strategy built: go. */
+        char one = 1;
+        ssize_t k = write(e->standby_fd, &one, 1);
+        close(e->standby_fd);
+        e->standby_fd = -1;
+        if (k == 1) {
+            e->child = e->standby;
+            e->standby = 0;
+            fprintf(e->log, "tickwire trade: gateway: strategy process %d (standby) goes\n",
+                    (int)e->child);
+            fflush(e->log);
+            return;
+        }
+        /* It is gone: reaped in attach_step; start one the slow way. */
+        (void)kill(e->standby, SIGKILL);
+        (void)waitpid(e->standby, NULL, 0);
+        e->standby = 0;
     }
-    e->child = pid;
-    fprintf(e->log, "tickwire trade: gateway: strategy process %d started at %lld ns (monotonic)\n",
-            (int)pid, (long long)e->spawn_ns);
-    fflush(e->log);
+    int fd = -1;
+    e->child = spawn_one(e, 0, &fd);
+}
+
+/* The next strategy, spawned ahead and waiting. */
+static void spawn_standby(tw_trade_engine *e)
+{
+    if (!e->opts.strategy_argv || e->standby > 0 ||
+        __atomic_load_n(&e->phase, __ATOMIC_ACQUIRE) != TW__PH_RUNNING)
+        return;
+    e->standby = spawn_one(e, 1, &e->standby_fd);
 }
 
 /* Our child is gone (status st): say so, and start the next one unless
@@ -373,6 +439,17 @@ static void attach_step(tw_trade_engine *e, int64_t now)
                 (int)e->att.st_pid, (unsigned long long)e->att.generation);
         fflush(e->log);
     }
+    /* The standby is spawned once the attached strategy has replayed and
+     * processed a new bar (its RESUMED): its exec and set-up then take no
+     * CPU from that replay. */
+    pthread_mutex_lock(&e->figmu);
+    uint32_t nf = e->n_figs;
+    pthread_mutex_unlock(&e->figmu);
+    if (nf != e->figs_seen) {
+        e->figs_seen = nf;
+        if (e->att.state == TW_ATTACH_GW_LIVE)
+            spawn_standby(e);
+    }
     if (ev == TW_ATTACH_EV_DETACHED) {
         e->detect_ns = now;
         e->st_restarts++;
@@ -382,8 +459,16 @@ static void attach_step(tw_trade_engine *e, int64_t now)
         for (uint32_t i = 0; i < e->n_gw; i++)
             tw__bell_ring(tw__gw_bell(e->gw[i]));
     }
-    /* Our child, gone (attached or not). */
+    /* The standby, gone by itself (its next spawn comes after an attach). */
     int st = 0;
+    if (e->standby > 0 && waitpid(e->standby, &st, WNOHANG) == e->standby) {
+        fprintf(e->log, "tickwire trade: gateway: standby strategy process %d gone (status 0x%x)\n",
+                (int)e->standby, st);
+        e->standby = 0;
+        close(e->standby_fd);
+        e->standby_fd = -1;
+    }
+    /* Our child, gone (attached or not). */
     if (e->child > 0 && waitpid(e->child, &st, WNOHANG) == e->child) {
         int64_t t = ev == TW_ATTACH_EV_DETACHED ? now : tw_clock_now_ns();
         if (ev != TW_ATTACH_EV_DETACHED)
@@ -438,6 +523,7 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
         return tw__err(err, -ENOMEM, "out of memory");
     e->procs = cfg->engine.mode == TW_TRADE_PROCESSES;
     e->att.listen_fd = e->att.conn_fd = e->att.memfd = e->att.journal_ro_fd = e->att.pidfd = -1;
+    e->standby_fd = -1;
     e->created_ns = tw_clock_now_ns();
     e->cfg = cfg;
     if (opts)
@@ -647,6 +733,21 @@ static void strategy_end(tw_trade_engine *e)
     if (e->have_att) {
         tw_attach_gw_close(&e->att);
         e->have_att = 0;
+    }
+    if (e->standby > 0) {
+        close(e->standby_fd); /* EOF: it exits */
+        e->standby_fd = -1;
+        int st;
+        int64_t t0 = tw_clock_now_ns();
+        while (waitpid(e->standby, &st, WNOHANG) != e->standby) {
+            if (tw_clock_now_ns() - t0 > 2000000000ll) {
+                kill(e->standby, SIGKILL);
+                (void)waitpid(e->standby, &st, 0);
+                break;
+            }
+            tw_clock_sleep_ns(1000000);
+        }
+        e->standby = 0;
     }
     if (e->child <= 0)
         return;

@@ -156,6 +156,10 @@ typedef struct tw__resumed {
     uint64_t events, bars;  /* replayed through the kernel */
 } tw__resumed;
 
+/* The environment variable that makes a spawned strategy process a
+ * standby: it waits for a byte on the fd it names before it attaches. */
+#define TW__STANDBY_ENV "TW_STRATEGY_STANDBY_FD"
+
 /* The strategy process's loop (strategy_proc.c). */
 uint64_t tw__cfg_digest(const tw_trade_config *c);
 /* A strategy's log hook, on f (both processes). */
@@ -263,6 +267,9 @@ struct tw_trade_engine {
     tw_attach_gw att;
     char att_sock[108];
     pid_t child;           /* the strategy process we spawned (0: none) */
+    pid_t standby;         /* the next one, spawned ahead, waiting on standby_fd (0: none) */
+    int standby_fd;        /* its go pipe's write end (a byte: go; EOF: exit) */
+    uint32_t figs_seen;    /* control: n_figs when it last looked */
     int64_t detect_ns;     /* control: when the last strategy was seen gone */
     int64_t att_step_ns;   /* control: the last attach step */
     int64_t spawn_ns;

@@ -417,6 +417,19 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
                      p->mem ? se.msg : "out of memory");
         goto out;
     }
+    const char *sb = getenv(TW__STANDBY_ENV);
+    if (sb) {
+        /* A standby: built, now wait for the gateway's go (EOF: not
+         * needed, or the gateway is gone). */
+        int fd = atoi(sb);
+        char c;
+        ssize_t k;
+        while ((k = read(fd, &c, 1)) < 0 && errno == EINTR)
+            ;
+        close(fd);
+        if (k != 1)
+            goto out;
+    }
     p->fig.start_ns = tw_clock_now_ns(); /* configuration read, strategy built */
     p->out_cap = tw_strategy_max_out(p->s);
     p->out = calloc(p->out_cap, sizeof(tw_out));

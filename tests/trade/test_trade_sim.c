@@ -150,7 +150,9 @@ static pid_t attached_pid(const char *log)
     pid_t pid = 0;
     while (fgets(line, sizeof(line), f)) {
         int v;
-        if (sscanf(line, "tickwire trade: gateway: strategy process %d attached", &v) == 1)
+        /* (sscanf counts the %d even when the words after it differ.) */
+        if (strstr(line, " attached (generation ") &&
+            sscanf(line, "tickwire trade: gateway: strategy process %d attached", &v) == 1)
             pid = v;
     }
     fclose(f);
