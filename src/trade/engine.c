@@ -728,6 +728,21 @@ static int write_results(tw_trade_engine *e, int rc, tw_error *err);
 
 /* Ends the strategy process: the segment closes (it sees the hangup and
  * exits), bounded, then SIGKILL. */
+/* Reaps pid, which is on its way out: 2 s, then SIGKILL. */
+static void reap_bounded(pid_t pid)
+{
+    int st;
+    int64_t t0 = tw_clock_now_ns();
+    while (waitpid(pid, &st, WNOHANG) != pid) {
+        if (tw_clock_now_ns() - t0 > 2000000000ll) {
+            kill(pid, SIGKILL);
+            (void)waitpid(pid, &st, 0);
+            return;
+        }
+        tw_clock_sleep_ns(1000000);
+    }
+}
+
 static void strategy_end(tw_trade_engine *e)
 {
     if (e->have_att) {
@@ -737,30 +752,11 @@ static void strategy_end(tw_trade_engine *e)
     if (e->standby > 0) {
         close(e->standby_fd); /* EOF: it exits */
         e->standby_fd = -1;
-        int st;
-        int64_t t0 = tw_clock_now_ns();
-        while (waitpid(e->standby, &st, WNOHANG) != e->standby) {
-            if (tw_clock_now_ns() - t0 > 2000000000ll) {
-                kill(e->standby, SIGKILL);
-                (void)waitpid(e->standby, &st, 0);
-                break;
-            }
-            tw_clock_sleep_ns(1000000);
-        }
+        reap_bounded(e->standby);
         e->standby = 0;
     }
-    if (e->child <= 0)
-        return;
-    int st;
-    int64_t t0 = tw_clock_now_ns();
-    while (waitpid(e->child, &st, WNOHANG) != e->child) {
-        if (tw_clock_now_ns() - t0 > 2000000000ll) {
-            kill(e->child, SIGKILL);
-            (void)waitpid(e->child, &st, 0);
-            break;
-        }
-        tw_clock_sleep_ns(1000000);
-    }
+    if (e->child > 0)
+        reap_bounded(e->child);
     e->child = 0;
 }
 
