@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -311,8 +312,9 @@ static int attach_open(tw_trade_engine *e, tw_error *err)
 }
 
 /* Spawns the strategy process; standby: it builds its strategy, then
- * waits for a byte on fd 3 (TW__STANDBY_ENV) before it connects (EOF: it
- * exits), so a restart does not wait for its exec and set-up.  Returns
+ * waits for a byte on fd 3 (TW__STANDBY_ENV; a socket pair) before it
+ * connects (EOF: it exits), so a restart does not wait for its exec and
+ * set-up.  Returns
  * the pid, or 0 (logged). */
 static pid_t spawn_one(tw_trade_engine *e, int standby, int *go_fd)
 {
@@ -327,7 +329,10 @@ static pid_t spawn_one(tw_trade_engine *e, int standby, int *go_fd)
         while (environ[n])
             n++;
         own = calloc(n + 2, sizeof(char *));
-        if (!own || pipe2(fds, O_CLOEXEC) != 0) {
+        /* A socket pair, not a pipe: the go is sent with MSG_NOSIGNAL (a
+         * standby that died is no SIGPIPE to a gateway embedded in a
+         * program that keeps SIGPIPE's default). */
+        if (!own || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
             free(own);
             posix_spawn_file_actions_destroy(&fa);
             return 0;
@@ -368,7 +373,7 @@ static void spawn_strategy(tw_trade_engine *e)
     if (e->standby > 0) {
         /* The standby has its strategy built: go. */
         char one = 1;
-        ssize_t k = write(e->standby_fd, &one, 1);
+        ssize_t k = send(e->standby_fd, &one, 1, MSG_NOSIGNAL);
         close(e->standby_fd);
         e->standby_fd = -1;
         if (k == 1) {

@@ -268,7 +268,7 @@ struct tw_trade_engine {
     char att_sock[108];
     pid_t child;           /* the strategy process we spawned (0: none) */
     pid_t standby;         /* the next one, spawned ahead, waiting on standby_fd (0: none) */
-    int standby_fd;        /* its go pipe's write end (a byte: go; EOF: exit) */
+    int standby_fd;        /* our end of its go socket (a byte: go; EOF: exit) */
     uint32_t figs_seen;    /* control: n_figs when it last looked */
     int64_t detect_ns;     /* control: when the last strategy was seen gone */
     int64_t att_step_ns;   /* control: the last attach step */
