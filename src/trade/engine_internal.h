@@ -221,6 +221,9 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
 void tw__gw_destroy(tw__gw *g);
 /* The net core's reactor poll (arg: the tw__gw). */
 unsigned tw__gw_poll(void *arg, tw_reactor_now *now);
+/* The sending half of the poll alone (intents in out, then the flush);
+ * strategy = inline calls it after the strategy in the same turn. */
+unsigned tw__gw_send(void *arg, tw_reactor_now *now);
 /* Its periodic work: session timer, reconnects, the ending (arg: tw__gw). */
 void tw__gw_timer(void *arg, tw_reactor_now *now);
 /* Its rings: in (events to the strategy: the gw produces), out (intents). */

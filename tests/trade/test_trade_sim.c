@@ -11,8 +11,11 @@
  * the signal PnL, the open position; the venue's fills equal the report's.
  *
  *   trade_sim_test SOURCE_DIR [--bars N] [--fault KIND:ARG] [--seed S] [--lossy]
+ *                  [--strategy thread|inline]
  * --lossy gives the links delay, loss, duplication and reordering from the
- * seed (the stack's retransmissions must not change a bit).
+ * seed (the stack's retransmissions must not change a bit).  --strategy
+ * inline: [engine] strategy = inline, the strategy's poll on the net core
+ * turned on this thread (one thread for both ends and the strategy).
  * Skips (77) without /usr/bin/python3 and numpy (they build the datasets). */
 #include <errno.h>
 #include <math.h>
@@ -123,6 +126,7 @@ int main(int argc, char **argv)
     size_t bars = 150000;
     uint64_t seed = 1;
     int lossy = 0;
+    const char *strategy = "thread";
     tw_xchg_fault fault;
     int n_faults = 0;
     tw_error err = {0};
@@ -133,6 +137,8 @@ int main(int argc, char **argv)
             seed = (uint64_t)atoll(argv[++i]);
         else if (!strcmp(argv[i], "--lossy"))
             lossy = 1;
+        else if (!strcmp(argv[i], "--strategy") && i + 1 < argc)
+            strategy = argv[++i];
         else if (!strcmp(argv[i], "--fault") && i + 1 < argc) {
             if (tw_xchg_fault_parse(argv[++i], &fault, &err) != 0) {
                 fprintf(stderr, "%s\n", err.msg);
@@ -221,12 +227,13 @@ int main(int argc, char **argv)
     snprintf(trades, sizeof(trades), "%s/trades.csv", dir);
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s\ntrades = %s\nfee = 0.09\nlog = %s/trade.log\n"
+                     "strategy = %s\n"
                      "[session venue]\nhost = " TW__SIMVENUE_IP_TEXT "\nport = 9878\n"
                      "sender = TRADER\ntarget = VENUE\nstore = %s/store/venue\nstack = sim\n"
                      "ip = " TW__SIMVENUE_TRADER_IP_TEXT "/24\n"
                      "reconnect_min_ms = 20\nreconnect_max_ms = 200\n"
                      "[instrument AAA]\nsession = venue\n[instrument BBB]\nsession = venue\n",
-                     report, trades, dir, dir);
+                     report, trades, dir, strategy, dir);
     for (int s = 0; s < 2; s++) {
         k += snprintf(ini + k, sizeof(ini) - (size_t)k, "[strategy %s]\ninstrument = %s\n",
                       s ? "b" : "a", s ? "BBB" : "AAA");
