@@ -84,6 +84,8 @@ struct tw__xport {
     tw__xp_state state;
     int fd;              /* what a yielding core waits on for rx (-1: none) */
     int rx_syscall;      /* receiving costs a system call (kernel sockets) */
+    int rx_drained;      /* rx_syscall: the last receive found the socket empty
+                            (a short read or EAGAIN): no recv right after work */
     char *rx;
     size_t rx_len, rx_cap;
     char *out;

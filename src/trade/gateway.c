@@ -1131,10 +1131,13 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
     unsigned work = 0;
     /* A yielding core spins TW_REACTOR_IDLE_SPINS idle turns before it
      * waits in ppoll on the socket; a recv() on each of them would make
-     * the spin a string of system calls.  So: a recv after work, and on
-     * the turn after each wait (which is when the socket is readable). */
+     * the spin a string of system calls.  So: a recv after work unless
+     * the last one found the socket empty (then what comes next wakes
+     * the wait), and on the turn after each wait (when the socket is
+     * readable). */
     int skip = xp->rx_syscall && !g->busy && xp->state == TW__XP_UP &&
-               g->idle_turns % TW_REACTOR_IDLE_SPINS != 0;
+               (g->idle_turns % TW_REACTOR_IDLE_SPINS != 0 ||
+                (g->idle_turns == 0 && xp->rx_drained));
     unsigned ev = skip ? 0 : xp->ops->io(xp, now->ns, &now->wake_ns);
     if (ev & TW__XP_EV_UP) {
         work++;
