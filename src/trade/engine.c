@@ -242,6 +242,7 @@ static unsigned strategy_poll(void *arg, tw_reactor_now *now)
 static unsigned inline_poll(void *arg, tw_reactor_now *now)
 {
     tw_trade_engine *e = arg;
+    TW_ASSERT(e->cfg->engine.strategy == TW_TRADE_STRATEGY_INLINE && !e->started_s);
     unsigned work = strategy_poll(e, now);
     if (work)
         for (uint32_t k = 0; k < e->n_gw; k++)
