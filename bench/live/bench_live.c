@@ -265,7 +265,15 @@ static int run_threaded(run *r, const char *host, int port, const char *stack, c
 static int open_spec(void *ctx, uint32_t s, const char *spec, tw_port **port, tw_error *err)
 {
     (void)ctx, (void)s;
-    return tw__port_open_spec(port, spec, 4096, err);
+    /* The configurations run one after the other on one veth: the last
+     * run's AF_XDP socket may still be going away in the kernel (EBUSY). */
+    int rc = -EBUSY;
+    for (int t = 0; t < 100 && rc == -EBUSY; t++) {
+        if (t)
+            tw_clock_sleep_ns(20000000);
+        rc = tw__port_open_spec(port, spec, 4096, err);
+    }
+    return rc;
 }
 #endif
 
