@@ -59,8 +59,18 @@ int tw__cli_bench_live(int argc, char **argv);
 static const char *stage_names[N_STAGES] = {"rx -> TCP", "TCP -> FIX parse", "parse -> decision",
                                             "decision -> build", "build -> tx", "wire-to-wire"};
 
+/* An engine configuration measured: [engine] strategy and busy_poll. */
+typedef struct variant {
+    const char *label;
+    int inl;  /* strategy = inline */
+    int busy; /* busy_poll = yes */
+} variant;
+
+#define N_VARIANTS 3
+
 typedef struct run {
     const char *name;
+    const variant *var;
     int ok;
     double secs;
     uint64_t bars;
@@ -74,7 +84,12 @@ typedef struct run {
 static char g_self[1024], g_dir[512];
 static double *g_close;
 static size_t g_bars;
-static int g_busy;
+static int g_busy; /* --busy: the default configuration busy-polls too */
+static variant g_var[N_VARIANTS] = {
+    {"strategy = thread (the default), yielding", 0, 0},
+    {"strategy = inline, yielding", 1, 0},
+    {"strategy = inline, busy_poll = yes", 1, 1},
+};
 
 /* Samples out of the engine; 0, or -1 when a sample's stamps are out of order. */
 static int take_samples(run *r, const tw_trade_engine *e)
@@ -120,16 +135,18 @@ static int take_samples(run *r, const tw_trade_engine *e)
 }
 
 static tw_trade_config *make_config(const char *host, int port, const char *stack, const char *ip,
-                                    const char *tag)
+                                    const char *tag, const variant *var)
 {
     int64_t grid[TW_GRID_DEFAULT_COMBOS * 6];
     tw_grid_default(grid);
     char ini[4096];
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\nbusy_poll = %s\n"
+                     "strategy = %s\n"
                      "[session venue]\nhost = %s\nport = %d\nsender = BENCH\ntarget = VENUE\n"
                      "store = %s/store_%s/venue\nreconnect_min_ms = 20\n",
-                     g_dir, tag, g_dir, tag, g_busy ? "yes" : "no", host, port, g_dir, tag);
+                     g_dir, tag, g_dir, tag, var->busy ? "yes" : "no",
+                     var->inl ? "inline" : "thread", host, port, g_dir, tag);
     if (stack)
         k += snprintf(ini + k, sizeof(ini) - (size_t)k, "stack = %s\nip = %s/24\n", stack, ip);
     k += snprintf(ini + k, sizeof(ini) - (size_t)k,
@@ -212,9 +229,9 @@ static void close_spec(void *ctx, uint32_t s, tw_port *port)
 
 /* The engine, threaded, against a venue child; 0 or -1. */
 static int run_threaded(run *r, const char *host, int port, const char *stack, const char *ip,
-                        tw_trade_open_port_fn open_port)
+                        tw_trade_open_port_fn open_port, const char *tag)
 {
-    tw_trade_config *cfg = make_config(host, port, stack, ip, r->name[0] == 'k' ? "k" : "v");
+    tw_trade_config *cfg = make_config(host, port, stack, ip, tag, r->var);
     if (!cfg)
         return -1;
     tw_trade_engine *e = NULL;
@@ -248,7 +265,15 @@ static int run_threaded(run *r, const char *host, int port, const char *stack, c
 static int open_spec(void *ctx, uint32_t s, const char *spec, tw_port **port, tw_error *err)
 {
     (void)ctx, (void)s;
-    return tw__port_open_spec(port, spec, 4096, err);
+    /* The configurations run one after the other on one veth: the last
+     * run's AF_XDP socket may still be going away in the kernel (EBUSY). */
+    int rc = -EBUSY;
+    for (int t = 0; t < 100 && rc == -EBUSY; t++) {
+        if (t)
+            tw_clock_sleep_ns(20000000);
+        rc = tw__port_open_spec(port, spec, 4096, err);
+    }
+    return rc;
 }
 #endif
 
@@ -263,7 +288,7 @@ static int open_sim(void *ctx, uint32_t s, const char *spec, tw_port **port, tw_
 
 /* The userspace stack on the simulated network, the venue library on this
  * thread with the engine's net core; 0 or -1. */
-static int run_sim(run *r)
+static int run_sim(run *r, const char *tag)
 {
     tw_xchg_symbol sym = {"AAA", g_close, g_bars};
     tw_xchg_cfg xc;
@@ -281,7 +306,7 @@ static int run_sim(run *r)
     }
     g_sim_port = sv.tport;
     tw_trade_config *cfg = make_config(TW__SIMVENUE_IP_TEXT, TW__SIMVENUE_PORT, "sim",
-                                       TW__SIMVENUE_TRADER_IP_TEXT, "s");
+                                       TW__SIMVENUE_TRADER_IP_TEXT, tag, r->var);
     tw_trade_engine *e = NULL;
     tw_trade_engine_opts o = {.open_port = open_sim, .manual_net = 1, .quiet = 1,
                               .latency_samples = 1u << 22};
@@ -299,7 +324,7 @@ static int run_sim(run *r)
                 rc = s;
             done = s == 1;
         }
-        if (!w && !g_busy)
+        if (!w && !r->var->busy)
             sched_yield();
         if (tw_clock_now_ns() - t0 > 3600ll * 1000000000)
             rc = -ETIMEDOUT;
@@ -395,7 +420,7 @@ typedef struct alone {
 static int stages_alone(alone *a)
 {
     /* The strategy on one bar (the same four combos), per call. */
-    tw_trade_config *cfg = make_config("127.0.0.1", 1, NULL, NULL, "a");
+    tw_trade_config *cfg = make_config("127.0.0.1", 1, NULL, NULL, "a", &g_var[0]);
     if (!cfg)
         return -1;
     tw_strategy_cfg sc;
@@ -496,14 +521,21 @@ static int stages_alone(alone *a)
 
 /* ---- output ------------------------------------------------------------------ */
 
-static void print_run(const run *r)
+/* The sum of a run's stage medians. */
+static double stage_sum(const run *r)
 {
     double sum = 0;
     for (int s = 0; s < 5; s++)
         sum += r->p50[s];
-    printf("\n%s: %llu bars in lockstep in %.2f s (%.0f bars/s through the barrier), %zu bars "
-           "caused orders\n", r->name, (unsigned long long)r->bars, r->secs,
-           (double)r->bars / r->secs, r->n);
+    return sum;
+}
+
+static void print_run(const run *r)
+{
+    double sum = stage_sum(r);
+    printf("\n%s, %s: %llu bars in lockstep in %.2f s (%.0f bars/s through the barrier, %.0f "
+           "over the loop), %zu bars caused orders\n", r->name, r->var->label,
+           (unsigned long long)r->bars, r->secs, (double)r->bars / r->secs, r->loop_bps, r->n);
     printf("  %-20s %10s %10s %10s %10s %8s\n", "stage (ns)", "p50", "p99", "p99.9", "p99.9/p50",
            "share");
     for (int s = 0; s < N_STAGES; s++)
@@ -512,35 +544,54 @@ static void print_run(const run *r)
                s < 5 && sum > 0 ? 100.0 * r->p50[s] / sum : 100.0);
 }
 
-static void picture(const run *a, const run *b, const char *png)
+/* Wire-to-wire histograms: one panel per transport, one histogram per
+ * configuration. */
+static void picture(const run *const *rs, int n, const char *png)
 {
     char csv[700];
     snprintf(csv, sizeof(csv), "%s/wire.csv", g_dir);
     FILE *f = fopen(csv, "w");
     if (!f)
         return;
-    fprintf(f, "transport,ns\n");
-    const run *rs[2] = {a, b};
-    for (int k = 0; k < 2; k++)
+    fprintf(f, "transport,config,ns\n");
+    for (int k = 0; k < n; k++)
         for (size_t i = 0; i < rs[k]->n; i++)
-            fprintf(f, "\"%s\",%.0f\n", rs[k]->name, rs[k]->v[5][i]);
+            fprintf(f, "\"%s\",\"%s\",%.0f\n", rs[k]->name, rs[k]->var->label, rs[k]->v[5][i]);
     fclose(f);
-    char cmd[2400];
+    char cmd[3000];
     snprintf(cmd, sizeof(cmd),
-             "/usr/bin/python3 -c \"import csv,sys,numpy as np,matplotlib; matplotlib.use('Agg'); "
+             "/usr/bin/python3 -c \"import csv,numpy as np,matplotlib; matplotlib.use('Agg'); "
              "import matplotlib.pyplot as plt; d={}; "
-             "[d.setdefault(r['transport'],[]).append(float(r['ns'])/1000) for r in csv.DictReader(open('%s'))]; "
-             "lo=min(min(v) for v in d.values()); hi=max(max(v) for v in d.values()); "
-             "bins=np.logspace(np.log10(max(lo,0.05)),np.log10(hi),80); "
-             "[plt.hist(v,bins=bins,alpha=0.55,label=k) for k,v in d.items()]; plt.xscale('log'); "
-             "plt.xlabel('wire-to-wire inside the trader (us, rx to tx)'); plt.ylabel('bars'); "
-             "plt.legend(); plt.title('tickwire trade: wire-to-wire'); plt.savefig('%s', dpi=110)\" "
-             ">/dev/null 2>&1",
+             "[d.setdefault(r['transport'],{}).setdefault(r['config'],[]).append(float(r['ns'])/1000) "
+             "for r in csv.DictReader(open('%s'))]; "
+             "a=[x for t in d.values() for v in t.values() for x in v]; "
+             "bins=np.logspace(np.log10(max(min(a),0.05)),np.log10(max(a)),80); "
+             "fig,ax=plt.subplots(len(d),1,figsize=(8,3.2*len(d)),sharex=True,squeeze=False); "
+             "[([ax[i][0].hist(v,bins=bins,alpha=0.5,label=c) for c,v in t.items()], "
+             "ax[i][0].set_title(k,fontsize=10), ax[i][0].set_ylabel('bars'), "
+             "ax[i][0].legend(fontsize=8)) for i,(k,t) in enumerate(d.items())]; "
+             "ax[-1][0].set_xscale('log'); "
+             "ax[-1][0].set_xlabel('wire-to-wire inside the trader (us, rx to tx)'); "
+             "fig.suptitle('tickwire trade: wire-to-wire'); fig.tight_layout(); "
+             "fig.savefig('%s', dpi=110)\" >/dev/null 2>&1",
              csv, png);
     if (system(cmd) == 0)
         printf("\npicture: %s (wire-to-wire histograms, log scale)\n", png);
     else
         printf("\npicture: not drawn (/usr/bin/python3 with numpy and matplotlib needed)\n");
+}
+
+static const char *verdict(int ok) { return ok ? "met" : "NOT met"; }
+
+static void load_average(double la[3])
+{
+    la[0] = la[1] = la[2] = NAN;
+    FILE *f = fopen("/proc/loadavg", "r");
+    if (f) {
+        if (fscanf(f, "%lf %lf %lf", &la[0], &la[1], &la[2]) != 3)
+            la[0] = la[1] = la[2] = NAN;
+        fclose(f);
+    }
 }
 
 int tw__cli_bench_live(int argc, char **argv)
@@ -565,6 +616,10 @@ int tw__cli_bench_live(int argc, char **argv)
         fprintf(stderr, "tickwire bench live: --bars: 100 .. 10000000\n");
         return 2;
     }
+    if (g_busy) {
+        g_var[0].label = "strategy = thread, busy_poll = yes";
+        g_var[0].busy = 1;
+    }
     ssize_t sl = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);
     if (sl <= 0) {
         fprintf(stderr, "tickwire bench live: cannot find this program\n");
@@ -587,95 +642,165 @@ int tw__cli_bench_live(int argc, char **argv)
         fprintf(stderr, "tickwire bench live: %s\n", err.msg);
         return 1;
     }
-    printf("tickwire bench live: %zu bars, 4 default-grid combos, lockstep; %s cores; ISA %s; "
-           "TSC %.3f GHz\n", g_bars, g_busy ? "busy-polling" : "yielding",
+    double la0[3];
+    load_average(la0);
+    printf("tickwire bench live: %zu bars, 4 default-grid combos, lockstep; %d engine "
+           "configurations per transport, in turn; ISA %s; TSC %.3f GHz; load average %.2f\n",
+           g_bars, N_VARIANTS,
            tw_isa_name(tw_cpu_has(TW_ISA_AVX512) ? TW_ISA_AVX512
                        : tw_cpu_has(TW_ISA_AVX2) ? TW_ISA_AVX2 : TW_ISA_SSE2),
-           tw_tsc_default()->hz * 1e-9);
-    /* Kernel sockets. */
-    run k = {.name = "kernel sockets (loopback)"};
-    int port;
-    pid_t v = venue_child(NULL, "127.0.0.1:0", &port);
-    k.ok = v > 0 && port > 0 && run_threaded(&k, "127.0.0.1", port, NULL, NULL, NULL) == 0;
-    if (v > 0 && child_exit(v) != 0)
-        k.ok = 0;
+           tw_tsc_default()->hz * 1e-9, la0[0]);
+    for (int j = 0; j < N_VARIANTS; j++)
+        printf("  configuration %d: %s\n", j + 1, g_var[j].label);
+    run k[N_VARIANTS], u[N_VARIANTS];
+    memset(k, 0, sizeof(k));
+    memset(u, 0, sizeof(u));
+    char tag[16];
+    /* Kernel sockets, each configuration against a venue child of its own. */
+    for (int j = 0; j < N_VARIANTS; j++) {
+        k[j].name = "kernel sockets (loopback)";
+        k[j].var = &g_var[j];
+        int port;
+        pid_t v = venue_child(NULL, "127.0.0.1:0", &port);
+        snprintf(tag, sizeof(tag), "k%d", j);
+        k[j].ok = v > 0 && port > 0 &&
+                  run_threaded(&k[j], "127.0.0.1", port, NULL, NULL, NULL, tag) == 0;
+        if (v > 0 && child_exit(v) != 0)
+            k[j].ok = 0;
+    }
     /* The userspace stack: veth AF_XDP when root, else the sim network. */
-    run u = {.name = "userspace stack"};
     int veth = 0;
 #ifdef TW_BENCH_LIVE_PORTS
     tw__netenv e;
     if (geteuid() == 0 && tw__netenv_setup(&e, 1) == 0) {
         veth = 1;
-        u.name = "userspace stack (veth, AF_XDP)";
-        v = venue_child(&e, TW_NETENV_PEER_IP ":7030", &port);
-        char spec[64];
-        snprintf(spec, sizeof(spec), "af_xdp:%s", e.host);
-        u.ok = v > 0 && port > 0 &&
-               run_threaded(&u, TW_NETENV_PEER_IP, port, spec, TW_NETENV_STACK_IP, open_spec) == 0;
-        if (v > 0 && child_exit(v) != 0)
-            u.ok = 0;
+        for (int j = 0; j < N_VARIANTS; j++) {
+            u[j].name = "userspace stack (veth, AF_XDP)";
+            u[j].var = &g_var[j];
+            int port;
+            char listen[64], spec[64];
+            snprintf(listen, sizeof(listen), TW_NETENV_PEER_IP ":%d", 7030 + j);
+            pid_t v = venue_child(&e, listen, &port);
+            snprintf(spec, sizeof(spec), "af_xdp:%s", e.host);
+            snprintf(tag, sizeof(tag), "v%d", j);
+            u[j].ok = v > 0 && port > 0 &&
+                      run_threaded(&u[j], TW_NETENV_PEER_IP, port, spec, TW_NETENV_STACK_IP,
+                                   open_spec, tag) == 0;
+            if (v > 0 && child_exit(v) != 0)
+                u[j].ok = 0;
+        }
         tw__netenv_teardown(&e);
     }
 #endif
-    if (!veth) {
-        u.name = "userspace stack (sim network)";
-        u.ok = run_sim(&u) == 0;
-    }
+    if (!veth)
+        for (int j = 0; j < N_VARIANTS; j++) {
+            u[j].name = "userspace stack (sim network)";
+            u[j].var = &g_var[j];
+            snprintf(tag, sizeof(tag), "s%d", j);
+            u[j].ok = run_sim(&u[j], tag) == 0;
+        }
     /* The QuickFIX pair on the same bars. */
 #ifdef TW_BENCH_QF_PAIR
     qf_run q = {0};
     q.ok = run_qf(&q) == 0;
 #endif
-    alone a;
+    alone a = {0};
     int a_ok = stages_alone(&a) == 0;
-    if (!k.ok || !u.ok || !a_ok) {
-        fprintf(stderr, "tickwire bench live: a run failed (%s%s%s); files in %s\n",
-                k.ok ? "" : "kernel sockets ", u.ok ? "" : "userspace stack ",
-                a_ok ? "" : "stages alone", g_dir);
+    double la1[3];
+    load_average(la1);
+    int all_ok = a_ok;
+    for (int j = 0; j < N_VARIANTS; j++) {
+        if (!k[j].ok || !u[j].ok) {
+            fprintf(stderr, "tickwire bench live: a run failed (%s%s%s); files in %s\n",
+                    k[j].ok ? "" : "kernel sockets ", u[j].ok ? "" : "userspace stack ",
+                    g_var[j].label, g_dir);
+            all_ok = 0;
+        }
+    }
+    if (!all_ok) {
+        if (!a_ok)
+            fprintf(stderr, "tickwire bench live: the stages alone failed\n");
         return 1;
     }
-    print_run(&k);
-    print_run(&u);
+    for (int j = 0; j < N_VARIANTS; j++) {
+        print_run(&k[j]);
+        print_run(&u[j]);
+    }
     double sum = a.strategy_ns + a.parse_ns + a.build_ns + 2 * a.ring_ns;
     printf("\nstages alone (ns, median): strategy on one bar %.0f, FIX parse of the X %.0f, FIX "
            "build of the order %.0f, ring enqueue+dequeue %.0f (x2); sum %.0f\n",
            a.strategy_ns, a.parse_ns, a.build_ns, a.ring_ns, sum);
+    const run *all[2 * N_VARIANTS];
+    for (int j = 0; j < N_VARIANTS; j++) {
+        all[2 * j] = &k[j];
+        all[2 * j + 1] = &u[j];
+    }
     char png[700];
     snprintf(png, sizeof(png), "%s/wire_to_wire.png", out);
-    picture(&k, &u, png);
-    printf("\ngoals (issue 16, section 5):\n");
-    printf("  stack wire-to-wire p50 lower than kernel sockets (%.0f vs %.0f ns): %s\n", u.p50[5],
-           k.p50[5], u.p50[5] < k.p50[5] ? "met" : "NOT met");
-    printf("  stack wire-to-wire p99.9 lower than kernel sockets (%.0f vs %.0f ns): %s\n",
-           u.p999[5], k.p999[5], u.p999[5] < k.p999[5] ? "met" : "NOT met");
-    printf("  stack p99.9/p50 <= 3 (%.2f): %s\n", u.p999[5] / u.p50[5],
-           u.p999[5] / u.p50[5] <= 3 ? "met" : "NOT met");
-    printf("  median wire-to-wire <= 1.5 x the stages alone (%.0f vs 1.5 x %.0f ns, %s): %s\n",
-           u.p50[5], sum, u.name, u.p50[5] <= 1.5 * sum ? "met" : "NOT met");
+    picture(all, 2 * N_VARIANTS, png);
 #ifdef TW_BENCH_QF_PAIR
     if (!q.ok) {
         fprintf(stderr, "tickwire bench live: the QuickFIX pair failed; files in %s\n", g_dir);
         return 1;
     }
-    double tw_bps = k.loop_bps, qf_bps = (double)q.bars / q.loop_s;
-    printf("\nthroughput, lockstep over kernel TCP on loopback, %zu bars:\n", g_bars);
-    printf("  %-44s %12s %12s %8s\n", "", "loop bars/s", "run bars/s", "orders");
-    printf("  %-44s %12.0f %12.0f %8llu\n", "tickwire exchange --lockstep + tickwire trade", tw_bps,
-           (double)k.bars / k.secs, (unsigned long long)k.orders);
-    printf("  %-44s %12.0f %12.0f %8ld\n", "QuickFIX venue + QuickFIX trader (qf_pair)", qf_bps,
-           (double)q.bars / q.wall_s, q.orders);
-    printf("  ratio %.2fx over the loop (%.2fx over the whole runs)\n", tw_bps / qf_bps,
-           ((double)k.bars / k.secs) / ((double)q.bars / q.wall_s));
-    printf("  lockstep bars/s over kernel TCP >= 5 x a QuickFIX venue + trader pair (%.0f vs %.0f, "
-           "%.2fx): %s\n", tw_bps, qf_bps, tw_bps / qf_bps, tw_bps >= 5 * qf_bps ? "met" : "NOT met");
-#else
-    printf("  lockstep bars/s over kernel TCP >= 5 x a QuickFIX venue + trader pair: not measured "
-           "(%.0f bars/s here; QuickFIX not found at build time)\n", (double)k.bars / k.secs);
+    double qf_bps = (double)q.bars / q.loop_s;
 #endif
-    for (int s = 0; s < N_STAGES; s++) {
-        free(k.v[s]);
-        free(u.v[s]);
+    /* One table of every run, the stack's next to the kernel's. */
+    printf("\nsummary (wire-to-wire in us; x stages: its p50 over the stages alone, %.0f ns):\n",
+           sum);
+    printf("  %-40s %-32s %9s %7s %7s %7s %9s %9s\n", "configuration", "transport", "loop b/s",
+           "p50", "p99", "p99.9", "p99.9/p50", "x stages");
+    for (int j = 0; j < 2 * N_VARIANTS; j++) {
+        const run *r = all[j];
+        printf("  %-40s %-32s %9.0f %7.1f %7.1f %7.1f %9.2f %9.1f\n", r->var->label, r->name,
+               r->loop_bps, r->p50[5] / 1e3, r->p99[5] / 1e3, r->p999[5] / 1e3,
+               r->p999[5] / r->p50[5], r->p50[5] / sum);
     }
+#ifdef TW_BENCH_QF_PAIR
+    printf("  %-40s %-32s %9.0f   (%ld orders; tickwire %llu)\n", "QuickFIX venue + trader",
+           "kernel sockets (loopback)", qf_bps, q.orders, (unsigned long long)k[0].orders);
+#endif
+    printf("\nthroughput, lockstep over kernel TCP on loopback, %zu bars:\n", g_bars);
+    printf("  %-64s %12s %12s %8s\n", "", "loop bars/s", "run bars/s", "orders");
+    for (int j = 0; j < N_VARIANTS; j++) {
+        char what[160];
+        snprintf(what, sizeof(what), "tickwire exchange + trade, %s", g_var[j].label);
+        printf("  %-64s %12.0f %12.0f %8llu\n", what, k[j].loop_bps,
+               (double)k[j].bars / k[j].secs, (unsigned long long)k[j].orders);
+    }
+#ifdef TW_BENCH_QF_PAIR
+    printf("  %-64s %12.0f %12.0f %8ld\n", "QuickFIX venue + QuickFIX trader (qf_pair)", qf_bps,
+           (double)q.bars / q.wall_s, q.orders);
+#endif
+    printf("\ngoals (issue 16, section 5), per configuration; load average %.2f before, %.2f "
+           "after:\n", la0[0], la1[0]);
+    for (int j = 0; j < N_VARIANTS; j++) {
+        const run *kk = &k[j], *uu = &u[j];
+        const char *lb = g_var[j].label;
+        printf("  [%s]\n", lb);
+        printf("    stack wire-to-wire p50 lower than kernel sockets (%.0f vs %.0f ns): %s\n",
+               uu->p50[5], kk->p50[5], verdict(uu->p50[5] < kk->p50[5]));
+        printf("    stack wire-to-wire p99.9 lower than kernel sockets (%.0f vs %.0f ns): %s\n",
+               uu->p999[5], kk->p999[5], verdict(uu->p999[5] < kk->p999[5]));
+        printf("    stack p99.9/p50 <= 3 (%s: %.2f): %s\n", uu->name, uu->p999[5] / uu->p50[5],
+               verdict(uu->p999[5] / uu->p50[5] <= 3));
+        printf("    median wire-to-wire <= 1.5 x the stages alone (%s: %.0f vs 1.5 x %.0f ns, "
+               "%.1fx): %s\n", uu->name, uu->p50[5], sum, uu->p50[5] / sum,
+               verdict(uu->p50[5] <= 1.5 * sum));
+#ifdef TW_BENCH_QF_PAIR
+        printf("    lockstep bars/s over kernel TCP >= 5 x a QuickFIX venue + trader pair (%.0f vs "
+               "%.0f, %.2fx): %s\n", kk->loop_bps, qf_bps, kk->loop_bps / qf_bps,
+               verdict(kk->loop_bps >= 5 * qf_bps));
+#else
+        printf("    lockstep bars/s over kernel TCP >= 5 x a QuickFIX venue + trader pair: not "
+               "measured (%.0f bars/s here; QuickFIX not found at build time)\n", kk->loop_bps);
+#endif
+    }
+    for (int j = 0; j < N_VARIANTS; j++)
+        for (int s = 0; s < N_STAGES; s++) {
+            free(k[j].v[s]);
+            free(u[j].v[s]);
+        }
     free(g_close);
     return 0;
 }

@@ -24,11 +24,21 @@ extern "C" {
 #define TW_TRADE_STR_MAX 200
 /* Most CPUs a `cpus =` list names. */
 #define TW_TRADE_MAX_CPUS 64
+/* Most sessions with strategy = inline: one reactor loop holds them all
+ * (a socket or port fd each; engine.c asserts the reactor's limits). */
+#define TW_TRADE_INLINE_MAX_SESSIONS 4
 
 typedef enum tw_trade_mode {
     TW_TRADE_THREADS = 0,   /* gateway and strategy as threads of one process */
     TW_TRADE_PROCESSES = 1, /* two processes over shared-memory rings (issue 17) */
 } tw_trade_mode;
+
+/* Where the strategy core runs (the engine's threads, docs/trade.md). */
+typedef enum tw_trade_strategy_run {
+    TW_TRADE_STRATEGY_THREAD = 0, /* a thread of its own, fed over the rings (live.md's drawing) */
+    TW_TRADE_STRATEGY_INLINE = 1, /* on the net cores' one thread: rx .. decision .. tx in one
+                                     wake-up (the rings stay, produced and consumed there) */
+} tw_trade_strategy_run;
 
 /* A session's transport: the kernel's TCP, or this project's userspace
  * stack over a port (stack = a port spec of tools/common/portspec.h,
@@ -49,6 +59,8 @@ typedef struct tw_trade_engine_cfg {
     double fee;                    /* fee = round-trip fee, percentage points [0.09] */
     tw_trade_mode mode;            /* mode = threads | processes [threads] */
     int busy_poll;                 /* busy_poll = yes | no [no: yielding, 2-core safe] */
+    tw_trade_strategy_run strategy; /* strategy = thread | inline [thread] */
+    int strategy_line;             /* its line (0: not given) */
     uint32_t ring_slots;           /* ring_slots = power of two, 64..1048576 [4096] */
     uint32_t n_cpus;               /* cpus = 0,2-3: pin net cores then the strategy */
     uint16_t cpus[TW_TRADE_MAX_CPUS];

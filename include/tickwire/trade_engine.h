@@ -57,7 +57,8 @@ typedef struct tw_trade_engine_opts {
     void *port_ctx;
     /* 1: the net cores are not threads; the caller turns them with
      * tw_trade_engine_poll() (a test that drives the venue and a simulated
-     * network on the same thread).  The strategy core is a thread anyway. */
+     * network on the same thread).  The strategy core is a thread anyway,
+     * unless [engine] strategy = inline: then it turns with them. */
     int manual_net;
     /* Makes ClOrdIDs unique across the trader's restarts; 0: the start
      * time in ms. */
@@ -123,8 +124,8 @@ typedef struct tw_trade_gw_stats {
 int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
                            const tw_trade_engine_opts *opts, tw_error *err);
 
-/* Starts the threads (the strategy core, and the net cores unless
- * manual_net), pinned and polling as the configuration says.  Returns 0 or
+/* Starts the threads (the strategy core unless strategy = inline, and the
+ * net cores unless manual_net), pinned and polling as the configuration says.  Returns 0 or
  * the reactor's error (pinning, SCHED_FIFO) with err. */
 int tw_trade_engine_start(tw_trade_engine *e, tw_error *err);
 

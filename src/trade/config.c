@@ -40,10 +40,11 @@ typedef struct key_def {
 
 /* Keys of each section, in the order docs/trade.md lists them.  The
  * index in these tables is the key's id in the setters below. */
-enum { E_REPORT, E_TRADES, E_LOG, E_JOURNAL, E_FEE, E_MODE, E_BUSY, E_RING, E_CPUS, E_N };
+enum { E_REPORT, E_TRADES, E_LOG, E_JOURNAL, E_FEE, E_MODE, E_BUSY, E_RING, E_CPUS, E_STRATEGY, E_N };
 static const key_def engine_keys[E_N] = {
     { "report", KEY_REQUIRED }, { "trades", 0 }, { "log", 0 }, { "journal", 0 },
     { "fee", 0 }, { "mode", 0 }, { "busy_poll", 0 }, { "ring_slots", 0 }, { "cpus", 0 },
+    { "strategy", 0 },
 };
 enum { S_HOST, S_PORT, S_SENDER, S_TARGET, S_STORE, S_STACK, S_IP, S_GATEWAY, S_HEARTBEAT,
        S_RECMIN, S_RECMAX, S_CONNTO, S_PCAP, S_RATE, S_N };
@@ -636,6 +637,15 @@ static void set_engine(pstate *ps, int k, const char *key, const char *v)
         else
             fail(ps, ps->line, "mode: '%s' is neither threads nor processes", v);
         break;
+    case E_STRATEGY:
+        e->strategy_line = ps->line;
+        if (!strcmp(v, "thread"))
+            e->strategy = TW_TRADE_STRATEGY_THREAD;
+        else if (!strcmp(v, "inline"))
+            e->strategy = TW_TRADE_STRATEGY_INLINE;
+        else
+            fail(ps, ps->line, "strategy: '%s' is neither thread nor inline", v);
+        break;
     case E_BUSY:
         if (parse_bool(v, &e->busy_poll) != 0)
             fail(ps, ps->line, "busy_poll: '%s' is not yes or no", v);
@@ -919,6 +929,14 @@ static void resolve(pstate *ps)
         fail(ps, last, "no [instrument SYMBOL] section");
     if (!c->n_strategies)
         fail(ps, last, "no [strategy NAME] section");
+    /* inline: every session's net core and the strategy on one reactor
+     * loop, which waits on one fd per session. */
+    if (c->engine.strategy == TW_TRADE_STRATEGY_INLINE && c->n_sessions > TW_TRADE_INLINE_MAX_SESSIONS)
+        fail(ps, c->engine.strategy_line, "strategy = inline: %u sessions, at most %d on its one "
+             "thread", c->n_sessions, TW_TRADE_INLINE_MAX_SESSIONS);
+    if (c->engine.strategy == TW_TRADE_STRATEGY_INLINE && c->engine.mode == TW_TRADE_PROCESSES)
+        fail(ps, c->engine.strategy_line, "strategy = inline runs the strategy in the gateway's "
+             "thread: it needs mode = threads");
     /* Two sessions that would log on as one (the venue refuses the
      * second), or share a store (each would corrupt the other's). */
     for (uint32_t b = 0; b < c->n_sessions; b++)

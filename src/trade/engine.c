@@ -488,6 +488,25 @@ static void attach_step(tw_trade_engine *e, int64_t now)
         pthread_mutex_unlock(&e->figmu);
     }
 }
+/* strategy = inline: the strategy's poll on the net cores' one loop,
+ * after every session's poll (rx .. parse .. in[k]), then each session's
+ * sending half (out[k] .. build .. tx), so a decision leaves in the turn,
+ * the wake-up, that brought its bar. */
+static unsigned inline_poll(void *arg, tw_reactor_now *now)
+{
+    tw_trade_engine *e = arg;
+    TW_ASSERT(e->cfg->engine.strategy == TW_TRADE_STRATEGY_INLINE && !e->started_s);
+    unsigned work = strategy_poll(e, now);
+    if (work)
+        for (uint32_t k = 0; k < e->n_gw; k++)
+            work += tw__gw_send(e->gw[k], now);
+    return work;
+}
+
+_Static_assert(TW_TRADE_INLINE_MAX_SESSIONS <= TW_REACTOR_MAX_FDS &&
+               TW_TRADE_INLINE_MAX_SESSIONS + 1 <= TW_REACTOR_MAX_POLLS &&
+               TW_TRADE_INLINE_MAX_SESSIONS <= TW_REACTOR_MAX_TIMERS,
+               "strategy = inline: one loop holds every session and the strategy");
 
 /* ---- set-up ---------------------------------------------------------------------------- */
 
@@ -612,7 +631,11 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
         return tw__err(err, -ENOMEM, "out of memory");
     }
     int busy = cfg->engine.busy_poll != 0;
-    if ((rc = tw__bell_init(&e->strat_bell, !busy)) != 0) {
+    int inl = cfg->engine.strategy == TW_TRADE_STRATEGY_INLINE;
+    /* inline: the strategy's producers are its own thread; the control
+     * thread's requests (KILL, a phase) are seen within the loop's
+     * longest wait (1 ms; the control loop itself steps every 2 ms). */
+    if ((rc = tw__bell_init(&e->strat_bell, !busy && !inl)) != 0) {
         tw_trade_engine_destroy(e);
         return tw__err(err, rc, "eventfd: %s", strerror(-rc));
     }
@@ -637,9 +660,15 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
     tw_reactor_opts ro = {.mode = busy ? TW_REACTOR_BUSY : TW_REACTOR_YIELD};
     tw_reactor_init(&e->rn, &ro);
     tw_reactor_init(&e->rs, &ro);
+    if (inl && e->n_gw > TW_TRADE_INLINE_MAX_SESSIONS) {
+        tw_trade_engine_destroy(e);
+        return tw__err(err, -ENOSPC, "strategy = inline: at most %d sessions",
+                       TW_TRADE_INLINE_MAX_SESSIONS);
+    }
     for (uint32_t i = 0; i < e->n_gw; i++) {
         tw__gw *g = e->gw[i];
-        int c = tw_reactor_add_core(&e->rn, cpu_of(cfg, i));
+        /* inline: every session on the first loop. */
+        int c = inl && i ? 0 : tw_reactor_add_core(&e->rn, cpu_of(cfg, i));
         if (c < 0 || tw_reactor_add_poll(&e->rn, c, tw__gw_poll, g) != 0 ||
             tw_reactor_add_timer(&e->rn, c, 10000000, tw__gw_timer, g) != 0 ||
             (tw__gw_fd(g) >= 0 && tw_reactor_add_fd(&e->rn, c, tw__gw_fd(g)) != 0) ||
@@ -650,6 +679,14 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
         }
         if (e->opts.manual_net)
             (void)tw_reactor_set_mode(&e->rn, c, TW_REACTOR_BUSY);
+    }
+    if (inl) {
+        if (tw_reactor_add_poll(&e->rn, 0, inline_poll, e) != 0) {
+            tw_trade_engine_destroy(e);
+            return tw__err(err, -ENOSPC, "strategy = inline: cannot set it up");
+        }
+        *out = e;
+        return 0;
     }
     int c = e->procs ? 0 : tw_reactor_add_core(&e->rs, cpu_of(cfg, e->n_gw));
     if (!e->procs && (c < 0 || tw_reactor_add_poll(&e->rs, c, strategy_poll, e) != 0 ||
@@ -664,7 +701,7 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
 int tw_trade_engine_start(tw_trade_engine *e, tw_error *err)
 {
     int rc;
-    if (!e->procs) {
+    if (!e->procs && e->cfg->engine.strategy != TW_TRADE_STRATEGY_INLINE) {
         if ((rc = tw_reactor_start(&e->rs, err)) != 0)
             return rc;
         e->started_s = 1;
@@ -675,8 +712,8 @@ int tw_trade_engine_start(tw_trade_engine *e, tw_error *err)
             if (e->started_s) {
                 tw_reactor_stop(&e->rs);
                 tw_reactor_join(&e->rs);
+                e->started_s = 0;
             }
-            e->started_s = 0;
             return rc;
         }
         e->started_n = 1;
@@ -702,8 +739,8 @@ unsigned tw_trade_engine_poll(tw_trade_engine *e)
     if (!e->opts.manual_net || e->done)
         return 0;
     unsigned work = 0;
-    for (uint32_t i = 0; i < e->n_gw; i++)
-        work += tw_reactor_turn(&e->rn, (int)i);
+    for (int i = 0; i < e->rn.ncores; i++)
+        work += tw_reactor_turn(&e->rn, i);
     return work;
 }
 
@@ -798,6 +835,13 @@ static int finish(tw_trade_engine *e, tw_error *err)
         tw_reactor_stop(&e->rs);
         tw_reactor_join(&e->rs);
         e->started_s = 0;
+    }
+    if (e->cfg->engine.strategy == TW_TRADE_STRATEGY_INLINE) {
+        /* The net cores' loop is over (joined, or the caller's): this
+         * thread owns the strategy now and takes what is left. */
+        tw_reactor_now now = {.tsc = tw_tsc_read()};
+        while (tw_clock_now_ns() - t0 < DRAIN_WAIT_NS && strategy_poll(e, &now))
+            ;
     }
     __atomic_store_n(&e->phase, TW__PH_DONE, __ATOMIC_RELEASE);
     e->done = 1;

@@ -85,6 +85,8 @@ struct tw__xport {
     tw__xp_state state;
     int fd;              /* what a yielding core waits on for rx (-1: none) */
     int rx_syscall;      /* receiving costs a system call (kernel sockets) */
+    int rx_drained;      /* rx_syscall: the last receive found the socket empty
+                            (a short read or EAGAIN): no recv right after work */
     char *rx;
     size_t rx_len, rx_cap;
     char *out;
@@ -288,6 +290,9 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
 void tw__gw_destroy(tw__gw *g);
 /* The net core's reactor poll (arg: the tw__gw). */
 unsigned tw__gw_poll(void *arg, tw_reactor_now *now);
+/* The sending half of the poll alone (intents in out, then the flush);
+ * strategy = inline calls it after the strategy in the same turn. */
+unsigned tw__gw_send(void *arg, tw_reactor_now *now);
 /* Its periodic work: session timer, reconnects, the ending (arg: tw__gw). */
 void tw__gw_timer(void *arg, tw_reactor_now *now);
 /* Its rings: in (events to the strategy: the gw produces), out (intents). */

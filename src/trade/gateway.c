@@ -1250,6 +1250,44 @@ void tw__gw_timer(void *arg, tw_reactor_now *now)
     publish(g);
 }
 
+/* The sending half of a turn: the intents in out (built, stored), then
+ * what the session wrote leaves with one flush, stamped tsc_tx.  Returns
+ * the work done. */
+static unsigned send_intents(tw__gw *g, tw_reactor_now *now)
+{
+    tw__xport *xp = g->xp;
+    unsigned work = drain_intents(g);
+    if (g->stream_closed)
+        conn_down(g, "closed by the session");
+    if (xp->out_len > xp->out_off) {
+        if (xp->ops->flush(xp, now->ns) != 0) {
+            conn_down(g, xp->why);
+        } else if (g->lat_tx_from < g->lat_n) {
+            uint64_t t = tw_tsc_read();
+            for (uint32_t i = g->lat_tx_from; i < g->lat_n; i++)
+                g->lat[i].tsc_tx = t;
+        }
+        g->lat_tx_from = g->lat_n;
+        work++;
+    }
+    g->lat_open = 0;
+    if (g->pushed) {
+        g->pushed = 0;
+        tw__bell_ring(&g->e->strat_bell);
+    }
+    publish(g);
+    return work;
+}
+
+unsigned tw__gw_send(void *arg, tw_reactor_now *now)
+{
+    tw__gw *g = arg;
+    if (!tw_ring_count(g->out))
+        return 0;
+    g->now_ns = now->ns;
+    return send_intents(g, now);
+}
+
 unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
 {
     tw__gw *g = arg;
@@ -1267,10 +1305,13 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
     }
     /* A yielding core spins TW_REACTOR_IDLE_SPINS idle turns before it
      * waits in ppoll on the socket; a recv() on each of them would make
-     * the spin a string of system calls.  So: a recv after work, and on
-     * the turn after each wait (which is when the socket is readable). */
+     * the spin a string of system calls.  So: a recv after work unless
+     * the last one found the socket empty (then what comes next wakes
+     * the wait), and on the turn after each wait (when the socket is
+     * readable). */
     int skip = xp->rx_syscall && !g->busy && xp->state == TW__XP_UP &&
-               g->idle_turns % TW_REACTOR_IDLE_SPINS != 0;
+               (g->idle_turns % TW_REACTOR_IDLE_SPINS != 0 ||
+                (g->idle_turns == 0 && xp->rx_drained));
     unsigned ev = skip ? 0 : xp->ops->io(xp, now->ns, &now->wake_ns);
     if (ev & TW__XP_EV_UP) {
         work++;
@@ -1309,26 +1350,7 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
         g->down_pending = 0;
         conn_down(g, xp->why);
     }
-    work += drain_intents(g);
-    if (g->stream_closed)
-        conn_down(g, "closed by the session");
-    if (xp->out_len > xp->out_off) {
-        if (xp->ops->flush(xp, now->ns) != 0) {
-            conn_down(g, xp->why);
-        } else if (g->lat_tx_from < g->lat_n) {
-            uint64_t t = tw_tsc_read();
-            for (uint32_t i = g->lat_tx_from; i < g->lat_n; i++)
-                g->lat[i].tsc_tx = t;
-        }
-        g->lat_tx_from = g->lat_n;
-        work++;
-    }
-    g->lat_open = 0;
-    if (g->pushed) {
-        g->pushed = 0;
-        tw__bell_ring(&g->e->strat_bell);
-    }
-    publish(g);
+    work += send_intents(g, now);
     if (work) {
         g->idle_turns = 0;
         tw__bell_wake(&g->bell);
@@ -1438,7 +1460,9 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
         goto nomem;
     g->in = g->in_mem;
     g->out = g->out_mem;
-    rc = tw__bell_init(&g->bell, !e->opts.manual_net && !cfg->engine.busy_poll);
+    /* inline: the strategy writes out on this core's own thread. */
+    rc = tw__bell_init(&g->bell, !e->opts.manual_net && !cfg->engine.busy_poll &&
+                                     cfg->engine.strategy != TW_TRADE_STRATEGY_INLINE);
     if (rc != 0) {
         tw__gw_destroy(g);
         return tw__err(err, rc, "session %s: eventfd: %s", sc->name, strerror(-rc));

@@ -48,6 +48,7 @@ static int tcp_connect(tw__xport *x, int64_t now_ns)
         return -errno;
     }
     int one = 1;
+    x->rx_drained = 0;
     (void)setsockopt(s, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
     int rc = dup3(s, x->fd, O_CLOEXEC);
     int e = errno;
@@ -109,7 +110,8 @@ static unsigned tcp_io(tw__xport *x, int64_t now_ns, int64_t *wake_ns)
         return 0;
     unsigned ev = 0;
     for (int k = 0; k < READS_PER_TURN && x->rx_len < x->rx_cap; k++) {
-        ssize_t n = recv(x->fd, x->rx + x->rx_len, x->rx_cap - x->rx_len, 0);
+        size_t room = x->rx_cap - x->rx_len;
+        ssize_t n = recv(x->fd, x->rx + x->rx_len, room, 0);
         if (n > 0) {
             if (!(ev & TW__XP_EV_DATA)) {
                 /* recv() returned: the kernel did TCP, so both stamps. */
@@ -118,12 +120,21 @@ static unsigned tcp_io(tw__xport *x, int64_t now_ns, int64_t *wake_ns)
             x->rx_len += (size_t)n;
             x->bytes_in += (uint64_t)n;
             ev |= TW__XP_EV_DATA;
+            /* Less than room: the socket was empty then, and another recv
+             * now would most likely be EAGAIN (a system call per bar for
+             * nothing).  What comes later is the next turn's, or wakes
+             * the core's ppoll (level-triggered: nothing is missed). */
+            x->rx_drained = (size_t)n < room;
+            if (x->rx_drained)
+                break;
             continue;
         }
         if (n < 0 && errno == EINTR)
             continue;
-        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK))
+        if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+            x->rx_drained = 1;
             break;
+        }
         snprintf(x->why, sizeof(x->why), "%s", n == 0 ? "closed by the peer" : strerror(errno));
         park(t);
         return ev | TW__XP_EV_DOWN;

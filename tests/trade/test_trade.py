@@ -88,29 +88,41 @@ def check_parity(r, refs):
     return rep, rows
 
 
-def test_parity_one_session(datasets, tmp_path):
+# [engine] strategy: its own thread (the default), or inline on the net
+# core's thread (the rings and the event order are the same: parity too).
+STRATEGY = ["thread", "inline"]
+
+
+@pytest.mark.parametrize("strategy", STRATEGY)
+def test_parity_one_session(datasets, tmp_path, strategy):
     c = combos()
-    r = live.replay(TICKWIRE, str(tmp_path), datasets["paths"], {"AAA": c, "BBB": c})
+    r = live.replay(TICKWIRE, str(tmp_path), datasets["paths"], {"AAA": c, "BBB": c},
+                    engine={"strategy": strategy})
     rep, rows = check_parity(r, datasets["refs"])
     assert len(rows) == 16 and sum(i["trades"] for i in rep["instances"]) > 100000
     assert "barrier_acks=150000" in r["venue_out"]
 
 
-def test_parity_session_per_instrument(datasets, tmp_path):
-    """Two sessions, two net cores, one strategy core: the venue's barrier
-    waits for both."""
+@pytest.mark.parametrize("strategy", STRATEGY)
+def test_parity_session_per_instrument(datasets, tmp_path, strategy):
+    """Two sessions, two net cores, one strategy core (inline: both sessions
+    and the strategy on one thread): the venue's barrier waits for both."""
     c = combos()
     r = live.replay(TICKWIRE, str(tmp_path), datasets["paths"], {"AAA": c, "BBB": c},
-                    sessions="per-instrument")
+                    sessions="per-instrument", engine={"strategy": strategy})
     rep, _ = check_parity(r, datasets["refs"])
     assert len(rep["sessions"]) == 2
 
 
-@pytest.mark.parametrize("fault", ["disconnect:1000", "disconnect:27777", "gap:500", "gap:30000"])
-def test_parity_across_faults(datasets, tmp_path, fault):
+@pytest.mark.parametrize("fault,strategy", [("disconnect:1000", "thread"),
+                                            ("disconnect:27777", "thread"),
+                                            ("gap:500", "thread"), ("gap:30000", "thread"),
+                                            ("disconnect:1000", "inline"),
+                                            ("gap:500", "inline")])
+def test_parity_across_faults(datasets, tmp_path, fault, strategy):
     c = combos()
     r = live.replay(TICKWIRE, str(tmp_path), datasets["mid"], {"AAA": c, "BBB": c},
-                    venue_args=["--fault", fault])
+                    venue_args=["--fault", fault], engine={"strategy": strategy})
     rep, _ = check_parity(r, datasets["refs_mid"])
     kind = fault.split(":")[0]
     assert f"faults_{kind}=1" in r["venue_out"], r["venue_out"]

@@ -93,7 +93,7 @@ def reached(path, n):
     return len(b) == 4 and b != b"\0\0\0\0"
 
 
-def setup_run(workdir, paths, engine=None):
+def setup_run(workdir, paths, strategy="thread", engine=None):
     n = len(paths)
     venue = live.Venue(TICKWIRE, paths, workdir,
                        args=["--lockstep"] + (["--sessions", str(n)] if n > 1 else []))
@@ -108,7 +108,8 @@ def setup_run(workdir, paths, engine=None):
     config = os.path.join(workdir, "trade.ini")
     insts = live.write_config(config, report=os.path.join(workdir, "report.json"),
                               trades=os.path.join(workdir, "trades.csv"), sessions=sess,
-                              instruments=instr, strategies=strat, engine=engine)
+                              instruments=instr, strategies=strat,
+                              engine=dict({"strategy": strategy}, **(engine or {})))
     return venue, config, insts
 
 
@@ -158,14 +159,17 @@ def test_uninterrupted_run_journals_and_matches_the_sweep(uninterrupted):
     assert uninterrupted["report"]["totals"]["fills"] == len(log)
 
 
-def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path):
+# strategy = inline: the same journal, so its recovery must give the
+# uninterrupted (thread) run's fills too.
+@pytest.mark.parametrize("strategy", ["thread", "inline"])
+def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, strategy):
     seed = int(os.environ.get("TW_CRASH_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     total = uninterrupted["records"]
     marks = sorted(rng.randrange(total // 50, total * 9 // 10) for _ in range(5))
     w = str(tmp_path)
     journal = os.path.join(w, "store", "venue.journal")
-    venue, config, insts = setup_run(w, dataset["paths"])
+    venue, config, insts = setup_run(w, dataset["paths"], strategy)
     clock = []  # per kill: (killed, reaped, restarted), monotonic ns like the trader's
     try:
         for k, mark in enumerate(marks):

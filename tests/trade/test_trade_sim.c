@@ -11,7 +11,7 @@
  * the signal PnL, the open position; the venue's fills equal the report's.
  *
  *   trade_sim_test SOURCE_DIR [--bars N] [--fault KIND:ARG] [--seed S] [--lossy]
- *                  [--procs [--kills K]]
+ *                  [--procs [--kills K]] [--strategy thread|inline]
  * --lossy gives the links delay, loss, duplication and reordering from the
  * seed (the stack's retransmissions must not change a bit).  --procs runs
  * the engine in [engine] mode = processes: the strategy is a child process
@@ -19,6 +19,9 @@
  * segment, killed -9 K times at seeded bars of the venue's progress and
  * restarted by the engine; parity as above, the session never logged on
  * twice, every restart seen.
+ * --strategy inline: [engine] strategy = inline, the strategy's poll on
+ * the net core turned on this thread (one thread for both ends and the
+ * strategy).
  * Skips (77) without /usr/bin/python3 and numpy (they build the datasets). */
 #include <errno.h>
 #include <math.h>
@@ -181,6 +184,7 @@ int main(int argc, char **argv)
     size_t bars = 150000;
     uint64_t seed = 1;
     int lossy = 0;
+    const char *strategy = "thread";
     tw_xchg_fault fault;
     int n_faults = 0;
     tw_error err = {0};
@@ -195,6 +199,8 @@ int main(int argc, char **argv)
             procs = 1;
         else if (!strcmp(argv[i], "--kills") && i + 1 < argc)
             kills = atoi(argv[++i]);
+        else if (!strcmp(argv[i], "--strategy") && i + 1 < argc)
+            strategy = argv[++i];
         else if (!strcmp(argv[i], "--fault") && i + 1 < argc) {
             if (tw_xchg_fault_parse(argv[++i], &fault, &err) != 0) {
                 fprintf(stderr, "%s\n", err.msg);
@@ -283,12 +289,13 @@ int main(int argc, char **argv)
     snprintf(trades, sizeof(trades), "%s/trades.csv", dir);
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s\ntrades = %s\nfee = 0.09\nlog = %s/trade.log\n%s"
+                     "strategy = %s\n"
                      "[session venue]\nhost = " TW__SIMVENUE_IP_TEXT "\nport = 9878\n"
                      "sender = TRADER\ntarget = VENUE\nstore = %s/store/venue\nstack = sim\n"
                      "ip = " TW__SIMVENUE_TRADER_IP_TEXT "/24\n"
                      "reconnect_min_ms = 20\nreconnect_max_ms = 200\n"
                      "[instrument AAA]\nsession = venue\n[instrument BBB]\nsession = venue\n",
-                     report, trades, dir, procs ? "mode = processes\n" : "", dir);
+                     report, trades, dir, procs ? "mode = processes\n" : "", strategy, dir);
     for (int s = 0; s < 2; s++) {
         k += snprintf(ini + k, sizeof(ini) - (size_t)k, "[strategy %s]\ninstrument = %s\n",
                       s ? "b" : "a", s ? "BBB" : "AAA");

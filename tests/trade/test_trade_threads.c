@@ -11,7 +11,10 @@
  *     run ends by itself, the report is written, and the strategy's fills
  *     equal the venue's fills log.
  *
- *   trade_threads_test TICKWIRE */
+ * With a second argument `inline`: [engine] strategy = inline (both
+ * sessions and the strategy on one thread; the control loop on this one).
+ *
+ *   trade_threads_test TICKWIRE [thread|inline] */
 #include <errno.h>
 #include <math.h>
 #include <signal.h>
@@ -30,6 +33,7 @@
 #define NB 4000
 
 static const char *tickwire;
+static const char *strategy = "thread";
 static char dir[] = "/tmp/tw_trade_threads_XXXXXX";
 static double a[NB], b[NB];
 
@@ -109,7 +113,7 @@ static tw_trade_config *config(int port, const char *tag)
     char ini[4096];
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s/report_%s.json\ntrades = %s/trades_%s.csv\n"
-                     "log = %s/log_%s.txt\n"
+                     "log = %s/log_%s.txt\nstrategy = %s\n"
                      "[session s0]\nhost = 127.0.0.1\nport = %d\nsender = T0\ntarget = VENUE\n"
                      "store = %s/store_%s/s0\nreconnect_min_ms = 20\n"
                      "[session s1]\nhost = 127.0.0.1\nport = %d\nsender = T1\ntarget = VENUE\n"
@@ -120,7 +124,7 @@ static tw_trade_config *config(int port, const char *tag)
                      "[strategy b]\ninstrument = BBB\ncombo = 3,6,2,1,2,3\ncombo = 19,39,6,6,9,19\n"
                      "[risk]\nmax_position = 1000\nmax_total_position = 1000\n"
                      "max_orders_per_s = 1000000000\nmax_loss = 1e300\n",
-                     dir, tag, dir, tag, dir, tag, port, dir, tag, port, dir, tag);
+                     dir, tag, dir, tag, dir, tag, strategy, port, dir, tag, port, dir, tag);
     tw_trade_config *c = NULL;
     tw_error err = {0};
     if (tw_trade_config_parse(ini, (size_t)k, tag, &c, &err) != 0) {
@@ -234,6 +238,8 @@ int main(int argc, char **argv)
         return 2;
     }
     tickwire = argv[1];
+    if (argc > 2)
+        strategy = argv[2];
     signal(SIGPIPE, SIG_IGN);
     if (!mkdtemp(dir)) {
         perror("mkdtemp");
@@ -266,5 +272,5 @@ int main(int argc, char **argv)
     } else {
         fprintf(stderr, "files in %s\n", dir);
     }
-    return tw_check_done("trade_threads");
+    return tw_check_done(strcmp(strategy, "inline") ? "trade_threads" : "trade_threads inline");
 }

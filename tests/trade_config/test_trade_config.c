@@ -56,6 +56,7 @@ static void test_example(void)
     CHECK(!strcmp(c->engine.trades, "trades.csv"));
     CHECK(c->engine.fee == 0.09);
     CHECK(c->engine.mode == TW_TRADE_THREADS && c->engine.busy_poll == 0);
+    CHECK(c->engine.strategy == TW_TRADE_STRATEGY_THREAD);
     CHECK(c->engine.ring_slots == 4096 && c->engine.n_cpus == 0);
     CHECK_EQ(c->n_sessions, 1);
     const tw_trade_session_cfg *se = &c->sessions[0];
@@ -222,6 +223,32 @@ static void test_full(void)
              "max_loss = 1\n"                                 /* 5 */
 #define ALL ENGINE SESSION INSTR STRAT RISK                   /* 18 lines */
 
+/* strategy = thread | inline, and inline with the most sessions it takes. */
+static void test_strategy(void)
+{
+    static const char *const texts[] = {
+        ENGINE "strategy = thread\n" SESSION INSTR STRAT RISK,
+        ENGINE "strategy = inline\n" SESSION INSTR STRAT RISK,
+        ENGINE "strategy = inline\nbusy_poll = yes\n" SESSION
+        "[session w]\nhost = h\nport = 2\nsender = S\ntarget = T\nstore = s2\n"
+        "[session x]\nhost = h\nport = 3\nsender = S\ntarget = T\nstore = s3\n"
+        "[session y]\nhost = h\nport = 4\nsender = S\ntarget = T\nstore = s4\n"
+        INSTR STRAT RISK,
+    };
+    for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+        tw_error err = { 0 };
+        int rc;
+        tw_trade_config *c = parse(texts[i], &err, &rc);
+        CHECKF(rc == 0, "case %zu: %s", i, err.msg);
+        if (!c)
+            continue;
+        CHECK_EQ(c->engine.strategy, i ? TW_TRADE_STRATEGY_INLINE : TW_TRADE_STRATEGY_THREAD);
+        CHECK_EQ(c->engine.strategy_line, 3);
+        CHECK_EQ(c->n_sessions, i == 2 ? 4u : 1u);
+        tw_trade_config_free(c);
+    }
+}
+
 typedef struct bad_case {
     const char *text;
     int line;
@@ -322,6 +349,17 @@ static const bad_case bad[] = {
     { ENGINE "fee =\n" SESSION INSTR STRAT RISK, 3, "fee: empty value" },
     { ENGINE "mode = fibers\n" SESSION INSTR STRAT RISK, 3, "mode: 'fibers'" },
     { ENGINE "busy_poll = maybe\n" SESSION INSTR STRAT RISK, 3, "busy_poll: 'maybe'" },
+    { ENGINE "strategy = fiber\n" SESSION INSTR STRAT RISK, 3,
+      "strategy: 'fiber' is neither thread nor inline" },
+    { ENGINE "strategy =\n" SESSION INSTR STRAT RISK, 3, "strategy: empty value" },
+    { ENGINE "mode = processes\nstrategy = inline\n" SESSION INSTR STRAT RISK, 4,
+      "strategy = inline runs the strategy in the gateway's thread: it needs mode = threads" },
+    { ENGINE "strategy = inline\n" SESSION
+      "[session w]\nhost = h\nport = 2\nsender = S\ntarget = T\nstore = s2\n"
+      "[session x]\nhost = h\nport = 3\nsender = S\ntarget = T\nstore = s3\n"
+      "[session y]\nhost = h\nport = 4\nsender = S\ntarget = T\nstore = s4\n"
+      "[session z]\nhost = h\nport = 5\nsender = S\ntarget = T\nstore = s5\n"
+      INSTR STRAT RISK, 3, "strategy = inline: 5 sessions, at most 4 on its one thread" },
     { ENGINE "ring_slots = 100\n" SESSION INSTR STRAT RISK, 3, "not a power of two" },
     { ENGINE "ring_slots = 32\n" SESSION INSTR STRAT RISK, 3, "ring_slots: '32'" },
     { ENGINE "cpus = 1-0\n" SESSION INSTR STRAT RISK, 3, "cpus: '1-0'" },
@@ -477,6 +515,7 @@ int main(void)
 {
     test_example();
     test_full();
+    test_strategy();
     test_bad();
     test_truncations();
     test_files();

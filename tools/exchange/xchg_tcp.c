@@ -179,6 +179,10 @@ static void read_conn(tw_xchg *x, kconn *c, int64_t now_ns)
             return;
         }
         tw_xchg_conn_rx_commit(x, c->xc, (size_t)n, now_ns);
+        /* Less than room: the socket was empty (a second recv would be an
+         * EAGAIN per message); poll() tells us of what comes next. */
+        if ((size_t)n < room)
+            return;
     }
 }
 
