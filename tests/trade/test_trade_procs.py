@@ -16,6 +16,8 @@ and the strategy as two processes over the attach segment.
   from their stores, parity, each ClOrdID once, the same fills as the
   uninterrupted run.
 - `--no-spawn` and strategies started by hand (`tickwire trade --attach`).
+- The issue's sequence in one replay: the strategy killed at 20 points,
+  then the gateway at 5, then the whole trader at 5.
 
 Points of progress, not of time: a kill comes once the journal holds a
 seeded number of records (or, when the journal is past it already, as soon
@@ -107,6 +109,19 @@ def attached_pids(err):
     return [int(x) for x in re.findall(r"strategy process (\d+) attached", err)]
 
 
+def attached_at(p, err_path, journal, mark, killed):
+    """Waits (bounded: a broken run only) until the journal is at or past
+    mark with a strategy attached that is not in killed; returns its pid
+    (None: the trader ended, or the wait ran out)."""
+    deadline = time.monotonic() + 300
+    while p.poll() is None and time.monotonic() < deadline:
+        live_pids = [x for x in attached_pids(read(err_path)) if x not in killed]
+        if live_pids and reached_or_past(journal, mark):
+            return live_pids[-1]
+        time.sleep(0.002)
+    return None
+
+
 def test_strategy_killed_20_times(dataset, uninterrupted, tmp_path):
     seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
@@ -120,14 +135,7 @@ def test_strategy_killed_20_times(dataset, uninterrupted, tmp_path):
     try:
         p = trader(config, w, 0)
         for k, mark in enumerate(marks):
-            deadline = time.monotonic() + 300
-            pid = None
-            while p.poll() is None and time.monotonic() < deadline:
-                live_pids = [x for x in attached_pids(read(gw_err)) if x not in killed]
-                if live_pids and reached_or_past(journal, mark):
-                    pid = live_pids[-1]
-                    break
-                time.sleep(0.002)
+            pid = attached_at(p, gw_err, journal, mark, killed)
             assert p.poll() is None, f"seed {seed}: the trader ended before kill {k} (mark {mark})"
             assert pid, f"seed {seed}: no strategy attached for kill {k}"
             try:
@@ -340,3 +348,71 @@ def test_strategy_attached_by_hand(dataset, uninterrupted, tmp_path):
         venue.stop()
     check_fills(log, uninterrupted["fills"], "by hand", [mark], rep)
     assert len(attached_pids(read(gw_err))) == 2
+
+
+def kill9(pid):
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+
+
+def test_strategy_then_gateway_then_whole_trader_in_one_replay(dataset, uninterrupted, tmp_path):
+    """The issue's sequence in one replay: the strategy process killed at
+    20 seeded points (the gateway restarts it), then the gateway alone at 5
+    (its strategy exits by itself; `tickwire trade` started again), then
+    the whole trader at 5 (gateway and strategy together), each a later
+    point of progress than the last.  At the end: parity with the sweep,
+    each ClOrdID once, the uninterrupted run's fills."""
+    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed + 2)
+    total = uninterrupted["records"]
+    plan = ["strategy"] * STRATEGY_KILLS + ["gateway"] * GATEWAY_KILLS + ["whole"] * GATEWAY_KILLS
+    marks = sorted(rng.randrange(total // 50, total * 9 // 10) for _ in plan)
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    venue, config, insts = setup_run(w, dataset["paths"])
+    gen, killed, p = 0, set(), None
+    try:
+        p = trader(config, w, gen)
+        for what, mark in zip(plan, marks):
+            err_path = os.path.join(w, f"trader{gen}.err")
+            pid = attached_at(p, err_path, journal, mark, killed)
+            assert p.poll() is None, f"seed {seed}: the trader ended before the {what} kill at {mark}"
+            assert pid, f"seed {seed}: no strategy attached for the {what} kill at {mark}"
+            if what == "strategy":
+                kill9(pid)
+                killed.add(pid)
+                continue
+            children = [int(x) for x in re.findall(r"strategy process (\d+) started",
+                                                    read(err_path))]
+            if what == "whole":
+                for c in children:
+                    kill9(c)
+            p.send_signal(signal.SIGKILL)
+            p.wait(timeout=30)
+            for c in children:  # a gateway's strategy (and standby) exit by themselves
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and alive(c):
+                    time.sleep(0.005)
+                assert not alive(c), f"seed {seed}: strategy {c} outlived its gateway"
+            gen += 1
+            p = trader(config, w, gen)
+        try:
+            rep, log = finish(venue, p, w, insts, dataset["refs"], gen)
+        except AssertionError as e:
+            raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+    finally:
+        if p is not None and p.poll() is None:
+            p.kill()
+        venue.stop()
+    first = read(os.path.join(w, "trader0.err"))
+    gone = re.findall(r"strategy process (\d+) gone \(killed by signal 9\)", first)
+    assert len(gone) == STRATEGY_KILLS, (seed, first[-3000:])
+    assert "connection lost" not in first, (seed, first[-3000:])
+    later = "".join(read(os.path.join(w, f"trader{k}.err")) for k in range(1, gen + 1))
+    assert gen == 2 * GATEWAY_KILLS
+    assert later.count(f"recovered run {RUN_ID}") == gen, (seed, later[-3000:])
+    check_fills(log, uninterrupted["fills"], seed, marks, rep)
+    print(f"seed {seed}: strategy killed 20 times, then the gateway 5, then the whole trader 5, "
+          f"at journal records {marks} of {total}; {len(log)} fills, each ClOrdID once")
