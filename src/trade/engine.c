@@ -321,31 +321,37 @@ static pid_t spawn_one(tw_trade_engine *e, int standby, int *go_fd)
     extern char **environ;
     posix_spawn_file_actions_t fa;
     int fds[2] = {-1, -1};
-    char **env = environ, **own = NULL;
+    char **own = NULL;
+    char gw_pid[sizeof(TW__GATEWAY_PID_ENV) + 24];
+    size_t n = 0;
+    while (environ[n])
+        n++;
     if (posix_spawn_file_actions_init(&fa) != 0)
         return 0;
+    own = calloc(n + 3, sizeof(char *));
+    if (!own) {
+        posix_spawn_file_actions_destroy(&fa);
+        return 0;
+    }
+    memcpy(own, environ, n * sizeof(char *));
+    snprintf(gw_pid, sizeof(gw_pid), "%s=%d", TW__GATEWAY_PID_ENV, (int)getpid());
+    own[n++] = gw_pid;
     if (standby) {
-        size_t n = 0;
-        while (environ[n])
-            n++;
-        own = calloc(n + 2, sizeof(char *));
         /* A socket pair, not a pipe: the go is sent with MSG_NOSIGNAL (a
          * standby that died is no SIGPIPE to a gateway embedded in a
          * program that keeps SIGPIPE's default). */
-        if (!own || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) != 0) {
             free(own);
             posix_spawn_file_actions_destroy(&fa);
             return 0;
         }
-        memcpy(own, environ, n * sizeof(char *));
-        own[n] = TW__STANDBY_ENV "=3";
-        env = own;
+        own[n++] = TW__STANDBY_ENV "=3";
         /* dup2 onto 3 clears close-on-exec (fds[0] is never 3: 0-2 and the
          * log or a store are open below it). */
         (void)posix_spawn_file_actions_adddup2(&fa, fds[0], 3);
     }
     pid_t pid = 0;
-    int rc = posix_spawn(&pid, e->opts.strategy_argv[0], &fa, NULL, e->opts.strategy_argv, env);
+    int rc = posix_spawn(&pid, e->opts.strategy_argv[0], &fa, NULL, e->opts.strategy_argv, own);
     posix_spawn_file_actions_destroy(&fa);
     free(own);
     if (fds[0] >= 0)

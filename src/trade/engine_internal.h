@@ -161,6 +161,11 @@ typedef struct tw__resumed {
 /* The environment variable that makes a spawned strategy process a
  * standby: it waits for a byte on the fd it names before it attaches. */
 #define TW__STANDBY_ENV "TW_STRATEGY_STANDBY_FD"
+/* Set by the gateway in every strategy process it spawns: its pid.  Such a
+ * strategy dies with the gateway (PR_SET_PDEATHSIG): one that is still
+ * starting, or retrying a refused connect, when its gateway is killed -9
+ * would otherwise outlive it and attach to the next gateway. */
+#define TW__GATEWAY_PID_ENV "TW_STRATEGY_GATEWAY_PID"
 
 /* The strategy process's loop (strategy_proc.c). */
 uint64_t tw__cfg_digest(const tw_trade_config *c);

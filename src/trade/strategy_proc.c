@@ -27,8 +27,10 @@
  * the figures of its start once it processed its first new bar. */
 #include <errno.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 #include "trade/engine_internal.h"
@@ -416,6 +418,18 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         rc = tw__err(err, p->mem ? (se.code ? se.code : -EINVAL) : -ENOMEM, "%s: %s", cfg->path,
                      p->mem ? se.msg : "out of memory");
         goto out;
+    }
+    const char *gp = getenv(TW__GATEWAY_PID_ENV);
+    if (gp) {
+        /* Spawned by a gateway: die with it.  getppid() after the prctl
+         * closes the race with a gateway that died before it (we were
+         * reparented already). */
+        pid_t g = (pid_t)atoi(gp);
+        if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != g) {
+            rc = tw__err(err, -ESRCH, "the gateway (pid %d) that started this strategy is gone",
+                         (int)g);
+            goto out;
+        }
     }
     const char *sb = getenv(TW__STANDBY_ENV);
     if (sb) {
