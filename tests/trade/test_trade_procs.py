@@ -215,12 +215,7 @@ def test_gateway_killed_at_5_moments(dataset, uninterrupted, tmp_path):
             if clock:
                 clock[-1].append(time.monotonic_ns())
             p = trader(config, w, k)
-            deadline = time.monotonic() + 300
-            while p.poll() is None and time.monotonic() < deadline:
-                if attached_pids(read(os.path.join(w, f"trader{k}.err"))) and \
-                        reached_or_past(journal, mark):
-                    break
-                time.sleep(0.002)
+            attached_at(p, os.path.join(w, f"trader{k}.err"), journal, mark, ())
             assert p.poll() is None, f"seed {seed}: the trader ended before mark {mark}"
             err = read(os.path.join(w, f"trader{k}.err"))
             children = [int(x) for x in re.findall(r"strategy process (\d+) started", err)]
