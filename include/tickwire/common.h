@@ -63,6 +63,7 @@ enum {
     TW_EBADPRICE = 1002,  /* a price <= 0 or +-Inf */
     TW_ENODATA = 1003,    /* n = 0 or no combos */
     TW_EFORMAT = 1004,    /* a file or line that does not parse */
+    TW_EBADKERNEL = 1005, /* a kernel definition or plug-in refused */
 };
 
 /* Fills err (if not NULL) with code and a printf-style message; returns

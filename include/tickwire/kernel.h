@@ -14,6 +14,7 @@
 #define TICKWIRE_KERNEL_H
 
 #include "tickwire/common.h"
+#include "tickwire/kernel_abi.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -351,6 +352,151 @@ int tw_read_grid(const char *path, int64_t **combos, size_t *n_combos, tw_error 
  * `close` column, %.17g so that values read back exactly), by extension
  * as above.  0 or -errno / -EIO naming the file. */
 int tw_write_closes(const char *path, const double *close, size_t n, tw_error *err);
+
+
+/* ---- kernels by name: built-ins and plug-ins (kernel_abi.h) -------------
+ *
+ * Every host (sweep, stream, engine, Dask, the live trader) takes a
+ * tw_kernel_def.  A combo of such a kernel is def->n_params doubles in the
+ * order of def->params; params arrays are n_combos x n_params, row-major. */
+
+/* The built-in kernels, in a fixed order: "hma_sar" (index 0), "zscore".
+ * tw_kernel_builtin(i) is NULL past the last. */
+size_t tw_kernel_builtin_count(void);
+const tw_kernel_def *tw_kernel_builtin(size_t i);
+
+/* A kernel by name or path: a built-in by its name; otherwise, when the
+ * string contains '/' or ends in ".so", the shared object at that path,
+ * opened with dlopen(RTLD_NOW | RTLD_LOCAL), its tw_kernel_entry() called,
+ * the definition checked (tw_kernel_check_def) and its step() probed for
+ * determinism (tw_kernel_probe).  An object stays loaded for the life of
+ * the process and is opened once per path.  0 with *def set, or a
+ * negative code with err naming the file (or name) and what is wrong:
+ * -ENOENT (no such built-in or file), -TW_EBADKERNEL (not a shared object,
+ * no tw_kernel_entry, another ABI, a bad definition, a step that is not
+ * deterministic).  Thread-safe. */
+int tw_kernel_find(const char *name_or_path, const tw_kernel_def **def, tw_error *err);
+
+/* The loader's checks of a definition, calling nothing but state_bytes()
+ * and init() on the params' defaults: abi == TW_KERNEL_ABI, a name, n_params
+ * 1..16, each param named (unique), finite lo <= dflt <= hi, an integral
+ * dflt where integer is set, state_bytes 1..1 MiB, init and step present.
+ * 0 or -TW_EBADKERNEL naming the first fault. */
+int tw_kernel_check_def(const tw_kernel_def *def, tw_error *err);
+
+/* Runs step() twice from init() on the defaults over the built-in probe
+ * series (10,000 bars with gaps) and compares every position: 0, or
+ * -TW_EBADKERNEL naming the first bar where the runs differ (or where step
+ * returned a value other than -1, 0, +1). */
+int tw_kernel_probe(const tw_kernel_def *def, tw_error *err);
+
+/* One combo against its params: every value finite, within [lo, hi],
+ * integral where required, then init() on scratch state.  0, or
+ * -EINVAL naming the param (and what init refused). */
+int tw_kernel_check_combo(const tw_kernel_def *def, const double *p, tw_error *err);
+
+/* The index of the param called name, or -1. */
+int tw_kernel_param_index(const tw_kernel_def *def, const char *name);
+
+/* The host's books of one instance: the one rule for every kernel
+ * (kernel.md "Kernels as plug-ins").  Cumulative pnl starts at 0; peak is
+ * its running maximum (0 included), max_drawdown the largest peak - pnl
+ * seen; bars counts every bar fed (gaps too), bars_in_pos those after
+ * which the position is not 0. */
+typedef struct tw_kbook {
+    int32_t pos;        /* 0 flat, +1 long, -1 short */
+    int32_t stopped;    /* step returned a value other than -1, 0, +1 */
+    int64_t entry_bar;  /* -1 when flat */
+    double entry_price; /* 0 when flat */
+    double pnl;         /* realised, percentage points, fees included */
+    int64_t trades;     /* closed trades */
+    int64_t wins;       /* closed trades with r - fee > 0 */
+    double peak;        /* running maximum of pnl, from 0 */
+    double max_drawdown; /* largest peak - pnl, percentage points */
+    uint64_t bars;      /* bars fed */
+    uint64_t bars_in_pos; /* bars after which pos != 0 */
+} tw_kbook;
+
+void tw_kbook_init(tw_kbook *b);
+
+/* One bar of one instance: target = def->step(state, close), booked at
+ * bar index `bar` with the host's rule (a NaN close books nothing and
+ * keeps the position).  Returns the position after the bar.  When a trade
+ * closes and t is not NULL, *t is that trade (combo left 0) and *closed
+ * is 1, else *closed is 0 (closed may be NULL).  A target other than -1,
+ * 0, +1 stops the instance: stopped is set, nothing is booked from that
+ * bar on, and later calls return the position unchanged. */
+int tw_kbook_bar(tw_kbook *b, const tw_kernel_def *def, void *state, double close,
+                 int64_t bar, double fee, tw_trade *t, int *closed);
+
+/* Per combo of a sweep of any kernel. */
+typedef struct tw_kresult {
+    double pnl;          /* realised, percentage points, fees included */
+    int64_t trades;      /* closed trades */
+    int64_t wins;        /* closed trades with r - fee > 0 */
+    double max_drawdown; /* peak to trough of cumulative pnl, percentage points */
+    double exposure;     /* share of bars after which a position is open */
+    tw_position open;    /* the position left after the last bar */
+    int32_t stopped;     /* step returned a bad value: books up to that bar */
+} tw_kresult;
+
+typedef struct tw_ksweep_opts {
+    unsigned threads;  /* 0: online cores; combos are split across threads */
+    double fee;        /* round-trip fee, percentage points; default 0.09 */
+    int generic;       /* non-zero: step() per bar even where the kernel has
+                          a fast path (hma_sar's exact SIMD sweep) */
+} tw_ksweep_opts;
+
+void tw_ksweep_opts_init(tw_ksweep_opts *o);
+
+/* Sweeps any kernel over close[0..n): out[n_combos] (and the trade log
+ * through fn when not NULL, as tw_sweeper_run_trades(): per combo in bar
+ * order, combos possibly at once on different threads).  Every price is
+ * checked (as tw_sweep_check) and every combo (tw_kernel_check_combo,
+ * naming its index) before any work: -TW_EBADPRICE, -EINVAL, -TW_ENODATA,
+ * -ENOMEM, nothing written on error.  hma_sar runs its exact SIMD sweep
+ * unless o->generic; the results are the same bits either way. */
+int tw_ksweep(const tw_kernel_def *def, const double *close, size_t n, const double *params,
+              size_t n_combos, const tw_ksweep_opts *o, tw_kresult *out, tw_trade_fn fn,
+              void *ctx, tw_error *err);
+
+/* The default grid of a kernel into a malloc'd array (caller frees;
+ * n_combos x n_params): the kernel's default_grid(), or -ENOENT with err
+ * saying the kernel has none. */
+int tw_kernel_default_grid(const tw_kernel_def *def, double **params, size_t *n_combos,
+                           tw_error *err);
+
+/* Reads a grid CSV for a kernel: the header names the kernel's params (any
+ * order, all of them, other columns refused naming them); for hma_sar the
+ * six-window and `length` grids of tw_read_grid() are also accepted.
+ * *params malloc'd (caller frees).  Errors name the file, row and column:
+ * -TW_EFORMAT, -TW_ENODATA, -errno. */
+int tw_read_kgrid(const char *path, const tw_kernel_def *def, double **params,
+                  size_t *n_combos, tw_error *err);
+
+/* A stream of one kernel's combos on one instrument, one call per bar: the
+ * same books as tw_ksweep over the same bars, bit for bit.  Caller memory
+ * of tw_kstream_memsize() bytes, flat: the states and books of every combo
+ * (a copy of the whole block is a snapshot).  Not thread-safe. */
+typedef struct tw_kstream tw_kstream;
+
+/* 0 when a combo is refused or the size overflows. */
+size_t tw_kstream_memsize(const tw_kernel_def *def, const double *params, size_t n_combos);
+int tw_kstream_init(tw_kstream *ks, size_t mem_bytes, const tw_kernel_def *def,
+                    const double *params, size_t n_combos, double fee, tw_error *err);
+/* One bar: 0 with the combos that changed position in changed[] (capacity
+ * n_combos, may be NULL) and *n_changed; -TW_EBADPRICE (nothing changed,
+ * counted). */
+int tw_kstream_push(tw_kstream *ks, double close, uint32_t *changed, size_t *n_changed,
+                    tw_error *err);
+/* Combo k's books so far (result as tw_ksweep would give over the bars
+ * pushed): 0 or -EINVAL for k out of range. */
+int tw_kstream_get(const tw_kstream *ks, size_t k, tw_kresult *out);
+size_t tw_kstream_combos(const tw_kstream *ks);
+uint64_t tw_kstream_bars(const tw_kstream *ks);
+const tw_kernel_def *tw_kstream_kernel(const tw_kstream *ks);
+/* Called once per closed trade (t->combo set), from inside push. */
+void tw_kstream_set_trade_fn(tw_kstream *ks, tw_trade_fn fn, void *ctx);
 
 #ifdef __cplusplus
 }

@@ -24,7 +24,7 @@ int tw__err(tw_error *err, int code, const char *fmt, ...)
 
 /* common's own codes (common.h): TW_EBADWINDOW ... TW_EFORMAT. */
 #define COMMON_FIRST TW_EBADWINDOW
-#define COMMON_LAST TW_EFORMAT
+#define COMMON_LAST TW_EBADKERNEL
 
 typedef struct range {
     int first, last; /* positive: the codes -first ... -last */
@@ -70,6 +70,7 @@ const char *tw_strerror(int code)
     case TW_EBADPRICE: return "price not positive or not finite";
     case TW_ENODATA: return "no data";
     case TW_EFORMAT: return "bad format";
+    case TW_EBADKERNEL: return "kernel refused";
     default: break;
     }
     /* Acquire pairs with the release-store in tw__strerror_register(). */
