@@ -1,4 +1,4 @@
-"""The study harness: reproduces the IPC study (the seed article on putting a
+"""The study harness: reproduces the IPC study (the published article on putting a
 backtest engine behind a socket) on this machine, in one run, with the
 equivalence gate inside.
 
@@ -7,7 +7,8 @@ equivalence gate inside.
 
 It starts its own `tickwire serve` (a temporary Unix socket and a free
 loopback TCP port), measures the architectures, the echo curve from Python
-and from C, the serialization tax and the spawn cost, derives chatty vs
+and from C, each performance goal's subject and yardstick in alternating
+rounds, the serialization tax and the spawn cost, derives chatty vs
 chunky and the break-even table, and writes report.md, measurements.csv,
 echo_curve.png and architectures.png into --out.  Exit status: 0 when the
 gate passes, 1 when any architecture's results differ from the numba
@@ -42,6 +43,7 @@ class Config:
     iters: int = 2000
     ser_reps: int = 30
     spawn_reps: int = 10
+    pair_rounds: int = 10
     binary: str = ""
     echo_curve: str = ""
     progress: bool = True
@@ -96,13 +98,16 @@ def parse_args(argv):
                    help="combos, evenly picked from the default 80-combo grid (default 80)")
     p.add_argument("--iters", type=_positive(15, 10_000_000),
                    help="echo round trips per small payload (default 2000; --quick 300)")
+    p.add_argument("--rounds", type=_positive(1, 1000), dest="pair_rounds",
+                   help="alternating rounds of subject and yardstick per performance goal "
+                        "(default 10; --quick 6)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     a = p.parse_args(argv)
     cfg = Config(quick=a.quick, out=a.out, threads=a.threads, progress=not a.no_progress)
     if a.quick:
         cfg.runs, cfg.sizes, cfg.bars, cfg.combos = 2, QUICK_SIZES, 20000, 16
-        cfg.iters, cfg.ser_reps, cfg.spawn_reps = 300, 10, 3
-    for name in ("runs", "sizes", "bars", "combos", "iters"):
+        cfg.iters, cfg.ser_reps, cfg.spawn_reps, cfg.pair_rounds = 300, 10, 3, 6
+    for name in ("runs", "sizes", "bars", "combos", "iters", "pair_rounds"):
         v = getattr(a, name)
         if v is not None:
             setattr(cfg, name, v)
@@ -164,6 +169,7 @@ def run(cfg, argv_text="tickwire study"):
         e_rows, ekinds = measure.python_echo_curve(cfg, srv, progress)
         rows += e_rows
         rows += measure.c_echo_curve(cfg, srv, progress, cfg.echo_curve)
+        rows += measure.python_c_pairs(cfg, srv, progress, cfg.echo_curve)
     rows += measure.serialization(cfg, series, progress)
     rows += measure.spawn_cost(cfg, progress, spawn_args)
     kinds_all = sorted(set(kinds.values()) | set(ekinds.values()))
@@ -234,7 +240,7 @@ def main(argv=None):
         print(f"\ntickwire study: {e}", file=sys.stderr)
         return 2
     for what, val, yname, yard, ratio, goal, st in R.goals:
-        print(f"goal {st:4}  {what}: ratio {ratio:.3g} (goal {goal})")
+        print(f"goal {st:4}  {what}: paired ratio {ratio:.3g} (goal {goal})")
     if not ok:
         bad = [d["name"] for d in R.arch if not d["gate_ok"]]
         print(f"tickwire study: equivalence gate FAILED for: {', '.join(bad) or 'fingerprint'}",

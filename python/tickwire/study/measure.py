@@ -1,5 +1,6 @@
 """The measurements: architectures (with the equivalence gate), the echo
-curve from Python and from C, the serialization tax, the spawn cost.
+curve from Python and from C, the paired rounds behind the performance
+goals, the serialization tax, the spawn cost.
 
 Every figure becomes one Row (one line of measurements.csv).  Nothing here
 formats a report; report.py reads the rows.
@@ -23,7 +24,8 @@ from .cclient import CClient
 from .server import StudyError
 
 __all__ = ["Row", "CSV_COLUMNS", "ARCHITECTURES", "PNL_TOL", "open_python_client",
-           "run_architectures", "python_echo_curve", "c_echo_curve", "serialization",
+           "run_architectures", "python_echo_curve", "c_echo_curve", "python_c_pairs",
+           "serialization",
            "spawn_cost", "gate_compare"]
 
 PNL_TOL = 1e-6
@@ -343,6 +345,21 @@ def _stats_row(section, item, source, transport, n, nbytes, t_ns, run=0):
                float(t[m // 10]), float(t[(m * 9) // 10]), float(t[0]), float(t[-1]))
 
 
+def _timed_echoes(echo, x, it):
+    """(ns of each of `it` echo(x) calls, the last reply), the collector off."""
+    t = []
+    pc = time.perf_counter_ns
+    gc.disable()
+    try:
+        for _ in range(it):
+            t0 = pc()
+            y = echo(x)
+            t.append(pc() - t0)
+    finally:
+        gc.enable()
+    return t, y
+
+
 def python_echo_curve(cfg, server, progress):
     """The echo curve from Python: returns (rows, {transport: client kind})."""
     rows, kinds = [], {}
@@ -365,16 +382,7 @@ def python_echo_curve(cfg, server, progress):
                     y = echo(x)
                 if not np.array_equal(y, x):
                     raise StudyError(f"echo over {transport} (Python) returned different values")
-                t = []
-                pc = time.perf_counter_ns
-                gc.disable()
-                try:
-                    for _ in range(it):
-                        t0 = pc()
-                        y = echo(x)
-                        t.append(pc() - t0)
-                finally:
-                    gc.enable()
+                t, y = _timed_echoes(echo, x, it)
                 if not np.array_equal(y, x):
                     raise StudyError(f"echo over {transport} (Python) returned different values")
                 rows.append(_stats_row("echo", "echo", "python", transport, n, 8 * n, t))
@@ -383,14 +391,25 @@ def python_echo_curve(cfg, server, progress):
     return rows, kinds
 
 
+def _c_row(d, section="echo"):
+    """A Row from one JSON line of tw_echo_curve."""
+    item = d["pair"] if section == "paired" else (
+        "load_fd" if d["transport"] == "load_fd" else "echo")
+    return Row(section, item, "c", d["transport"], int(d["n"]), int(d["bytes"]),
+               int(d.get("round", 0)), int(d["iters"]), d["median_ns"] / 1e9, d["p10_ns"] / 1e9,
+               d["p90_ns"] / 1e9, d["min_ns"] / 1e9, d["max_ns"] / 1e9)
+
+
 def c_echo_curve(cfg, server, progress, exe):
     """The echo curve from C (tw_echo_curve) with the bare yardsticks and
-    LOAD_FD: returns rows."""
-    progress("echo curve (C)", "bare yardsticks, unix, tcp, shm, LOAD_FD")
+    LOAD_FD, then the paired rounds of the C goals (subject and yardstick
+    alternating, section "paired", run = round): returns rows."""
+    progress("echo curve (C)", "bare yardsticks, unix, tcp, shm, LOAD_FD, paired rounds")
     cmd = [exe, "--bare", "--load-fd", "--unix", server.sock, "--shm", server.sock,
            "--tcp", f"127.0.0.1:{server.tcp_port}", "--sizes", ",".join(map(str, cfg.sizes)),
-           "--iters", str(cfg.iters)]
-    total = 5 * len(cfg.sizes) + 1
+           "--iters", str(cfg.iters), "--pairs", str(cfg.pair_rounds)]
+    n_pairs = 5 if len(set(cfg.sizes)) > 1 else 3
+    total = 5 * len(cfg.sizes) + 1 + 2 * cfg.pair_rounds * n_pairs
     lines = []
     with subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                           text=True) as p:
@@ -418,10 +437,50 @@ def c_echo_curve(cfg, server, progress, exe):
             d = json.loads(line)
         except ValueError:
             raise StudyError(f"tw_echo_curve printed a line that is not JSON: {line!r}") from None
-        item = "load_fd" if d["transport"] == "load_fd" else "echo"
-        rows.append(Row("echo", item, "c", d["transport"], int(d["n"]), int(d["bytes"]), 0,
-                        int(d["iters"]), d["median_ns"] / 1e9, d["p10_ns"] / 1e9,
-                        d["p90_ns"] / 1e9, d["min_ns"] / 1e9, d["max_ns"] / 1e9))
+        rows.append(_c_row(d, "paired" if "pair" in d else "echo"))
+    return rows
+
+
+def python_c_pairs(cfg, server, progress, exe):
+    """The Python client's echo floor against the C client's, in
+    cfg.pair_rounds alternating rounds over the Unix socket (Python first in
+    even rounds, C first in odd ones): one block of round trips per side
+    and round, the C block by a tw_echo_curve run of its own.  Rows of
+    section "paired", item "python/c", run = round."""
+    n = min(cfg.sizes)
+    it = iters_for(n, cfg.iters)
+    x = 100.0 + 0.25 * np.arange(n, dtype=np.float64)
+    c, _ = open_python_client(server.unix_addr)
+    cmd = [exe, "--unix", server.sock, "--sizes", str(n), "--iters", str(cfg.iters)]
+    rows = []
+
+    def python_block(r):
+        for _ in range(2):
+            c.echo(x)
+        t, y = _timed_echoes(c.echo, x, it)
+        if not np.array_equal(y, x):
+            raise StudyError("echo over unix (Python) returned different values")
+        rows.append(_stats_row("paired", "python/c", "python", "unix", n, 8 * n, t, run=r))
+
+    def c_block(r):
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise StudyError(f"tw_echo_curve failed ({p.returncode}): {p.stderr.strip()}")
+        try:
+            d = json.loads(p.stdout.strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            raise StudyError(f"tw_echo_curve printed {p.stdout!r}, not one JSON line") from None
+        d["pair"], d["round"] = "python/c", r
+        rows.append(_c_row(d, "paired"))
+
+    try:
+        for r in range(cfg.pair_rounds):
+            progress("paired rounds", f"Python vs C client, round {r + 1}", r + 1,
+                     cfg.pair_rounds)
+            for block in ((python_block, c_block) if r % 2 == 0 else (c_block, python_block)):
+                block(r)
+    finally:
+        c.close()
     return rows
 
 
