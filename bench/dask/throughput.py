@@ -10,7 +10,7 @@ on a LocalCluster of one single-threaded worker process per core (loopback
 TCP, as a real cluster talks), the dataset scattered on every call.  Cluster
 start-up is not timed (a real cluster is started once); one warm-up sweep
 loads the library on every worker first.  Results are checked bit for bit
-before any number is printed.  Goal (issue 6): distributed overhead < 10%.
+before any number is printed.  Goal: distributed overhead < 10%.
 """
 
 import argparse

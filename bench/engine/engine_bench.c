@@ -1,4 +1,4 @@
-/* Engine boundary benchmarks (issue 3 section 5), each next to its
+/* Engine boundary benchmarks (the engine's performance goals), each next to its
  * yardstick measured in the same run:
  *   8-byte echo, C client over a Unix socket  vs a bare socketpair ping-pong
  *   8-byte echo over shared memory             vs the Unix-socket floor

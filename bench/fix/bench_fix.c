@@ -15,7 +15,7 @@
  * result is checked before anything is timed (our values, QuickFIX's,
  * both rejecting a bad CheckSum); figures are medians of repeated runs,
  * timed with the thread's CPU clock; the ISA is printed with them, and one
- * line per goal of issue 13 says met or NOT met. */
+ * line per goal of the FIX parser says met or NOT met. */
 #include <errno.h>
 #include <math.h>
 #include <stdio.h>

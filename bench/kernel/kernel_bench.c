@@ -1,4 +1,4 @@
-/* tickwire bench kernel: the sweep benchmark, every goal of issue 11 in one
+/* tickwire bench kernel: the sweep benchmark, every goal of the kernel in one
  * run, each figure next to its yardstick measured in the same run.
  *
  *   in process, the 80-combo sweep (median of --runs, variants taking turns):
@@ -55,7 +55,7 @@ static const char usage[] =
     "\n"
     "Times the sweep (default: the 80-combo grid on the study dataset, written by\n"
     "bench/kernel/numba_time.py, which also times the numba reference; --data FILE or\n"
-    "--synthetic N instead, without numba) and prints each goal of issue 11 with met / NOT met:\n"
+    "--synthetic N instead, without numba) and prints each goal of the kernel with met / NOT met:\n"
     "  whole-process `tickwire sweep --threads 1` >= 30x numba in-process; resident memory\n"
     "  beyond the input <= 32 MB at the study's size and at --large; ns per bar and combo at\n"
     "  --large / at the study's size <= 1.15; 2 threads / 1 thread at --large >= 1.8;\n"
@@ -547,7 +547,7 @@ int tw__cli_bench_kernel(int argc, char **argv)
     printf("  every result checked: exact (1, %u threads) and stream bit-identical to the "
            "scalar reference; first combo pnl %.12g, %lld trades\n", nt, ref_pnl[0],
            (long long)ref_trades[0]);
-    printf("goals (issue 11):\n");
+    printf("goals (sweep kernel):\n");
     if (numba_s > 0)
         printf("  whole-process sweep, 1 thread >= %.0fx numba in-process: %s (%.1fx: %.3f s vs %.3f s; "
                "on CPU %.1fx: %.3f s vs %.3f s)\n",

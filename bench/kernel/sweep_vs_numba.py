@@ -10,7 +10,7 @@ program: scalar, exact on 1 thread, exact on all threads), or with
 --inprocess (or when that command is missing) through the ctypes binding.
 Before printing any figure it checks that the C results agree with numba
 per combo (equal trades, |dPnL| <= 1e-6) and that exact is bit-identical to
-scalar; exits 1 if not.  Goals (issue 2): exact 1 thread >= 30x numba and
+scalar; exits 1 if not.  Goals: exact 1 thread >= 30x numba and
 >= 8x C scalar, all threads >= 1.8x one thread.
 """
 

@@ -1,5 +1,5 @@
 /* tickwire bench live: the latency budget of the live engine (live.md,
- * "Parity and latency budget"; issue 16, section 5).
+ * "Parity and latency budget").
  *
  * One lockstep replay per transport through the whole path, the venue
  * being `tickwire exchange` (this program) or the exchange library:
@@ -772,7 +772,7 @@ int tw__cli_bench_live(int argc, char **argv)
     printf("  %-64s %12.0f %12.0f %8ld\n", "QuickFIX venue + QuickFIX trader (qf_pair)", qf_bps,
            (double)q.bars / q.wall_s, q.orders);
 #endif
-    printf("\ngoals (issue 16, section 5), per configuration; load average %.2f before, %.2f "
+    printf("\ngoals (latency budget), per configuration; load average %.2f before, %.2f "
            "after:\n", la0[0], la1[0]);
     for (int j = 0; j < N_VARIANTS; j++) {
         const run *kk = &k[j], *uu = &u[j];

@@ -1,5 +1,5 @@
-// The QuickFIX side of `tickwire bench live`'s throughput goal (issue 16,
-// section 5): a QuickFIX 1.15 venue and a QuickFIX 1.15 trader doing the
+// The QuickFIX side of `tickwire bench live`'s throughput goal (live.md,
+// "Parity and latency budget"): a QuickFIX 1.15 venue and a QuickFIX 1.15 trader doing the
 // lockstep replay of live.md ("The venue protocol (FIX 4.4)", point 6)
 // over kernel TCP on loopback, two processes, so that the bench can set
 // `tickwire exchange --lockstep` + `tickwire trade` next to a pair of

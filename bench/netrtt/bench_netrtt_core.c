@@ -3,7 +3,7 @@
  *
  *   kernel -> kernel      TCP_NODELAY + SO_BUSY_POLL (no effect on veth)
  *                         client in one namespace, echo server in another:
- *                         the client sleeping in recv (the issue's
+ *                         the client sleeping in recv (the goals'
  *                         baseline), and busy-reading with MSG_DONTWAIT as
  *                         the stack busy-polls (a stronger one)
  *   stack(X) -> kernel    this stack as client on port X (AF_XDP, DPDK
@@ -17,7 +17,7 @@
  *   ..., capture          the same with packet capture on (capture.h):
  *                         both ports into one pcapng file, every frame
  *                         whole, from a writer thread on the server CPU
- *                         (idle in these rows).  Goal (issue 15): capture
+ *                         (idle in these rows).  Goal: capture
  *                         adds at most 5% to p50 and nothing measurable to
  *                         p99.9 on the stack-to-stack rows.  Each capture
  *                         is checked: every frame the ports moved is in
@@ -546,7 +546,7 @@ static double p999_spread(const rcase *k)
     return k->nr > 1 && k->med.p999 > 0 ? (hi - lo) / k->med.p999 : 0;
 }
 
-/* Capture on against capture off, same kind of row, same run (issue 15):
+/* Capture on against capture off, same kind of row, same run (the goal):
  * p50 at most 5% more; p99.9 within what the row without capture varies
  * by over its rounds (at least 5%).  Returns 1 if a row could not be
  * compared because one side failed. */
@@ -856,12 +856,12 @@ int tw__bench_netrtt_run(int argc, char **argv)
     for (unsigned i = 0; i < NCASES; i++)
         if (cases[i].kind)
             printf(" %llu", cases[i].retx);
-    /* Baselines: the issue's (a plain kernel client: TCP_NODELAY and
+    /* Baselines: the goals' (a plain kernel client: TCP_NODELAY and
      * SO_BUSY_POLL, sleeping in recv) and a stronger one (the kernel client
      * busy-reading, as the stack busy-polls), each against the same kind of
      * server as the row. */
     printf("\n\n  ratios to kernel->kernel with the same server (< 1 is better; goal vs the\n"
-           "  client that sleeps in recv, the issue's baseline; [vs the busy-reading one]):\n");
+           "  client that sleeps in recv, the goals' baseline; [vs the busy-reading one]):\n");
     for (unsigned i = 0; i < NCASES; i++) {
         const rcase *k = &cases[i];
         if (!k->ok || !k->kind)

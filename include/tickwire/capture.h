@@ -1,5 +1,5 @@
 /* Packet capture into pcapng, for the userspace stack that tcpdump cannot
- * see (issue 15; netstack.md, live.md "Threads, processes and rings").
+ * see (docs/design/netstack.md; live.md "Threads, processes and rings").
  *
  * Two sides, joined by one SPSC ring (ring.h) of fixed-size slots:
  *

@@ -1,5 +1,5 @@
 /* FIX tag=value: zero-copy framer and parser, typed accessors, builder
- * (../shared/spec/fix.md).  Knows no socket and no clock.
+ * (docs/design/fix.md).  Knows no socket and no clock.
  *
  * The session layer (tickwire/fix_session.h) and the crash-safe store sit
  * on top of this header. */

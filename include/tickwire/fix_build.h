@@ -1,4 +1,4 @@
-/* FIX message builder (../shared/spec/fix.md, "Builder").
+/* FIX message builder (docs/design/fix.md, "Builder").
  *
  * A per-session template holds the header fields that never change
  * (BeginString, SenderCompID, TargetCompID, optional sub IDs), written

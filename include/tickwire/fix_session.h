@@ -1,5 +1,5 @@
 /* FIX session layer (4.2 and 4.4, initiator and acceptor) and its
- * crash-safe store (../shared/spec/fix.md, "Session layer").
+ * crash-safe store (docs/design/fix.md, "Session layer").
  *
  * The session never reads the clock and never touches a socket: the caller
  * passes now_ns into every call and gives it a byte-stream interface

@@ -1,4 +1,4 @@
-/* The sweep kernel: HMA/HMA3 stop-and-reverse (../shared/spec/kernel.md).
+/* The sweep kernel: HMA/HMA3 stop-and-reverse (docs/design/kernel.md).
  *
  * One computation serves the research sweep and the live strategy.  Every
  * implementation here (scalar reference, exact SIMD, threaded, streaming)

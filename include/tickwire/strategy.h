@@ -1,4 +1,4 @@
-/* The strategy core of the live path (../shared/spec/live.md, "The kernel,
+/* The strategy core of the live path (docs/design/live.md, "The kernel,
  * streaming" and "Risk"; docs/trade.md, "The strategy core").
  *
  * Events in, intents out.  The gateway (net cores: TCP, FIX sessions)
@@ -389,7 +389,7 @@ int64_t tw_strategy_last_bar(const tw_strategy *s, uint32_t k);
 /* A 64-bit digest (FNV-1a) of everything the strategy's decisions depend
  * on: kernel state of every combo, positions, open orders, PnL, risk state
  * and buckets, counters.  Two strategies fed the same events from init
- * have the same digest; a replay (issue 17) checks itself with it. */
+ * have the same digest; a crash-recovery replay checks itself with it. */
 uint64_t tw_strategy_digest(const tw_strategy *s);
 
 #ifdef __cplusplus

@@ -30,7 +30,7 @@ extern "C" {
 
 typedef enum tw_trade_mode {
     TW_TRADE_THREADS = 0,   /* gateway and strategy as threads of one process */
-    TW_TRADE_PROCESSES = 1, /* two processes over shared-memory rings (issue 17) */
+    TW_TRADE_PROCESSES = 1, /* two processes over shared-memory rings (crash.md) */
 } tw_trade_mode;
 
 /* Where the strategy core runs (the engine's threads, docs/trade.md). */
@@ -55,7 +55,7 @@ typedef struct tw_trade_engine_cfg {
     char report[TW_TRADE_STR_MAX]; /* report = FILE (required) */
     char trades[TW_TRADE_STR_MAX]; /* trades = FILE: CSV of closed trades ("" = none) */
     char log[TW_TRADE_STR_MAX];    /* log = FILE: risk and event log ("" = stderr) */
-    char journal[TW_TRADE_STR_MAX]; /* journal = FILE: the gateway's event journal (issue 17) */
+    char journal[TW_TRADE_STR_MAX]; /* journal = FILE: the gateway's event journal (crash.md) */
     double fee;                    /* fee = round-trip fee, percentage points [0.09] */
     tw_trade_mode mode;            /* mode = threads | processes [threads] */
     int busy_poll;                 /* busy_poll = yes | no [no: yielding, 2-core safe] */

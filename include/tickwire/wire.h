@@ -1,4 +1,4 @@
-/* The engine's wire protocol (../shared/spec/wire.md): frames, opcodes,
+/* The engine's wire protocol (docs/design/wire.md): frames, opcodes,
  * error codes and the shared-memory ring layout.
  *
  * Every integer and float on the wire is little-endian.  The structs below

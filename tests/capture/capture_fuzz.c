@@ -1,4 +1,4 @@
-/* Random frames through the capture path (issue 15, "Tests"): for each
+/* Random frames through the capture path: for each
  * seed, a random capture configuration (snap length, ring size, filter,
  * rotation size) and a few thousand frames, valid Ethernet/IPv4/TCP ones,
  * mutated ones (bits flipped, cut at any byte, header fields set to

@@ -1,4 +1,4 @@
-/* A capture written while its process is SIGKILLed (issue 15, "Tests"):
+/* A capture written while its process is SIGKILLed:
  * a child runs two stacks on the sim network moving bytes without end,
  * both ports captured by one writer thread, and is killed once its file
  * has grown past a size that differs per round (so the kill lands at

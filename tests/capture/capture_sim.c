@@ -1,5 +1,5 @@
 /* Capture of TCP transfers between two stacks on the simulated network,
- * read back by tshark (issue 15, "Tests"):
+ * read back by tshark:
  *
  *   clean      300 kB each way and a graceful close, both ports captured
  *              (A on virtual time, B on the TSC): every frame parses,

@@ -1,5 +1,5 @@
-/* Capture on a real port, checked against the kernel's own view (issue
- * 15, "Tests"), over the veth topology of netstack.md ("Real peer"):
+/* Capture on a real port, checked against the kernel's own view,
+ * over the veth topology of netstack.md ("Real peer"):
  *
  *   [stack + capture] --KIND-- veth  <==>  veth (netns) -- kpeer bulk
  *                                              \-- tcpdump -w

@@ -1,4 +1,4 @@
-/* Random doubles, both directions (issue 13, "Exact prices").  One mode per
+/* Random doubles, both directions (fix.md, "Exact prices").  One mode per
  * run, so that ctest runs them side by side:
  *
  *  bits, prices  COUNT doubles, uniformly random bit patterns or prices

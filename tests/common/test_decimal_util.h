@@ -1,5 +1,5 @@
 /* Helpers the decimal tests share: bit-exact comparison, a seeded random
- * generator, random doubles of the two kinds the issue asks for, and exact
+ * generator, random doubles of the two kinds the tests need, and exact
  * decimal arithmetic on fixed-notation text (to build exact midpoints
  * between neighbouring doubles, the hardest inputs a parser gets). */
 #ifndef TW_TESTS_DECIMAL_UTIL_H

@@ -16,7 +16,7 @@ and the strategy as two processes over the attach segment.
   from their stores, parity, each ClOrdID once, the same fills as the
   uninterrupted run.
 - `--no-spawn` and strategies started by hand (`tickwire trade --attach`).
-- The issue's sequence in one replay: the strategy killed at 20 points,
+- The full kill sequence in one replay: the strategy killed at 20 points,
   then the gateway at 5, then the whole trader at 5.
 
 Points of progress, not of time: a kill comes once the journal holds a
@@ -353,7 +353,7 @@ def kill9(pid):
 
 
 def test_strategy_then_gateway_then_whole_trader_in_one_replay(dataset, uninterrupted, tmp_path):
-    """The issue's sequence in one replay: the strategy process killed at
+    """The full kill sequence in one replay: the strategy process killed at
     20 seeded points (the gateway restarts it), then the gateway alone at 5
     (its strategy exits by itself; `tickwire trade` started again), then
     the whole trader at 5 (gateway and strategy together), each a later

@@ -1,6 +1,6 @@
 /* `tickwire trade --config FILE`: the INI parser (src/trade/config.c).
  *
- * Valid files give the values they say (the issue's example exactly, every
+ * Valid files give the values they say (the documented example exactly, every
  * optional key, grids, CRLF, BOM, forward references); every kind of bad
  * file fails with "NAME:LINE: what" at the right line, from a table; every
  * truncation of a valid file parses or fails cleanly; files are read from
@@ -13,7 +13,7 @@
 #include "tickwire/trade.h"
 #include "tw_check.h"
 
-/* The example, key for key. */
+/* The documented example, key for key. */
 static const char example[] =
     "[engine]\n"
     "report = trade-report.json      ; JSON report, written at the end (and on SIGTERM)\n"
