@@ -119,6 +119,22 @@ def test_csv_columns_and_counts(quick):
     for r in by["architecture"]:
         assert r["gate"] == "ok" and int(r["trade_mismatches"]) == 0
         assert float(r["max_dpnl"]) <= 1e-6
+    # Paired rounds: every goal's subject and yardstick once per round,
+    # the first of the two alternating from round to round.
+    rounds = 6
+    pairs = {}
+    for r in by["paired"]:
+        side = r["source"] if r["item"] == "python/c" else r["transport"]
+        pairs.setdefault((r["item"], int(r["n"])), []).append((int(r["run"]), side))
+    small, big = min(QUICK_SIZES), max(QUICK_SIZES)
+    assert set(pairs) == {("unix/bare_unix", small), ("unix/shm", small),
+                          ("unix/bare_unix", big), ("unix/shm", big),
+                          ("unix/load_fd", big), ("python/c", small)}
+    for (item, _), seq in pairs.items():
+        a, b = item.split("/")
+        assert sorted(seq) == sorted((k, s) for k in range(rounds) for s in (a, b)), item
+        firsts = [next(x for j, x in seq if j == k) for k in range(rounds)]
+        assert firsts == [a if k % 2 == 0 else b for k in range(rounds)], (item, seq)
     for r in echo:
         assert float(r["p10_s"]) <= float(r["seconds"]) <= float(r["p90_s"])
 
@@ -198,6 +214,17 @@ def test_fit_recovers_floor_and_bandwidth():
     assert f == pytest.approx(floor + 16 / bw)
     assert b == pytest.approx(bw, rel=1e-3)
     assert report.fit_curve([]) == pytest.approx((float("nan"),) * 2, nan_ok=True)
+
+
+def test_paired_ratio_is_the_median_of_per_round_ratios():
+    # Subject and yardstick move together from round to round (the machine's
+    # phase); the ratio of the medians would say 0.2, the rounds say 2.
+    by_key = {("a", 0): 10.0, ("b", 0): 5.0, ("a", 1): 100.0, ("b", 1): 50.0,
+              ("a", 2): 10.0, ("b", 2): 50.0}
+    assert report._paired(by_key, "a", "b") == 2.0
+    # A round without its yardstick does not count; none at all is nan.
+    assert report._paired({("a", 0): 3.0, ("b", 1): 1.0}, "a", "b") != \
+        report._paired({("a", 0): 3.0, ("b", 1): 1.0}, "a", "b")
 
 
 def test_gate_compare():

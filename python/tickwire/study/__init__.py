@@ -98,7 +98,7 @@ def parse_args(argv):
                    help="combos, evenly picked from the default 80-combo grid (default 80)")
     p.add_argument("--iters", type=_positive(15, 10_000_000),
                    help="echo round trips per small payload (default 2000; --quick 300)")
-    p.add_argument("--rounds", type=_positive(1, 1000), dest="pair_rounds",
+    p.add_argument("--rounds", type=_positive(1, 1000), dest="pair_rounds", metavar="N",
                    help="alternating rounds of subject and yardstick per performance goal "
                         "(default 10; --quick 6)")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
