@@ -93,8 +93,12 @@ static int find_kernel(const char *cmd, const char *name, const tw_kernel_def **
 int tw__cli_sweep_named(const struct tw__ksweep_args *a)
 {
     const tw_kernel_def *def;
-    if (find_kernel("sweep", a->kernel, &def))
-        return 1;
+    if (find_kernel("sweep", a->kernel, &def)) {
+        /* An unknown name is a bad option value; a plug-in's file, an error. */
+        size_t kl = strlen(a->kernel);
+        int path = strchr(a->kernel, '/') || (kl >= 3 && !strcmp(a->kernel + kl - 3, ".so"));
+        return path ? 1 : 2;
+    }
     double *close = NULL, *params = NULL;
     size_t n = 0, k = 0;
     tw_kresult *res = NULL;
