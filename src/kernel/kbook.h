@@ -33,6 +33,11 @@ static inline int tw__kbook_apply(tw_kbook *b, int target, double close, int64_t
     int closed = 0;
     if (TW_UNLIKELY(b->stopped))
         return 0;
+    if (TW_LIKELY(target == b->pos)) { /* most bars: nothing to book */
+        b->bars += 1;
+        b->bars_in_pos += b->pos != 0;
+        return 0;
+    }
     if (TW_UNLIKELY(target < -1 || target > 1)) {
         b->stopped = 1;
         return 0;

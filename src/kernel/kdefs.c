@@ -197,7 +197,8 @@ static int zs_step(void *state, double close)
         s->S = s->S + (y - old);
         s->Q = s->Q + (y * y - old * old);
         s->ring[s->head] = y;
-        s->head = (s->head + 1) % s->window;
+        /* (head + 1) % window, without a division on the bar's path. */
+        s->head = s->head + 1 == s->window ? 0 : s->head + 1;
     }
     s->n_seen++;
     if (s->n_seen < s->window)
