@@ -234,7 +234,7 @@ static void print_kernel(const tw_kernel_def *d, const char *where)
     printf("%s  (%s, ABI %u)\n  %s\n", d->name, where, d->abi, d->doc ? d->doc : "");
     for (uint32_t j = 0; j < d->n_params; j++) {
         const tw_kparam *q = &d->params[j];
-        printf("    %-12s %-7s [%.17g, %.17g]  default %.17g\n", q->name,
+        printf("    %-12s %-7s [%.15g, %.15g]  default %.15g\n", q->name,
                q->integer ? "integer" : "float", q->lo, q->hi, q->dflt);
     }
     if (ng)
