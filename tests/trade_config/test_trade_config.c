@@ -409,19 +409,26 @@ static const bad_case bad[] = {
     { "[engine]\nfee = 1\nmode = fibers\n" SESSION INSTR STRAT RISK, 1, "missing key 'report'" },
 };
 
-static void test_bad(void)
+/* Each case fails with "t.ini:LINE: ...what...". */
+static void check_bad(const bad_case *t, size_t n, const char *table)
 {
-    for (size_t k = 0; k < TW_ARRAY_SIZE(bad); k++) {
+    for (size_t k = 0; k < n; k++) {
         tw_error err = { 0 };
         int rc;
-        tw_trade_config *c = parse(bad[k].text, &err, &rc);
+        tw_trade_config *c = parse(t[k].text, &err, &rc);
         char prefix[32];
-        snprintf(prefix, sizeof(prefix), "t.ini:%d: ", bad[k].line);
-        CHECKF(rc == -TW_EFORMAT && !c, "case %zu: rc %d", k, rc);
-        CHECKF(!strncmp(err.msg, prefix, strlen(prefix)) && strstr(err.msg, bad[k].what),
-               "case %zu: got \"%s\", want \"%s...%s\"", k, err.msg, prefix, bad[k].what);
+        snprintf(prefix, sizeof(prefix), "t.ini:%d: ", t[k].line);
+        CHECKF(rc == -TW_EFORMAT && !c, "%s case %zu: rc %d", table, k, rc);
+        CHECKF(!strncmp(err.msg, prefix, strlen(prefix)) && strstr(err.msg, t[k].what),
+               "%s case %zu: got \"%s\", want \"%s...%s\"", table, k, err.msg, prefix,
+               t[k].what);
         tw_trade_config_free(c);
     }
+}
+
+static void test_bad(void)
+{
+    check_bad(bad, TW_ARRAY_SIZE(bad), "bad");
     /* What libinih would bend silently: a line longer than its buffer, a
      * NUL byte. */
     char *long_line = malloc(4096);
@@ -478,18 +485,7 @@ static const bad_case kbad[] = {
 
 static void test_kernel(void)
 {
-    for (size_t k = 0; k < TW_ARRAY_SIZE(kbad); k++) {
-        tw_error err = { 0 };
-        int rc;
-        tw_trade_config *c = parse(kbad[k].text, &err, &rc);
-        char prefix[32];
-        snprintf(prefix, sizeof(prefix), "t.ini:%d: ", kbad[k].line);
-        CHECKF(rc == -TW_EFORMAT && !c, "kernel case %zu: rc %d", k, rc);
-        CHECKF(!strncmp(err.msg, prefix, strlen(prefix)) && strstr(err.msg, kbad[k].what),
-               "kernel case %zu: got \"%s\", want \"%s...%s\"", k, err.msg, prefix,
-               kbad[k].what);
-        tw_trade_config_free(c);
-    }
+    check_bad(kbad, TW_ARRAY_SIZE(kbad), "kernel");
     /* Two zscore instances, params in any order; hma_sar by name is its
      * combo; a section without kernel = is as it always was. */
     tw_error err = { 0 };
