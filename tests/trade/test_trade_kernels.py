@@ -38,7 +38,7 @@ from test_trade_procs import attached_at, check_fills, read  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("TICKWIRE_BUILD", "build"))
 TICKWIRE = os.path.abspath(os.environ.get("TICKWIRE_BIN", os.path.join(BUILD, "tools", "tickwire")))
-DONCHIAN = os.path.join(BUILD, "tests", "kernel", "libdonchian.so")
+DONCHIAN = os.path.join(BUILD, "examples", "kernels", "libdonchian.so")
 BARS = int(os.environ.get("TW_KERNELS_BARS", "6000"))
 
 # kernel -> (its name in the config, [params, ...]) with params in the
