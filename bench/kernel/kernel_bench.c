@@ -65,7 +65,9 @@ static const char usage[] =
     "  --large N    bars of the large run (default 5000000; 0: skip it)\n"
     "  --no-numba   do not run /usr/bin/python3 (the numba goal is then not measured)\n"
     "  --json       only the in-process table, one line: {\"scalar_s\":..,\"exact1_s\":..,\n"
-    "               \"exactN_s\":..,\"stream_s\":..,\"threads\":T,\"isa\":\"..\",\"identical\":true,..}\n";
+    "               \"exactN_s\":..,\"stream_s\":..,\"threads\":T,\"isa\":\"..\",\"identical\":true,..}\n"
+    "  --kernel K   instead: any kernel's generic sweep against an inlined loop\n"
+    "               (`tickwire bench kernel --kernel K --help`)\n";
 
 static double now_s(void) { return 1e-9 * (double)tw_clock_now_ns(); }
 
@@ -235,8 +237,13 @@ static int run_numba(const char *dir, const char *study, size_t k, int runs, dou
 
 static const char *met(int ok) { return ok ? "met" : "NOT met"; }
 
+int tw__bench_kernel_plugin(int argc, char **argv); /* kplug_bench.c */
+
 int tw__cli_bench_kernel(int argc, char **argv)
 {
+    for (int i = 1; i < argc; i++)
+        if (!strcmp(argv[i], "--kernel"))
+            return tw__bench_kernel_plugin(argc, argv);
     const char *data = NULL, *column = NULL, *grid = NULL;
     uint64_t synthetic = 0, seed = 42, runs = 5, threads = 0, large = 5000000;
     int json = 0, no_numba = 0;

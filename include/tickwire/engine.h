@@ -18,6 +18,8 @@
 extern "C" {
 #endif
 
+#define TW_ENGINE_MAX_KERNELS 32
+
 typedef struct tw_engine_opts {
     const char *unix_path; /* Unix socket to bind, or NULL */
     unsigned unix_mode;    /* permission bits of the socket file; default 0600 */
@@ -31,6 +33,13 @@ typedef struct tw_engine_opts {
     uint64_t spin_ns;      /* shm: spin this long before futex-sleeping; default 50 us */
     int verbose;           /* log connections and errors to stderr */
     tw_wire_limits limits;
+    /* Kernels KSWEEP may name besides the built-ins: names or plug-in paths,
+     * resolved (tw_kernel_find) by tw_engine_create / tw_engine_serve_fds,
+     * which fail naming the first one that cannot be had.  A KSWEEP names
+     * a built-in, or one of these by its path as given here or by its
+     * definition's name; never a path the engine was not started with. */
+    const char *kernels[TW_ENGINE_MAX_KERNELS];
+    unsigned n_kernels;
 } tw_engine_opts;
 
 /* Fills o with the defaults above (no listener: set unix_path/tcp_port). */

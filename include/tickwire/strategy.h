@@ -282,10 +282,19 @@ typedef struct tw_instrument_cfg {
     uint32_t session;         /* index of the session that trades it */
 } tw_instrument_cfg;
 
+/* An instance runs one kernel (kernel_abi.h).  kernel NULL, or the built-in
+ * hma_sar (tw_kernel_builtin(0)): combo's six windows drive the streaming
+ * hma_sar kernel (tw_stream, the sweep's bits); params is ignored.  Any
+ * other kernel: params[0 .. kernel->n_params) is its combo (checked with
+ * tw_kernel_check_combo() at init), its flat state (state_bytes(params)
+ * bytes) lives in the strategy's memory and the host's one booking rule
+ * (tw_kbook_bar()) runs it per bar; combo is ignored. */
 typedef struct tw_instance_cfg {
     char name[TW_NAME_MAX]; /* FIX 1 Account, the report's name */
     uint32_t instrument;    /* index into instruments */
     int64_t combo[TW_COMBO_WINDOWS];
+    const tw_kernel_def *kernel; /* NULL: hma_sar by combo */
+    double params[TW_KERNEL_MAX_PARAMS];
 } tw_instance_cfg;
 
 /* What tw_strategy_init() reads (and copies: the arrays may be freed after
@@ -317,7 +326,8 @@ size_t tw_strategy_memsize(const tw_strategy_cfg *cfg);
  * strategy's last use; nothing else is allocated).  Returns the strategy
  * (inside mem), or NULL with err filled: -EINVAL (counts out of bounds, an
  * index that names nothing, a fee or limit that is not finite or out of
- * range), -TW_EBADWINDOW (a combo window outside [1, 100000]), -ENOSPC
+ * range), -TW_EBADWINDOW (a combo window outside [1, 100000]), -EINVAL
+ * (a kernel's params refused by tw_kernel_check_combo()), -ENOSPC
  * (bytes too small). */
 tw_strategy *tw_strategy_init(void *mem, size_t bytes, const tw_strategy_cfg *cfg,
                               tw_error *err);
@@ -341,12 +351,15 @@ typedef struct tw_instance_stats {
     const char *name;   /* points into the strategy */
     uint32_t instrument;
     int64_t combo[TW_COMBO_WINDOWS];
+    const tw_kernel_def *kernel; /* as configured (NULL: hma_sar by combo) */
+    const double *params;        /* kernel's n_params values (NULL with kernel) */
     int64_t position;   /* units, as the venue's fills put it */
     int64_t open_qty;   /* signed units of its open orders */
     int32_t signal;     /* the kernel's position: -1, 0, +1 */
     int64_t trades;     /* closed trades booked from fills */
     double pnl;         /* execution PnL, percentage points */
     int64_t signal_trades; /* the kernel's trades */
+    int32_t stopped;    /* the kernel's step returned a value other than -1, 0, +1 */
     double signal_pnl;  /* the kernel's PnL (at the decision bars' closes) */
     double entry_px;    /* LastPx of the opening fill (0 when flat) */
     uint64_t orders;    /* orders sent (intents written) */

@@ -99,8 +99,11 @@ typedef struct tw_trade_strategy_section {
     char name[TW_NAME_MAX];        /* [strategy NAME]: its instances are NAME.0, NAME.1, ... */
     uint32_t instrument;           /* instrument = SYMBOL (required), as an index */
     uint32_t first_instance;       /* its instances: instances[first .. first + n) */
-    uint32_t n_instances;          /* combo = (repeatable), length = L, grid = default */
+    uint32_t n_instances;          /* combo = (repeatable), length = L, grid = default,
+                                      params = (repeatable, with kernel =) */
     int line;
+    const tw_kernel_def *kernel;   /* kernel = NAME | PATH.so; NULL: hma_sar by combo */
+    int kernel_line;
 } tw_trade_strategy_section;
 
 /* A parsed configuration (heap; tw_trade_config_free() releases it). */

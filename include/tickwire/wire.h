@@ -38,7 +38,13 @@ enum {
     TW_OP_DROP = 4,         /* [u64 id] -> empty body */
     TW_OP_INFO = 5,         /* empty -> [u32 json_len][json] */
     TW_OP_LOAD_FD = 6,      /* empty + one memfd by SCM_RIGHTS -> [u64 dataset_id] */
-    TW_OP_COUNT = 7,
+    /* Any kernel by name (docs/engine.md "KSWEEP"): tw_wire_ksweep_hdr, then
+     * [f64 x n_bars] (none with TW_KSWEEP_LOADED), [f64 x n_params x
+     * n_combos], [name_len bytes of the kernel's name].  Reply: [f64 pnl x
+     * n][i64 trades x n], with TW_KSWEEP_STATS also [i64 wins x n][f64
+     * max_drawdown x n][f64 exposure x n][i64 final_position x n]. */
+    TW_OP_KSWEEP = 7,
+    TW_OP_COUNT = 8,
     /* Transport handshake, not a request: the first frame of a Unix-socket
      * connection that switches to the shared-memory transport.  Body
      * [u8 0x7f][u32 ring_bytes wanted]; the reply is [u32 ring_bytes] with
@@ -87,6 +93,24 @@ typedef struct __attribute__((packed)) tw_wire_drop_hdr {
     uint64_t dataset; /* id to forget */
 } tw_wire_drop_hdr;
 
+/* KSWEEP flags. */
+#define TW_KSWEEP_LOADED 0x01u /* sweep the dataset `dataset` (n_bars must be 0) */
+#define TW_KSWEEP_STATS 0x02u  /* reply with the statistics columns too */
+#define TW_KSWEEP_FLAGS (TW_KSWEEP_LOADED | TW_KSWEEP_STATS)
+
+typedef struct __attribute__((packed)) tw_wire_ksweep_hdr {
+    uint8_t opcode;    /* TW_OP_KSWEEP */
+    uint8_t flags;     /* TW_KSWEEP_*; other bits must be 0 */
+    uint8_t name_len;  /* bytes of the kernel's name at the end of the body, 1..255 */
+    uint8_t n_params;  /* doubles per combo, 1..16 (the kernel's n_params) */
+    uint64_t dataset;  /* with TW_KSWEEP_LOADED: id from LOAD or LOAD_FD; else 0 */
+    uint32_t n_bars;   /* f64 closes that follow (0 with TW_KSWEEP_LOADED) */
+    uint32_t n_combos; /* combos of n_params f64 after the closes */
+} tw_wire_ksweep_hdr;
+
+/* Bytes of a KSWEEP reply per combo: pnl and trades, and the statistics. */
+#define TW_KSWEEP_REPLY_BYTES(flags) (((flags) & TW_KSWEEP_STATS) ? 48u : 16u)
+
 typedef struct __attribute__((packed)) tw_wire_shm_attach {
     uint8_t opcode;      /* TW_OP_SHM_ATTACH */
     uint32_t ring_bytes; /* wanted capacity of each ring (power of two) */
@@ -101,6 +125,7 @@ TW_STATIC_ASSERT(sizeof(tw_wire_load_hdr) == 5, "load header is 5 bytes");
 TW_STATIC_ASSERT(sizeof(tw_wire_sweep_loaded_hdr) == 13, "sweep_loaded header is 13 bytes");
 TW_STATIC_ASSERT(sizeof(tw_wire_drop_hdr) == 9, "drop header is 9 bytes");
 TW_STATIC_ASSERT(sizeof(tw_wire_shm_attach) == 5, "shm attach is 5 bytes");
+TW_STATIC_ASSERT(sizeof(tw_wire_ksweep_hdr) == 20, "ksweep header is 20 bytes");
 TW_STATIC_ASSERT(sizeof(tw_wire_error_hdr) == 2, "error header is 2 bytes");
 
 #define TW_WIRE_COMBO_BYTES (6u * 8u)
@@ -133,8 +158,12 @@ typedef struct tw_wire_req {
     uint32_t n_combos;    /* SWEEP, ECHO, SWEEP_LOADED */
     uint64_t dataset;     /* SWEEP_LOADED, DROP */
     uint32_t ring_bytes;  /* SHM_ATTACH */
+    uint8_t flags;        /* KSWEEP */
+    uint8_t n_params;     /* KSWEEP */
+    uint8_t name_len;     /* KSWEEP */
     const uint8_t *close; /* n_bars x f64 (unaligned view) */
-    const uint8_t *combos;/* n_combos x 6 x i64 (unaligned view) */
+    const uint8_t *combos;/* n_combos x 6 x i64; KSWEEP: n_combos x n_params x f64,
+                             then the name (unaligned view) */
     uint16_t wire_err;    /* on -1: the TW_WERR_* code to send */
 } tw_wire_req;
 
@@ -150,6 +179,15 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
 /* Size of the fixed part of the body for an opcode (the opcode byte
  * included), or 0 for an unknown opcode. */
 uint32_t tw_wire_hdr_len(uint8_t opcode);
+
+/* Bytes from req->combos to the end of the body: the combos (and, for
+ * KSWEEP, its params and the kernel's name). */
+static inline size_t tw_wire_combos_bytes(const tw_wire_req *req)
+{
+    if (req->opcode == TW_OP_KSWEEP)
+        return 8u * (size_t)req->n_combos * req->n_params + req->name_len;
+    return (size_t)req->n_combos * (6u * 8u);
+}
 
 /* A static name for a TW_WERR_* code. */
 const char *tw_wire_strerror(unsigned wire_code);

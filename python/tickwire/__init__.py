@@ -35,6 +35,7 @@ __all__ = [
     "write_closes", "wma", "isa_best", "isa_supported", "isa_names", "library_path",
     "COMBO_COLUMNS", "FEE_DEFAULT", "WINDOW_MIN", "WINDOW_MAX",
     "EBADWINDOW", "EBADPRICE", "ENODATA", "EFORMAT",
+    "grid", "Grid", "kernels", "kernel", "SweepResult",
 ]
 
 __version__ = "0.1.0"
@@ -176,9 +177,32 @@ def _opts(threads, kernel, isa, fee, block=0):
 
 # ---- the sweep -----------------------------------------------------------------
 
+_VARIANTS = ("exact", "scalar")
+
+
+def _named(kernel, grid, combos, stats):
+    """Whether a call names a kernel (the results with named fields) rather
+    than the hma_sar variant of the original call ((pnl, trades))."""
+    from .kernels import Grid, Kernel
+    return (isinstance(kernel, Kernel) or kernel not in _VARIANTS or grid is not None
+            or stats is not None or isinstance(combos, Grid))
+
+
 def sweep(close, combos=None, *, threads=0, kernel="exact", isa="auto", fee=FEE_DEFAULT,
-          block=0):
-    """Runs every combo over `close`; returns (pnl float64[k], trades int64[k]).
+          block=0, grid=None, stats=None):
+    """Runs every combo over `close`.
+
+    With a kernel by name (kernel="hma_sar", "zscore", a plug-in's path or
+    a tickwire.Kernel), a tickwire.grid, grid= or stats=: any kernel.
+    The grid (second argument or grid=) is a tickwire.grid(...), a pandas
+    DataFrame (columns by param name), a list of tuples or a 2-D array in
+    the kernel's param order, or None for the kernel's default grid.
+    Returns a tickwire.SweepResult: r["pnl"], r["trades"] and, unless
+    stats=False, r["wins"], r["max_drawdown"], r["exposure"],
+    r["final_position"]; r[param] the grid's columns; r.to_pandas().
+
+    Otherwise (the original call) hma_sar with six int64 windows per combo;
+    returns (pnl float64[k], trades int64[k]).
 
     close: 1-D prices (NaN = gap; <= 0 or Inf is an error).  A C-contiguous
     native float64 ndarray is passed to C without a copy.
@@ -192,6 +216,14 @@ def sweep(close, combos=None, *, threads=0, kernel="exact", isa="auto", fee=FEE_
     gives the same bits).  Raises TickwireError on bad input (nothing
     returned).
     """
+    if _named(kernel, grid, combos, stats):
+        from .kernels import ksweep
+        if grid is not None and combos is not None:
+            raise TickwireError(-errno.EINVAL, "sweep: give the grid once (combos or grid=)")
+        name = "hma_sar" if kernel in _VARIANTS else kernel
+        return ksweep(close, grid if grid is not None else combos, name, fee=fee,
+                      threads=threads, stats=True if stats is None else bool(stats),
+                      generic=kernel == "scalar")
     c = _as_close(close)
     k = _as_combos(combos)
     key = (int(threads), kernel, isa, float(fee), int(block))
@@ -395,7 +427,7 @@ class OpenPosition(tuple):
         return f"OpenPosition(side={self[0]}, entry_bar={self[1]}, entry_price={self[2]!r})"
 
 
-def trades(close, combo, fee=FEE_DEFAULT, *, frame=False, open_position=False):
+def trades(close, combo, fee=FEE_DEFAULT, *, frame=False, open_position=False, kernel=None):
     """The trade log of one combo over `close` (the same kernel as sweep()).
 
     Returns a numpy structured array of TRADE_DTYPE (side +1 for a long
@@ -404,7 +436,13 @@ def trades(close, combo, fee=FEE_DEFAULT, *, frame=False, open_position=False):
     attrs["open_position"] holds the open position).  With
     open_position=True returns (log, OpenPosition).  pnl + (r - fee) over the
     rows in order is sweep()'s pnl for that combo, bit for bit, and the row
-    count its trades.  Raises TickwireError on bad input."""
+    count its trades.  Raises TickwireError on bad input.
+
+    kernel= (a name, a plug-in's path or a Kernel) takes one combo of that
+    kernel (n_params values in its param order, or a one-row grid)."""
+    if kernel is not None:
+        from .kernels import ktrades
+        return ktrades(close, combo, kernel, fee, frame=frame, open_position=open_position)
     c = _as_close(close)
     k = _as_combos(combo)
     if k.shape[0] != 1:
@@ -460,7 +498,13 @@ class Stream:
     The state lives in memory this object owns, sized once from the combos.
     """
 
-    def __init__(self, combos=None, fee=FEE_DEFAULT):
+    def __new__(cls, combos=None, fee=FEE_DEFAULT, kernel=None):
+        if kernel is not None:
+            from .kernels import KStream
+            return KStream(kernel, combos, fee)
+        return super().__new__(cls)
+
+    def __init__(self, combos=None, fee=FEE_DEFAULT, kernel=None):
         k = _as_combos(combos)
         fee = float(fee)
         err = _lib.TwError()
@@ -554,10 +598,20 @@ class Stream:
         return f"Stream({self._combos.shape[0]} combos, fee={self._fee}, {self.bars} bars)"
 
 
-def plot_sweep(pnl, combos=None, path=None, title=None, trades=None, dpi=120):
-    """A picture of a sweep's PnL (matplotlib): a heatmap when the grid pairs
-    every HMA length with every HMA3 length (axes labelled with h_full and
-    t_full), else PnL by combo.  Returns the Figure; saves it to `path` when
-    given.  See tickwire.plot."""
+def plot_sweep(pnl, combos=None, path=None, title=None, trades=None, dpi=120, *, x=None,
+               y=None, metric="pnl"):
+    """A picture of a sweep (matplotlib).  Given a SweepResult: a heatmap of
+    `metric` ("pnl", "trades", "wins", "max_drawdown", "exposure", ...)
+    over params x and y (other params: their best value of the metric
+    per cell), or the metric by combo.  Given pnl (and hma_sar combos): a
+    heatmap when the grid pairs every HMA length with every HMA3 length,
+    else PnL by combo.  Returns the Figure; saves it to `path` when given.
+    See tickwire.plot."""
     from . import plot
+    from .kernels import SweepResult
+    if isinstance(pnl, SweepResult):
+        return plot.plot_result(pnl, x=x, y=y, metric=metric, path=path, title=title, dpi=dpi)
     return plot.plot_sweep(pnl, combos, path=path, title=title, trades=trades, dpi=dpi)
+
+
+from .kernels import Grid, Kernel, SweepResult, grid, kernel, kernels  # noqa: E402

@@ -193,3 +193,66 @@ def libc_free(ptr):
         _libc.free.argtypes = [ctypes.c_void_p]
         _libc.free.restype = None
     _libc.free(ptr)
+
+
+# ---- kernels by name (kernel.h "kernels by name", kernel_abi.h) -------------
+
+class KParam(ctypes.Structure):
+    # Mirrors `tw_kparam` in kernel_abi.h.
+    _fields_ = [("name", ctypes.c_char_p), ("lo", ctypes.c_double), ("hi", ctypes.c_double),
+                ("integer", ctypes.c_int), ("dflt", ctypes.c_double)]
+
+
+class KernelDef(ctypes.Structure):
+    # Mirrors `tw_kernel_def` in kernel_abi.h (the function pointers as void*:
+    # Python never calls them, the library does).
+    _fields_ = [("abi", ctypes.c_uint32), ("name", ctypes.c_char_p), ("doc", ctypes.c_char_p),
+                ("n_params", ctypes.c_uint32), ("params", ctypes.POINTER(KParam)),
+                ("state_bytes", ctypes.c_void_p), ("init", ctypes.c_void_p),
+                ("step", ctypes.c_void_p), ("sweep", ctypes.c_void_p),
+                ("default_grid", ctypes.c_void_p)]
+
+
+class KResult(ctypes.Structure):
+    # Mirrors `tw_kresult` in kernel.h.
+    _fields_ = [("pnl", ctypes.c_double), ("trades", ctypes.c_int64), ("wins", ctypes.c_int64),
+                ("max_drawdown", ctypes.c_double), ("exposure", ctypes.c_double),
+                ("open", Position), ("stopped", ctypes.c_int32)]
+
+
+class KSweepOpts(ctypes.Structure):
+    # Mirrors `tw_ksweep_opts` in kernel.h.
+    _fields_ = [("threads", ctypes.c_uint), ("fee", ctypes.c_double), ("generic", ctypes.c_int)]
+
+
+class CTrade(ctypes.Structure):
+    # Mirrors `tw_trade` in kernel.h.
+    _fields_ = [("combo", ctypes.c_uint64), ("entry_bar", ctypes.c_int64),
+                ("exit_bar", ctypes.c_int64), ("entry_price", ctypes.c_double),
+                ("exit_price", ctypes.c_double), ("r", ctypes.c_double), ("side", ctypes.c_int32)]
+
+
+TRADE_FN = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.POINTER(CTrade))
+_defp = ctypes.POINTER(KernelDef)
+
+_PROTOS.update({
+    "tw_kernel_builtin_count": (_sz, []),
+    "tw_kernel_builtin": (_defp, [_sz]),
+    "tw_kernel_find": (ctypes.c_int, [ctypes.c_char_p, ctypes.POINTER(_defp), _errp]),
+    "tw_kernel_param_index": (ctypes.c_int, [_defp, ctypes.c_char_p]),
+    "tw_kernel_check_combo": (ctypes.c_int, [_defp, _vp, _errp]),
+    "tw_ksweep_opts_init": (None, [ctypes.POINTER(KSweepOpts)]),
+    "tw_ksweep": (ctypes.c_int, [_defp, _vp, _sz, _vp, _sz, ctypes.POINTER(KSweepOpts), _vp,
+                                 TRADE_FN, _vp, _errp]),
+    "tw_kernel_default_grid": (ctypes.c_int, [_defp, ctypes.POINTER(_dp), ctypes.POINTER(_sz),
+                                              _errp]),
+    "tw_read_kgrid": (ctypes.c_int, [ctypes.c_char_p, _defp, ctypes.POINTER(_dp),
+                                     ctypes.POINTER(_sz), _errp]),
+    "tw_kstream_memsize": (_sz, [_defp, _vp, _sz]),
+    "tw_kstream_init": (ctypes.c_int, [_vp, _sz, _defp, _vp, _sz, ctypes.c_double, _errp]),
+    "tw_kstream_push": (ctypes.c_int, [_vp, ctypes.c_double, _vp, ctypes.POINTER(_sz), _errp]),
+    "tw_kstream_get": (ctypes.c_int, [_vp, _sz, ctypes.POINTER(KResult)]),
+    "tw_kstream_combos": (_sz, [_vp]),
+    "tw_kstream_bars": (ctypes.c_uint64, [_vp]),
+    "tw_kstream_set_trade_fn": (None, [_vp, TRADE_FN, _vp]),
+})

@@ -41,7 +41,10 @@ import numpy as np
 __all__ = ["Client", "EngineError", "ERROR_NAMES", "OP"]
 
 # wire.md opcodes and error codes (include/tickwire/wire.h).
-OP = {"sweep": 0, "echo": 1, "load": 2, "sweep_loaded": 3, "drop": 4, "info": 5, "load_fd": 6}
+OP = {"sweep": 0, "echo": 1, "load": 2, "sweep_loaded": 3, "drop": 4, "info": 5, "load_fd": 6,
+      "ksweep": 7}
+KSWEEP_LOADED = 0x01
+KSWEEP_STATS = 0x02
 ERROR_NAMES = {1: "BAD_FRAME", 2: "TOO_LARGE", 3: "BAD_PARAMS", 4: "NO_DATASET", 5: "BUSY",
                6: "INTERNAL"}
 _ERROR_BIT = 0x80000000
@@ -52,6 +55,8 @@ _sweep_hdr = struct.Struct("<IBII")         # len, opcode, n_bars, n_combos
 _load_hdr = struct.Struct("<IBI")           # len, opcode, n_bars
 _sweep_loaded_hdr = struct.Struct("<IBQI")  # len, opcode, dataset, n_combos
 _drop_hdr = struct.Struct("<IBQ")           # len, opcode, dataset
+# len, opcode, flags, name_len, n_params, dataset, n_bars, n_combos
+_ksweep_hdr = struct.Struct("<IBBBBQII")
 _u32 = struct.Struct("<I")
 _u64 = struct.Struct("<Q")
 
@@ -327,6 +332,91 @@ class Client(_Closing):
         self._write([_sweep_loaded_hdr.pack(13 + 48 * k, 3, dataset, k), combos])
         self._reply([pnl, trades], 16 * k)
         return pnl, trades
+
+    def _kernel_params(self, name):
+        """The param names of kernel `name` as this engine's INFO lists them."""
+        cache = getattr(self, "_kparams", None)
+        if cache is None:
+            cache = self._kparams = {}
+            for k in self.info().get("kernels", []):
+                cache[k["name"]] = tuple(k["params"])
+                if k.get("source") not in (None, "builtin"):
+                    cache[k["source"]] = tuple(k["params"])
+        if name not in cache:
+            raise EngineError(3, f"KSWEEP: the engine has no kernel named {name!r} "
+                                 f"(it has {', '.join(sorted(cache))})")
+        return cache[name]
+
+    def ksweep(self, kernel, data, grid, *, stats=False):
+        """KSWEEP: any kernel the engine has (a built-in, or one it was
+        started with by `serve --kernel NAME|PATH`) over closes (an array)
+        or a loaded dataset (an int id from load()).  grid: a tickwire.grid,
+        a DataFrame (columns by param name, ordered as the engine's INFO
+        lists the kernel's params) or rows in the kernel's param order.
+        Returns a tickwire.SweepResult: r["pnl"], r["trades"] and with
+        stats=True r["wins"], r["max_drawdown"], r["exposure"],
+        r["final_position"]."""
+        from .kernels import Grid, SweepResult, RESULT_FIELDS, STATS_FIELDS, _RESULT_DTYPE
+        name = os.fsencode(os.fspath(kernel)) if not isinstance(kernel, bytes) else kernel
+        if not 1 <= len(name) <= 255:
+            raise ValueError("ksweep: a kernel name of 1..255 bytes")
+        kname = name.decode("utf-8", "replace")
+        names = None
+        if isinstance(grid, Grid):
+            names, vals = grid.names, grid.values
+        elif getattr(grid, "columns", None) is not None:
+            names, vals = tuple(str(c) for c in grid.columns), grid.to_numpy(dtype=np.float64)
+        if names is not None:
+            want = self._kernel_params(kname)
+            missing = [p for p in want if p not in names]
+            extra = [n for n in names if n not in want]
+            if missing or extra:
+                raise EngineError(3, f"KSWEEP: grid for {kname} ({', '.join(want)}): "
+                                     + "; ".join(x for x in (
+                                         "lacks " + ", ".join(missing) if missing else "",
+                                         "has unknown " + ", ".join(extra) if extra else "") if x))
+            params = np.ascontiguousarray(np.asarray(vals, dtype="<f8")[:, [names.index(p) for p in want]])
+        else:
+            params = np.asarray(grid, dtype="<f8")
+            if params.ndim == 1:
+                params = params.reshape(1, -1)
+            params = np.ascontiguousarray(params)
+            want = tuple(f"p{i}" for i in range(params.shape[1])) if params.ndim == 2 else ()
+        if params.ndim != 2 or not 1 <= params.shape[1] <= 16:
+            raise ValueError(f"ksweep: params must be (k, 1..16), got shape {params.shape}")
+        k, npar = params.shape
+        flags = KSWEEP_STATS if stats else 0
+        if isinstance(data, (int, np.integer)):
+            flags |= KSWEEP_LOADED
+            close, dataset, n = None, int(data), 0
+        else:
+            close, dataset = _f64(data), 0
+            n = close.size
+        if self._c is not None:
+            out = self._c.ksweep(name, close, dataset, params, flags)
+        else:
+            width = 6 if stats else 2
+            out = np.empty(width * k, dtype="<f8")
+            body = 20 + 8 * n + 8 * k * npar + len(name)
+            bufs = [_ksweep_hdr.pack(body, 7, flags, len(name), npar, dataset, n, k)]
+            if close is not None:
+                bufs.append(close)
+            bufs += [params, name]
+            self._write(bufs)
+            self._reply([out], 8 * width * k)
+        res = np.empty(k, dtype=_RESULT_DTYPE)
+        res["pnl"] = out[:k]
+        res["trades"] = out[k:2 * k].view("<i8")
+        res["stopped"] = False
+        if stats:
+            res["wins"] = out[2 * k:3 * k].view("<i8")
+            res["max_drawdown"] = out[3 * k:4 * k]
+            res["exposure"] = out[4 * k:5 * k]
+            res["final_position"] = out[5 * k:6 * k].view("<i8")
+        else:
+            for f in ("wins", "max_drawdown", "exposure", "final_position"):
+                res[f] = 0
+        return SweepResult(kname, Grid(want, params), res, STATS_FIELDS if stats else RESULT_FIELDS)
 
     def drop(self, dataset):
         """DROP: forgets a dataset."""

@@ -8,7 +8,11 @@ exact threaded on 1 and on all threads; the tiled kernel with blocks of 1,
 bar by bar and in random chunks) is compared per combo with the numba
 reference on the study dataset with the default grid, on data with NaN
 gaps, on odd windows up to 400, and on degenerate inputs (n smaller than
-every window among them).  A variant passes when every combo's trade count
+every window among them).  The zscore kernel (threaded, single-threaded
+and streamed) is compared with its numpy reference (reference.ksweep) on
+the study data, gapped data and degenerate data (constant prices, n below
+the window, window 2, one bar): trades equal and pnl, max drawdown and
+exposure bit-identical.  A variant passes when every combo's trade count
 equals the reference's and |dPnL| <= 1e-6; exact variants must moreover be
 bit-identical to the C scalar reference.  Prints a table; exits 0 when
 everything passes, 1 on any mismatch, 2 when it cannot run.
@@ -179,6 +183,68 @@ def fingerprint(study_close):
                 f"(-5165.58) / {FINGERPRINT_TRADES}: {'ok' if ok else 'MISMATCH'}")
 
 
+
+# ---- kernels by name: zscore against its numpy reference --------------------
+
+ZSCORE_FIELDS = ("pnl", "trades", "wins", "max_drawdown", "exposure", "final_position")
+
+
+def zscore_datasets(quick=False):
+    """[(name, close, Grid)] for zscore: the study data, gapped data and
+    degenerate data (constant prices: var 0 holds; n < window; window 2)."""
+    n = 20000 if quick else data.STUDY_N
+    study = data.study()[:n].copy()
+    gaps = data.with_nan_gaps(study, seed=7)
+    g = tickwire.grid(window=range(20, 400, 20) if not quick else [20, 100, 380],
+                      entry=[1.5, 2.0, 2.5], exit=[0.0, 0.5])
+    small = tickwire.grid(window=[2, 3, 50], entry=[0.5, 1.0, 2.0], exit=[0.0, 0.4])
+    const = np.full(500, 100.0)
+    const_gaps = const.copy()
+    const_gaps[::7] = np.nan
+    return [
+        (f"zscore study n={n}", study, g),
+        (f"zscore nan-gaps n={n}", gaps, g),
+        ("zscore constant n=500", const, small),
+        ("zscore constant+gaps n=500", const_gaps, small),
+        ("zscore n<window n=40", study[:40].copy(), tickwire.grid(window=[41, 1000],
+                                                                  entry=[1.0], exit=[0.0])),
+        ("zscore window 2 n=5000", data.with_nan_gaps(study[:5000], seed=3),
+         tickwire.grid(window=[2], entry=[0.5, 0.9, 0.99], exit=[0.0, 0.3])),
+        ("zscore one bar", study[:1].copy(), tickwire.grid(window=[2], entry=[1.0], exit=[0.0])),
+    ]
+
+
+def check_zscore(name, close, g):
+    """The C zscore (tw_ksweep with threads 1 and all, and the stream bar by
+    bar) against reference.ksweep: trades, wins, final positions equal,
+    pnl, max_drawdown and exposure bit-identical.  Returns [Row]."""
+    t0 = time.perf_counter()
+    ref = reference.ksweep("zscore", close, g.values)
+    t_ref = time.perf_counter() - t0
+    rows = [Row(name, "numpy reference (zscore)", len(g), 0.0, 0, True, False, t_ref,
+                note="reference")]
+
+    def stream(c, gg):
+        st = tickwire.Stream(kernel="zscore", combos=gg)
+        st.update(c)
+        return st.result()
+
+    for vname, fn in (("zscore C t1", lambda c, gg: tickwire.sweep(c, gg, kernel="zscore", threads=1)),
+                      ("zscore C all threads", lambda c, gg: tickwire.sweep(c, gg, kernel="zscore")),
+                      ("zscore stream", stream)):
+        t0 = time.perf_counter()
+        r = fn(close, g)
+        dt = time.perf_counter() - t0
+        mism = int(np.count_nonzero(r["trades"] != ref["trades"]))
+        dp = np.abs(r["pnl"] - ref["pnl"])
+        max_dpnl = float(np.max(np.where(np.isnan(dp), np.inf, dp))) if dp.size else 0.0
+        ident = all(_bits_equal(np.ascontiguousarray(r[f], dtype=np.float64),
+                                np.ascontiguousarray(ref[f], dtype=np.float64))
+                    for f in ZSCORE_FIELDS)
+        rows.append(Row(name, vname, len(g), max_dpnl, mism, ident, True, dt))
+    return rows
+
+
 def _fmt_ident(r):
     if r.note == "reference":
         return ("yes" if r.bit_identical else "no") + " (info)"
@@ -205,8 +271,9 @@ def print_table(rows, out=None):
         print("  ".join(c.ljust(w) for c, w in zip(b, widths)), file=out)
 
 
-def run(quick=False, threads=0, out=None, sets=None):
-    """Runs the gate; returns (ok, rows).  `sets` overrides datasets()."""
+def run(quick=False, threads=0, out=None, sets=None, zscore=True):
+    """Runs the gate; returns (ok, rows).  `sets` overrides datasets() (and
+    leaves out zscore's cases); zscore=False leaves them out too."""
     out = out or sys.stdout
     var_list = variants(threads)
     print(f"tickwire gate: library {tickwire.library_path()}, best ISA {tickwire.isa_best()}, "
@@ -216,6 +283,12 @@ def run(quick=False, threads=0, out=None, sets=None):
     notes = []
     for name, close, combos in (sets if sets is not None else datasets(quick)):
         rows += check_dataset(name, close, combos, var_list)
+    if sets is None and zscore:
+        for name, close, g in zscore_datasets(quick):
+            rows += check_zscore(name, close, g)
+        notes.append("zscore: the C kernel against the numpy reference: trades, wins and final "
+                     "positions equal, pnl, max_drawdown and exposure bit-identical (every case "
+                     "above can be)")
     if sets is None:
         # Cheap (combo 0 only), so even --quick checks it on the full study.
         fp_ok, msg = fingerprint(data.study())
@@ -249,13 +322,15 @@ def main(argv=None):
                                  description="Compare every C kernel variant with the numba reference.")
     ap.add_argument("--quick", action="store_true",
                     help="20,000-bar slices of the study data instead of 150,000 bars")
+    ap.add_argument("--no-zscore", action="store_true",
+                    help="hma_sar's variants only (leave out zscore against its reference)")
     ap.add_argument("--threads", type=int, default=0,
                     help="thread count of the threaded variant (default 0: online cores)")
     args = ap.parse_args(argv)
     if args.threads < 0:
         ap.error("--threads must be >= 0")
     try:
-        ok, _ = run(quick=args.quick, threads=args.threads)
+        ok, _ = run(quick=args.quick, threads=args.threads, zscore=not args.no_zscore)
     except (tickwire.TickwireLibraryError, tickwire.TickwireError) as e:
         print(f"gate: cannot run: {e}", file=sys.stderr)
         return 2

@@ -133,6 +133,86 @@ def plot_sweep(pnl, combos=None, path=None, title=None, trades=None, dpi=120):
     return fig
 
 
+
+# Metrics where smaller is better: a cell shows the best (lowest) combo.
+_LOWER_BETTER = ("max_drawdown",)
+
+
+def _fmt(v):
+    return str(int(v)) if float(v) == int(v) else f"{v:g}"
+
+
+def plot_result(result, x=None, y=None, metric="pnl", path=None, title=None, dpi=120):
+    """Draws a SweepResult of any kernel: a heatmap of `metric` over params x
+    (columns) and y (rows) when both are named, each cell the best value of
+    the metric among the combos sharing that (x, y) (the highest; the
+    lowest for max_drawdown); with x only, the best value per x as a line;
+    neither, the metric by combo.  Returns the Figure (saved to `path`)."""
+    if metric not in result.fields:
+        raise ValueError(f"plot_sweep: no metric {metric!r} (has {', '.join(result.fields)})")
+    for name in (x, y):
+        if name is not None and name not in result.grid.names:
+            raise ValueError(f"plot_sweep: {result.kernel} has no param {name!r} "
+                             f"(params: {', '.join(result.grid.names)})")
+    if len(result) == 0:
+        raise ValueError("plot_sweep: no combos")
+    v = np.asarray(result[metric], dtype=np.float64)
+    low = metric in _LOWER_BETTER
+    plt = _pyplot()
+    label = f"{metric}" + (" (percentage points)" if metric in ("pnl", "max_drawdown") else "")
+
+    def best(vals):
+        return np.nanmin(vals) if low else np.nanmax(vals)
+
+    if x is not None and y is not None:
+        xs = np.unique(result[x])
+        ys = np.unique(result[y])
+        xi = np.searchsorted(xs, result[x])
+        yi = np.searchsorted(ys, result[y])
+        z = np.full((ys.shape[0], xs.shape[0]), np.nan)
+        for r in range(ys.shape[0]):
+            for c in range(xs.shape[0]):
+                sel = (yi == r) & (xi == c)
+                if sel.any():
+                    z[r, c] = best(v[sel])
+        fig, ax = plt.subplots(figsize=(max(6.0, 0.35 * xs.shape[0] + 3),
+                                        max(4.5, 0.3 * ys.shape[0] + 2)))
+        cmap = "RdYlGn_r" if low else "RdYlGn"
+        im = ax.imshow(z, origin="lower", aspect="auto", cmap=cmap, interpolation="nearest")
+        xp, _ = _ticks(xs)
+        yp, _ = _ticks(ys)
+        ax.set_xticks(xp)
+        ax.set_xticklabels([_fmt(xs[i]) for i in xp])
+        ax.set_yticks(yp)
+        ax.set_yticklabels([_fmt(ys[i]) for i in yp])
+        ax.set_xlabel(x)
+        ax.set_ylabel(y)
+        fig.colorbar(im, ax=ax, label=label)
+        kind = f"{xs.shape[0]} x {ys.shape[0]}"
+    elif x is not None:
+        xs = np.unique(result[x])
+        xi = np.searchsorted(xs, result[x])
+        line = np.array([best(v[xi == i]) for i in range(xs.shape[0])])
+        fig, ax = plt.subplots(figsize=(7.0, 4.5))
+        ax.plot(xs, line, marker="o")
+        ax.set_xlabel(x)
+        ax.set_ylabel(label)
+        kind = f"best per {x}"
+    else:
+        k = v.shape[0]
+        fig, ax = plt.subplots(figsize=(max(6.0, min(0.12 * k + 3, 24.0)), 4.5))
+        ax.bar(np.arange(k), v, color=np.where(v >= 0, "tab:green", "tab:red"), width=0.85)
+        ax.set_xlabel("combo")
+        ax.set_ylabel(label)
+        kind = f"{k} combos"
+    ax.set_title(f"{title + chr(10) if title else ''}{result.kernel} sweep, {metric}, {kind}",
+                 fontsize=10)
+    fig.tight_layout()
+    if path is not None:
+        fig.savefig(path, dpi=dpi)
+    return fig
+
+
 def read_results(path):
     """(pnl, combos, trades) from the CSV `tickwire sweep` writes."""
     with open(path, newline="") as f:

@@ -149,6 +149,12 @@ static tw_engine *engine_alloc(const tw_engine_opts *opts, tw_error *err, int *r
         *rc = tw__err(err, -ENOMEM, "out of memory for %u dataset slots", opts->limits.max_datasets);
         return NULL;
     }
+    *rc = tw__engine_kernels(e, err);
+    if (*rc) {
+        free(e->ds);
+        free(e);
+        return NULL;
+    }
     return e;
 }
 
@@ -353,15 +359,10 @@ int tw_engine_serve_fds(const tw_engine_opts *opts, int in_fd, int out_fd, tw_er
                          rq.body_len);
             break;
         }
-        if (rq.opcode <= TW_OP_LOAD) {
-            rq.close = body;
-            rq.combos = body + 8u * rq.n_bars;
-        } else {
-            rq.combos = body;
-        }
+        tw__req_repoint(&rq, body);
         tw__handle(e, &rq, -1, r, &job);
         if (r->compute) {
-            size_t need = 16u * job.n_combos;
+            size_t need = r->prefix;
             if (need > out_cap) {
                 free(outb);
                 outb = tw__aligned_alloc(need);
@@ -383,9 +384,8 @@ int tw_engine_serve_fds(const tw_engine_opts *opts, int in_fd, int out_fd, tw_er
             }
             tw__finish_compute(e, &job, r);
             if (!(r->prefix & TW_WIRE_ERROR_BIT)) {
-                r->arr[0] = (struct iovec){outb, 8u * job.n_combos};
-                r->arr[1] = (struct iovec){outb + 8u * job.n_combos, 8u * job.n_combos};
-                r->n_arr = 2;
+                r->arr[0] = (struct iovec){outb, need};
+                r->n_arr = 1;
             }
         }
         if ((k = write_reply(out_fd, r))) {

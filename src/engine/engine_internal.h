@@ -29,7 +29,14 @@ typedef struct tw__job {
     size_t n_combos;
     struct tw__dataset *ds; /* reference released by the submitter */
     double *pnl;
-    int64_t *trades;
+    int64_t *trades; /* KSWEEP with stats: wins, max_drawdown, exposure and
+                        final_position follow, n_combos each */
+    /* KSWEEP: the kernel and its n_combos x n_params params (else NULL). */
+    const tw_kernel_def *def;
+    const double *params;
+    uint8_t kflags;
+    double fee;       /* KSWEEP: the engine's fee */
+    unsigned threads; /* KSWEEP: threads of a generic sweep */
     int rc;
     tw_error err;
     void (*done)(struct tw__job *);
@@ -90,8 +97,20 @@ struct tw_engine {
     pthread_mutex_t shmlock;
     struct tw__shm_conn *shm_list;
 
+    /* kernels preloaded by opts.kernels: the definition and the string
+     * it was found by */
+    const tw_kernel_def *kdefs[TW_ENGINE_MAX_KERNELS];
+    unsigned n_kdefs;
+
     tw__engine_stats st;
 };
+
+/* handle.c: resolves opts.kernels into e->kdefs; 0 or the tw_kernel_find
+ * code with err naming the kernel. */
+int tw__engine_kernels(tw_engine *e, tw_error *err);
+/* Points rq's array views into body, an aligned copy of everything after
+ * the fixed header. */
+void tw__req_repoint(tw_wire_req *rq, const uint8_t *body);
 
 /* Handles one complete parsed request (not SHM_ATTACH) and fills r.  fd is
  * a descriptor passed with it (negative: none; ownership stays with the

@@ -2,6 +2,7 @@
  * pool, error frames.  Transports parse frames, call tw__handle() and send
  * what it put in the tw__reply. */
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -288,12 +289,94 @@ static void do_load_fd(tw_engine *e, int fd, tw__reply *r)
 
 /* ---- INFO --------------------------------------------------------------- */
 
+/* s as a JSON string into buf (as snprintf: returns the length it needs). */
+static size_t json_str(char *buf, size_t cap, const char *s)
+{
+    size_t o = 0;
+#define PUT(ch)                                                                    \
+    do {                                                                           \
+        if (o + 1 < cap)                                                           \
+            buf[o] = (ch);                                                         \
+        o++;                                                                       \
+    } while (0)
+    PUT('"');
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\') {
+            PUT('\\');
+            PUT((char)*p);
+        } else if (*p < 0x20) {
+            PUT('?');
+        } else {
+            PUT((char)*p);
+        }
+    }
+    PUT('"');
+    if (cap)
+        buf[o < cap ? o : cap - 1] = 0;
+#undef PUT
+    return o;
+}
+
+/* ---- kernels ------------------------------------------------------------ */
+
+int tw__engine_kernels(tw_engine *e, tw_error *err)
+{
+    if (e->opts.n_kernels > TW_ENGINE_MAX_KERNELS)
+        return tw__err(err, -EINVAL, "at most %d preloaded kernels", TW_ENGINE_MAX_KERNELS);
+    for (unsigned i = 0; i < e->opts.n_kernels; i++) {
+        int rc = tw_kernel_find(e->opts.kernels[i], &e->kdefs[i], err);
+        if (rc)
+            return rc;
+        e->n_kdefs = i + 1;
+    }
+    return 0;
+}
+
+/* The kernel a KSWEEP names (name[len], not NUL-terminated): a built-in,
+ * or a preloaded kernel by the string it was loaded by or by its name. */
+static const tw_kernel_def *kernel_named(tw_engine *e, const uint8_t *name, size_t len)
+{
+    for (size_t i = 0; i < tw_kernel_builtin_count(); i++) {
+        const tw_kernel_def *d = tw_kernel_builtin(i);
+        if (strlen(d->name) == len && memcmp(d->name, name, len) == 0)
+            return d;
+    }
+    for (unsigned i = 0; i < e->n_kdefs; i++) {
+        const char *p = e->opts.kernels[i];
+        if ((strlen(p) == len && memcmp(p, name, len) == 0) ||
+            (strlen(e->kdefs[i]->name) == len && memcmp(e->kdefs[i]->name, name, len) == 0))
+            return e->kdefs[i];
+    }
+    return NULL;
+}
+
+void tw__req_repoint(tw_wire_req *rq, const uint8_t *body)
+{
+    switch (rq->opcode) {
+    case TW_OP_SWEEP:
+    case TW_OP_ECHO:
+    case TW_OP_LOAD:
+        rq->close = body;
+        rq->combos = body + 8u * rq->n_bars;
+        break;
+    case TW_OP_SWEEP_LOADED:
+        rq->combos = body;
+        break;
+    case TW_OP_KSWEEP:
+        rq->close = rq->n_bars ? body : NULL;
+        rq->combos = body + 8u * rq->n_bars;
+        break;
+    default:
+        break;
+    }
+}
+
 static uint64_t ld(_Atomic uint64_t *a) { return atomic_load_explicit(a, memory_order_relaxed); }
 
 int tw_engine_info_json(tw_engine *e, char *buf, size_t cap)
 {
     static const char *opn[TW_OP_COUNT] = {"sweep", "echo", "load", "sweep_loaded",
-                                           "drop", "info", "load_fd"};
+                                           "drop", "info", "load_fd", "ksweep"};
     static const char *errn[TW_WERR_COUNT] = {"", "bad_frame", "too_large", "bad_params",
                                               "no_dataset", "busy", "internal"};
     pthread_mutex_lock(&e->dslock);
@@ -326,6 +409,23 @@ int tw_engine_info_json(tw_engine *e, char *buf, size_t cap)
       (unsigned long long)l->max_dataset_bytes, l->max_conns,
       (unsigned long long)l->max_buffer_bytes, e->opts.shm_ring_max);
     J("\"datasets\":{\"count\":%u,\"bytes\":%llu},", dsn, (unsigned long long)dsb);
+    /* Kernels KSWEEP may name: the built-ins, then the preloaded ones (with
+     * the path they were loaded from). */
+    J("\"kernels\":[");
+    size_t nb = tw_kernel_builtin_count();
+    for (size_t i = 0; i < nb + e->n_kdefs; i++) {
+        const tw_kernel_def *d = i < nb ? tw_kernel_builtin(i) : e->kdefs[i - nb];
+        J("%s{\"name\":\"%s\",\"source\":", i ? "," : "", d->name);
+        if (i < nb)
+            J("\"builtin\"");
+        else
+            o += json_str(buf + o, o < cap ? cap - o : 0, e->opts.kernels[i - nb]);
+        J(",\"params\":[");
+        for (uint32_t k = 0; k < d->n_params; k++)
+            J("%s\"%s\"", k ? "," : "", d->params[k].name);
+        J("]}");
+    }
+    J("],");
     J("\"counters\":{\"connections_accepted\":%llu,\"connections_open\":%llu,"
       "\"connections_refused\":%llu,\"shm_connections\":%llu,\"frames\":%llu,\"bytes_in\":%llu,"
       "\"bytes_out\":%llu,\"combos_swept\":%llu,\"buffer_bytes\":%llu,\"ops\":{",
@@ -347,6 +447,54 @@ int tw_engine_info_json(tw_engine *e, char *buf, size_t cap)
 }
 
 /* ---- dispatch ----------------------------------------------------------- */
+
+static void do_ksweep(tw_engine *e, const tw_wire_req *rq, tw__reply *r, tw__job *job)
+{
+    memset(job, 0, sizeof(*job));
+    const uint8_t *name = rq->combos + 8u * (size_t)rq->n_combos * rq->n_params;
+    const tw_kernel_def *def = kernel_named(e, name, rq->name_len);
+    if (!def) {
+        int shown = rq->name_len > 80 ? 80 : rq->name_len;
+        for (int i = 0; i < shown; i++)
+            if (name[i] < 0x20 || name[i] > 0x7e)
+                shown = i;
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS,
+                               "KSWEEP: no kernel named \"%.*s\" here (built-ins and the "
+                               "kernels this engine was started with: see INFO)", shown,
+                               (const char *)name);
+    }
+    if (rq->n_params != def->n_params)
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS,
+                               "KSWEEP: kernel %s takes %u params per combo, the frame carries %u",
+                               def->name, def->n_params, rq->n_params);
+    job->def = def;
+    job->params = (const double *)(const void *)rq->combos;
+    job->kflags = rq->flags;
+    job->n_combos = rq->n_combos;
+    job->fee = e->opts.sweep.fee;
+    job->threads = e->kernel_threads ? e->kernel_threads : 1;
+    if (rq->flags & TW_KSWEEP_LOADED) {
+        job->ds = dataset_get(e, rq->dataset);
+        if (!job->ds)
+            return tw__reply_error(e, r, TW_WERR_NO_DATASET, "unknown dataset id %llu",
+                                   (unsigned long long)rq->dataset);
+        job->close = job->ds->data;
+        job->n_bars = job->ds->n_bars;
+    } else {
+        job->close = (const double *)(const void *)rq->close;
+        job->n_bars = rq->n_bars;
+    }
+    if (job->n_combos == 0 || job->n_bars == 0) {
+        tw__dataset_put(e, job->ds);
+        job->ds = NULL;
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "a sweep needs n_bars >= 1 and "
+                                                         "n_combos >= 1 (got %zu and %zu)",
+                               job->n_bars, job->n_combos);
+    }
+    reply_small(r, 0);
+    r->compute = 1;
+    r->prefix = TW_KSWEEP_REPLY_BYTES(rq->flags) * rq->n_combos;
+}
 
 void tw__handle(tw_engine *e, const tw_wire_req *rq, int fd, tw__reply *r, tw__job *job)
 {
@@ -393,6 +541,8 @@ void tw__handle(tw_engine *e, const tw_wire_req *rq, int fd, tw__reply *r, tw__j
         r->prefix = 16u * rq->n_combos;
         return;
     }
+    case TW_OP_KSWEEP:
+        return do_ksweep(e, rq, r, job);
     case TW_OP_LOAD:
         return do_load(e, rq, r);
     case TW_OP_DROP:
@@ -423,7 +573,8 @@ void tw__finish_compute(tw_engine *e, tw__job *job, tw__reply *r)
         return;
     }
     int rc = job->rc;
-    if (rc == -TW_EBADWINDOW || rc == -TW_EBADPRICE || rc == -TW_ENODATA)
+    if (rc == -TW_EBADWINDOW || rc == -TW_EBADPRICE || rc == -TW_ENODATA ||
+        (job->def && rc == -EINVAL))
         tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "%s", job->err.msg);
     else if (rc == -ENOMEM || rc == -E2BIG)
         tw__reply_error(e, r, TW_WERR_BUSY, "sweep could not get memory: %s", job->err.msg);
@@ -455,8 +606,74 @@ void tw__submit(tw_engine *e, tw__job *job)
  * fresh cache.  The bound pointer may dangle once the job's reference is
  * released; the kernel reads it only inside bind/run_bound, and those run
  * only with a reference held. */
+/* A KSWEEP: hma_sar without statistics through the sweeper (its bound
+ * dataset's cache included), with the same checks as any kernel's combos;
+ * anything else through tw_ksweep.  The reply columns follow pnl and
+ * trades in the job's output. */
+static int ksweep_run(tw_sweeper *sw, tw__job *j)
+{
+    const tw_kernel_def *d = j->def;
+    size_t n = j->n_combos, np = d->n_params;
+    if (!(j->kflags & TW_KSWEEP_STATS) && strcmp(d->name, "hma_sar") == 0 &&
+        np == TW_COMBO_WINDOWS) {
+        for (size_t c = 0; c < n; c++)
+            for (size_t k = 0; k < np; k++) {
+                double v = j->params[c * np + k];
+                const tw_kparam *p = &d->params[k];
+                if (!(v >= p->lo && v <= p->hi) || (p->integer && v != floor(v)))
+                    return tw__err(&j->err, -EINVAL, "combo %zu: kernel %s: param %s = %g %s",
+                                   c, d->name, p->name, v,
+                                   v >= p->lo && v <= p->hi ? "is not an integer"
+                                                            : "is outside its bounds");
+            }
+        int64_t *w = malloc(n * np * sizeof(int64_t));
+        if (!w)
+            return tw__err(&j->err, -ENOMEM, "no memory for %zu combos", n);
+        for (size_t i = 0; i < n * np; i++)
+            w[i] = (int64_t)j->params[i];
+        int rc;
+        if (!j->ds) {
+            rc = tw_sweeper_run(sw, j->close, j->n_bars, w, n, j->pnl, j->trades, &j->err);
+        } else {
+            rc = tw_sweeper_bind(sw, j->close, j->n_bars, j->ds->id, &j->err);
+            if (rc == 0)
+                rc = tw_sweeper_run_bound(sw, w, n, j->pnl, j->trades, &j->err);
+        }
+        free(w);
+        return rc;
+    }
+    tw_kresult *res = malloc(n * sizeof(*res));
+    if (!res)
+        return tw__err(&j->err, -ENOMEM, "no memory for %zu results", n);
+    tw_ksweep_opts o;
+    tw_ksweep_opts_init(&o);
+    o.fee = j->fee;
+    o.threads = j->threads;
+    int rc = tw_ksweep(d, j->close, j->n_bars, j->params, n, &o, res, NULL, NULL, &j->err);
+    if (rc == 0) {
+        int64_t *wins = j->trades + n;
+        double *mdd = (double *)(void *)(wins + n), *expo = mdd + n;
+        int64_t *fpos = (int64_t *)(void *)(expo + n);
+        int stats = (j->kflags & TW_KSWEEP_STATS) != 0;
+        for (size_t c = 0; c < n; c++) {
+            j->pnl[c] = res[c].pnl;
+            j->trades[c] = res[c].trades;
+            if (stats) {
+                wins[c] = res[c].wins;
+                mdd[c] = res[c].max_drawdown;
+                expo[c] = res[c].exposure;
+                fpos[c] = res[c].open.side;
+            }
+        }
+    }
+    free(res);
+    return rc;
+}
+
 int tw__job_run(tw_sweeper *sw, tw__job *j)
 {
+    if (j->def)
+        return ksweep_run(sw, j);
     if (!j->ds)
         return tw_sweeper_run(sw, j->close, j->n_bars, j->combos, j->n_combos, j->pnl,
                               j->trades, &j->err);

@@ -369,12 +369,7 @@ static void run_request(tw_engine *e, conn *c)
 {
     tw_wire_req *rq = &c->rq;
     /* Re-point the array views at the aligned copy. */
-    if (rq->opcode == TW_OP_SWEEP || rq->opcode == TW_OP_ECHO || rq->opcode == TW_OP_LOAD) {
-        rq->close = c->body;
-        rq->combos = c->body + 8u * rq->n_bars;
-    } else if (rq->opcode == TW_OP_SWEEP_LOADED) {
-        rq->combos = c->body;
-    }
+    tw__req_repoint(rq, c->body);
     int fd = rq->opcode == TW_OP_LOAD_FD ? c->passed_fd : -1;
     tw__handle(e, rq, fd, &c->rep, &c->job);
     if (fd >= 0) {
@@ -382,7 +377,7 @@ static void run_request(tw_engine *e, conn *c)
         c->passed_fd = -1;
     }
     if (c->rep.compute) {
-        size_t need = 16u * c->job.n_combos;
+        size_t need = c->rep.prefix;
         if (grow(e, &c->out, &c->out_cap, need) != 0) {
             tw__dataset_put(e, c->job.ds);
             c->job.ds = NULL;
@@ -517,9 +512,8 @@ static void drain_done(tw_engine *e)
             conn_free(e, c);
         } else {
             if (!(c->rep.prefix & TW_WIRE_ERROR_BIT)) {
-                c->rep.arr[0] = (struct iovec){c->out, 8u * j->n_combos};
-                c->rep.arr[1] = (struct iovec){c->out + 8u * j->n_combos, 8u * j->n_combos};
-                c->rep.n_arr = 2;
+                c->rep.arr[0] = (struct iovec){c->out, c->rep.prefix};
+                c->rep.n_arr = 1;
             }
             set_events(e, c, EPOLLIN);
             int rc = send_reply(e, c);

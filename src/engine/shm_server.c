@@ -134,7 +134,7 @@ static int serve_one(tw__shm_conn *s, const uint8_t *frame, size_t avail)
         return r->close_conn ? -EBADMSG : 0;
     }
     if (rq.combos && rq.n_combos) {
-        size_t bytes = (size_t)rq.n_combos * TW_WIRE_COMBO_BYTES;
+        size_t bytes = tw_wire_combos_bytes(&rq);
         if (bytes > s->combos_cap) {
             free(s->combos);
             s->combos = tw__aligned_alloc(bytes);
@@ -153,7 +153,7 @@ static int serve_one(tw__shm_conn *s, const uint8_t *frame, size_t avail)
         close(fd);
     if (r->compute) {
         /* The kernel writes its results straight into the reply ring. */
-        size_t res = 16u * s->job.n_combos;
+        size_t res = r->prefix;
         size_t room = res > 512 ? res : 512;
         uint8_t *f;
         int rc = tw__ring_reserve(&s->rep, 4 + room, 4, &f);

@@ -646,6 +646,11 @@ static int grid_int(const char *path, const char *col, size_t row, double v, int
     return 0;
 }
 
+int tw__read_file(const char *path, uint8_t **buf, size_t *len, tw_error *err)
+{
+    return read_file(path, buf, len, err);
+}
+
 int tw_read_grid(const char *path, int64_t **combos_out, size_t *n_out, tw_error *err)
 {
     uint8_t *raw;

@@ -29,6 +29,9 @@ int tw__csv_parse(const char *buf, size_t len, const char *column, const char *n
 int tw__grid_parse(const char *buf, size_t len, const char *path, int64_t **combos,
                    size_t *n, tw_error *err);
 
+/* A whole file into a malloc'd buffer: 0 or -errno / -ENOMEM naming it. */
+int tw__read_file(const char *path, uint8_t **buf, size_t *len, tw_error *err);
+
 /* The generator's parts (kernel.md "Data"), for the tests. */
 uint64_t tw__splitmix64(uint64_t *x);
 void tw__xoshiro_seed(uint64_t st[4], uint64_t seed);

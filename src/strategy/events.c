@@ -212,12 +212,21 @@ static void on_bar(tw_strategy *s, emitter *em, const tw_ev *ev)
     s->c.bars++;
     if (!in->n_inst)
         return;
-    const size_t n_changed = tw__sig_update(in->sig, close, s->changed);
+    size_t n_changed = in->n_sig ? tw__sig_update(in->sig, close, s->changed) : 0;
+    /* Then the instances with a kernel of their own, in instance order:
+     * the host's books (tw_kbook_bar) give each its position. */
+    for (uint32_t j = in->n_sig; j < in->n_inst; j++) {
+        inst_state *it = &s->inst[s->by_instr[in->first + j]];
+        const int32_t before = it->book.pos;
+        if (tw_kbook_bar(&it->book, it->kdef, it->kstate, close, (int64_t)idx, s->fee, NULL,
+                         NULL) != before)
+            s->changed[n_changed++] = j;
+    }
     for (size_t c = 0; c < n_changed; c++) {
         const uint32_t j = s->changed[c];
         const uint32_t i = s->by_instr[in->first + j];
         inst_state *it = &s->inst[i];
-        const int p = tw__sig_pos(in->sig, j);
+        const int p = j < in->n_sig ? tw__sig_pos(in->sig, j) : it->book.pos;
         TW_ASSERT(p != it->signal);
         it->signal = p;
         /* From what the fills say (plus orders still open): a rejected

@@ -48,6 +48,17 @@ static int validate(const tw_strategy_cfg *cfg, tw_error *err)
         if (ic->instrument >= cfg->n_instruments)
             return tw__err(err, -EINVAL, "instance %u: instrument %u of %u", i, ic->instrument,
                            cfg->n_instruments);
+        if (tw__inst_generic(ic)) {
+            tw_error ke = { 0 };
+            if (tw_kernel_check_combo(ic->kernel, ic->params, &ke) != 0)
+                return tw__err(err, -EINVAL, "instance %u (%s): %s", i, ic->kernel->name,
+                               ke.msg);
+            size_t sb = ic->kernel->state_bytes(ic->params);
+            if (sb < 1 || sb > TW_KERNEL_MAX_STATE_BYTES)
+                return tw__err(err, -EINVAL, "instance %u (%s): state_bytes %zu outside "
+                               "[1, 1 MiB]", i, ic->kernel->name, sb);
+            continue;
+        }
         for (int j = 0; j < TW_COMBO_WINDOWS; j++)
             if (ic->combo[j] < TW_WINDOW_MIN || ic->combo[j] > TW_WINDOW_MAX)
                 return tw__err(err, -TW_EBADWINDOW,
@@ -77,12 +88,16 @@ typedef struct layout {
     size_t instr, inst, by_instr, changed, combos, open, sess, sig;
 } layout;
 
-/* The combos of instrument k's instances, in instance order, into out. */
-static uint32_t gather(const tw_strategy_cfg *cfg, uint32_t k, int64_t *out, uint32_t *idx)
+/* The combos of instrument k's instances that run on its streaming
+ * hma_sar kernel (generic 0), or the indices of those that run a kernel of
+ * their own (generic 1), in instance order, into out and idx. */
+static uint32_t gather(const tw_strategy_cfg *cfg, uint32_t k, int generic, int64_t *out,
+                       uint32_t *idx)
 {
     uint32_t n = 0;
     for (uint32_t i = 0; i < cfg->n_instances; i++)
-        if (cfg->instances[i].instrument == k) {
+        if (cfg->instances[i].instrument == k &&
+            tw__inst_generic(&cfg->instances[i]) == generic) {
             if (out)
                 memcpy(out + (size_t)n * TW_COMBO_WINDOWS, cfg->instances[i].combo,
                        sizeof(cfg->instances[i].combo));
@@ -128,7 +143,7 @@ size_t tw_strategy_memsize(const tw_strategy_cfg *cfg)
         return 0;
     size_t total = l.sig;
     for (uint32_t k = 0; k < cfg->n_instruments; k++) {
-        uint32_t n = gather(cfg, k, tmp, NULL);
+        uint32_t n = gather(cfg, k, 0, tmp, NULL);
         size_t b = n ? tw__sig_memsize(tmp, n) : 0;
         if (n && !b) {
             free(tmp);
@@ -137,6 +152,10 @@ size_t tw_strategy_memsize(const tw_strategy_cfg *cfg)
         total += align64(b);
     }
     free(tmp);
+    /* Then the flat state of every instance with a kernel of its own. */
+    for (uint32_t i = 0; i < cfg->n_instances; i++)
+        if (tw__inst_generic(&cfg->instances[i]))
+            total += align64(cfg->instances[i].kernel->state_bytes(cfg->instances[i].params));
     return align64(total);
 }
 
@@ -184,15 +203,16 @@ tw_strategy *tw_strategy_init(void *mem, size_t bytes, const tw_strategy_cfg *cf
         in->session = cfg->instruments[k].session;
         in->last_bar = -1;
         in->first = first;
-        in->n_inst = gather(cfg, k, combos + (size_t)first * TW_COMBO_WINDOWS,
-                            s->by_instr + first);
+        in->n_sig = gather(cfg, k, 0, combos + (size_t)first * TW_COMBO_WINDOWS,
+                           s->by_instr + first);
+        in->n_inst = in->n_sig + gather(cfg, k, 1, NULL, s->by_instr + first + in->n_sig);
         if (in->n_inst > s->max_per_instr)
             s->max_per_instr = in->n_inst;
-        if (in->n_inst) {
+        if (in->n_sig) {
             size_t b = align64(tw__sig_memsize(combos + (size_t)first * TW_COMBO_WINDOWS,
-                                               in->n_inst));
+                                               in->n_sig));
             in->sig = tw__sig_init(base + p, b, combos + (size_t)first * TW_COMBO_WINDOWS,
-                                   in->n_inst, s->fee);
+                                   in->n_sig, s->fee);
             if (!in->sig) {
                 tw__err(err, -ENOMEM, "strategy: the kernel of instrument %u cannot be set up",
                         k);
@@ -202,16 +222,36 @@ tw_strategy *tw_strategy_init(void *mem, size_t bytes, const tw_strategy_cfg *cf
             for (uint32_t j = 0; j < in->n_inst; j++)
                 s->inst[s->by_instr[first + j]].k = j;
         }
+        for (uint32_t j = in->n_sig; j < in->n_inst; j++)
+            s->inst[s->by_instr[first + j]].k = j;
         first += in->n_inst;
     }
     TW_VERIFY(first == s->n_instances && p <= need);
     for (uint32_t i = 0; i < s->n_instances; i++) {
         inst_state *it = &s->inst[i];
-        memcpy(it->name, cfg->instances[i].name, TW_NAME_MAX);
-        memcpy(it->combo, cfg->instances[i].combo, sizeof(it->combo));
-        it->instrument = cfg->instances[i].instrument;
+        const tw_instance_cfg *ic = &cfg->instances[i];
+        memcpy(it->name, ic->name, TW_NAME_MAX);
+        memcpy(it->combo, ic->combo, sizeof(it->combo));
+        it->instrument = ic->instrument;
         it->state = TW_TRADING_ACTIVE;
+        it->kernel = ic->kernel;
+        if (!tw__inst_generic(ic))
+            continue;
+        /* Its flat state, in the memory zeroed (pre-faulted) above: the
+         * hot path allocates nothing. */
+        it->kdef = ic->kernel;
+        memcpy(it->params, ic->params, sizeof(it->params));
+        it->kstate_bytes = ic->kernel->state_bytes(ic->params);
+        it->kstate = base + p;
+        p += align64(it->kstate_bytes);
+        tw_kbook_init(&it->book);
+        if (ic->kernel->init(it->kstate, it->params) != 0) {
+            tw__err(err, -EINVAL, "instance %u (%s): the kernel's init refused its params", i,
+                    ic->kernel->name);
+            return NULL;
+        }
     }
+    TW_VERIFY(p <= need);
     for (uint32_t j = 0; j < s->n_sessions; j++) {
         s->sess[j].rate.rate = cfg->session_orders_per_s ? cfg->session_orders_per_s[j]
                                                          : cfg->risk.max_session_orders_per_s;
@@ -256,7 +296,6 @@ void tw_strategy_instance(const tw_strategy *s, uint32_t i, tw_instance_stats *o
 {
     TW_VERIFY(i < s->n_instances);
     const inst_state *it = &s->inst[i];
-    const tw__sig *g = s->instr[it->instrument].sig;
     memset(out, 0, sizeof(*out));
     out->name = it->name;
     out->instrument = it->instrument;
@@ -266,8 +305,17 @@ void tw_strategy_instance(const tw_strategy *s, uint32_t i, tw_instance_stats *o
     out->signal = it->signal;
     out->trades = it->trades;
     out->pnl = it->pnl;
-    out->signal_trades = tw__sig_trades(g, it->k);
-    out->signal_pnl = tw__sig_pnl(g, it->k);
+    out->kernel = it->kernel;
+    if (it->kdef) {
+        out->params = it->params;
+        out->signal_trades = it->book.trades;
+        out->signal_pnl = it->book.pnl;
+        out->stopped = it->book.stopped;
+    } else {
+        const tw__sig *g = s->instr[it->instrument].sig;
+        out->signal_trades = tw__sig_trades(g, it->k);
+        out->signal_pnl = tw__sig_pnl(g, it->k);
+    }
     out->entry_px = it->position ? it->entry_px : 0.0;
     out->orders = it->orders;
     out->fills = it->fills;
@@ -313,11 +361,26 @@ uint64_t tw_strategy_digest(const tw_strategy *s)
         const instr_state *in = &s->instr[k];
         mix_i64(&f, in->last_bar);
         mix_i64(&f, in->exposure);
-        for (uint32_t j = 0; j < in->n_inst; j++) {
+        for (uint32_t j = 0; j < in->n_sig; j++) {
             mix_i64(&f, tw__sig_pos(in->sig, j));
             mix_f64(&f, tw__sig_entry(in->sig, j));
             mix_f64(&f, tw__sig_pnl(in->sig, j));
             mix_i64(&f, tw__sig_trades(in->sig, j));
+        }
+        for (uint32_t j = in->n_sig; j < in->n_inst; j++) {
+            const inst_state *it = &s->inst[s->by_instr[in->first + j]];
+            const tw_kbook *b = &it->book;
+            mix_i64(&f, b->pos);
+            mix_i64(&f, b->stopped);
+            mix_i64(&f, b->entry_bar);
+            mix_f64(&f, b->entry_price);
+            mix_f64(&f, b->pnl);
+            mix_i64(&f, b->trades);
+            mix_i64(&f, b->wins);
+            mix_f64(&f, b->max_drawdown);
+            mix_u64(&f, b->bars);
+            mix_u64(&f, b->bars_in_pos);
+            mix(&f, it->kstate, it->kstate_bytes);
         }
     }
     for (uint32_t i = 0; i < s->n_instances; i++) {

@@ -27,6 +27,12 @@ double tw__sig_entry(const tw__sig *g, uint32_t k);
 double tw__sig_pnl(const tw__sig *g, uint32_t k);
 int64_t tw__sig_trades(const tw__sig *g, uint32_t k);
 
+/* Non-zero when instance c runs a kernel of its own (not hma_sar by combo). */
+static inline int tw__inst_generic(const tw_instance_cfg *c)
+{
+    return c->kernel && c->kernel != tw_kernel_builtin(0);
+}
+
 /* ---- the strategy's memory -------------------------------------------------- */
 
 /* One open order of an instance. */
@@ -55,6 +61,14 @@ typedef struct inst_state {
     uint64_t orders, fills, rejects, risk_rejects;
     tw_trading_state state; /* its own: raised by max_instance_loss */
     uint32_t pad;
+    const tw_kernel_def *kernel; /* as configured (NULL: hma_sar by combo) */
+    /* A kernel other than hma_sar (kdef not NULL): its flat state in the
+     * strategy's memory and the host's books of it. */
+    const tw_kernel_def *kdef;
+    void *kstate;
+    size_t kstate_bytes;
+    tw_kbook book;
+    double params[TW_KERNEL_MAX_PARAMS];
 } inst_state;
 
 typedef struct instr_state {
@@ -62,7 +76,8 @@ typedef struct instr_state {
     uint32_t session;
     uint32_t n_inst;    /* instances on it */
     uint32_t first;     /* their indices: by_instr[first .. first + n_inst) */
-    uint32_t pad;
+    uint32_t n_sig;     /* the first n_sig of them run on sig (hma_sar by combo),
+                           the others each on its own kernel state */
     int64_t last_bar;   /* -1 before the first */
     int64_t exposure;   /* sum over its instances of position + open_qty */
     tw__sig *sig;

@@ -57,10 +57,10 @@ static const key_def session_keys[S_N] = {
 };
 enum { I_SESSION, I_N };
 static const key_def instrument_keys[I_N] = { { "session", KEY_REQUIRED } };
-enum { T_INSTRUMENT, T_COMBO, T_LENGTH, T_GRID, T_N };
+enum { T_INSTRUMENT, T_COMBO, T_LENGTH, T_GRID, T_KERNEL, T_PARAMS, T_N };
 static const key_def strategy_keys[T_N] = {
     { "instrument", KEY_REQUIRED }, { "combo", KEY_REPEAT }, { "length", KEY_REPEAT },
-    { "grid", 0 },
+    { "grid", 0 }, { "kernel", 0 }, { "params", KEY_REPEAT },
 };
 enum { R_MAXPOS, R_MAXTOTAL, R_RATE, R_SRATE, R_LOSS, R_ILOSS, R_TLOSS, R_ONLOSS, R_OPEN, R_N };
 static const key_def risk_keys[R_N] = {
@@ -389,7 +389,10 @@ static void close_section(pstate *ps)
     }
     if (ps->kind == SEC_STRATEGY) {
         const tw_trade_strategy_section *st = &c->strategies[ps->idx];
-        if (!st->n_instances && !ps->err_line)
+        if (!st->n_instances && !ps->err_line && st->kernel)
+            fail(ps, ps->sec_line, "%s: kernel = %s and no params (params = %s=V,...)",
+                 ps->sec_title, st->kernel->name, st->kernel->params[0].name);
+        else if (!st->n_instances && !ps->err_line)
             fail(ps, ps->sec_line, "%s: no combo (combo = 6 windows, length = L or "
                  "grid = default)", ps->sec_title);
     }
@@ -555,12 +558,24 @@ static void open_section(pstate *ps, const char *title, size_t len)
     ps->kind = kind;
 }
 
-/* Appends one instance (a combo) to the current strategy. */
-static void add_instance(pstate *ps, const int64_t combo[TW_COMBO_WINDOWS])
+/* Appends one instance to the current strategy: a combo of hma_sar's six
+ * windows (params NULL), or the params of the section's kernel. */
+static void add_instance_k(pstate *ps, const int64_t combo[TW_COMBO_WINDOWS],
+                           const double *params)
 {
     tw_trade_config *c = ps->cfg;
     tw_trade_strategy_section *st = &c->strategies[ps->idx];
-    for (uint32_t i = st->first_instance; i < st->first_instance + st->n_instances; i++)
+    if (params) {
+        const size_t np = st->kernel->n_params;
+        for (uint32_t i = st->first_instance; i < st->first_instance + st->n_instances; i++)
+            if (!memcmp(c->instances[i].params, params, np * sizeof(double))) {
+                fail(ps, ps->line, "%s: params given twice (as %s.%u)", ps->sec_title,
+                     st->name, i - st->first_instance);
+                return;
+            }
+    }
+    for (uint32_t i = st->first_instance; i < st->first_instance + st->n_instances && !params;
+         i++)
         if (!memcmp(c->instances[i].combo, combo, sizeof(int64_t) * TW_COMBO_WINDOWS)) {
             fail(ps, ps->line, "%s: combo %lld,%lld,%lld,%lld,%lld,%lld given twice",
                  ps->sec_title, (long long)combo[0], (long long)combo[1], (long long)combo[2],
@@ -581,9 +596,128 @@ static void add_instance(pstate *ps, const int64_t combo[TW_COMBO_WINDOWS])
         memset(ic, 0, sizeof(*ic));
         return;
     }
-    memcpy(ic->combo, combo, sizeof(ic->combo));
+    if (combo)
+        memcpy(ic->combo, combo, sizeof(ic->combo));
+    ic->kernel = st->kernel;
+    if (params)
+        memcpy(ic->params, params, st->kernel->n_params * sizeof(double));
     c->n_instances++;
     st->n_instances++;
+}
+
+static void add_instance(pstate *ps, const int64_t combo[TW_COMBO_WINDOWS])
+{
+    add_instance_k(ps, combo, NULL);
+}
+
+/* kernel = NAME | PATH.so, before any instance of the section. */
+static void set_kernel(pstate *ps, const char *v)
+{
+    tw_trade_strategy_section *st = &ps->cfg->strategies[ps->idx];
+    if (st->n_instances) {
+        fail(ps, ps->line, "kernel: after the section's first instance (kernel = goes above "
+             "combo =, length =, grid = and params =)");
+        return;
+    }
+    tw_error ke = { 0 };
+    const tw_kernel_def *def = NULL;
+    if (tw_kernel_find(v, &def, &ke) != 0) {
+        fail(ps, ps->line, "kernel: %s", ke.msg);
+        return;
+    }
+    st->kernel = def;
+    st->kernel_line = ps->line;
+}
+
+/* params = NAME=V,NAME=V,...: every param of the section's kernel once,
+ * then tw_kernel_check_combo(). */
+static void set_params(pstate *ps, const char *v)
+{
+    tw_trade_strategy_section *st = &ps->cfg->strategies[ps->idx];
+    const tw_kernel_def *def = st->kernel;
+    if (!def) {
+        fail(ps, ps->line, "params: needs kernel = NAME above it");
+        return;
+    }
+    double p[TW_KERNEL_MAX_PARAMS] = { 0 };
+    int seen[TW_KERNEL_MAX_PARAMS] = { 0 };
+    const char *q = v;
+    while (*q) {
+        while (*q == ' ' || *q == '\t')
+            q++;
+        const char *ne = q;
+        while (*ne && *ne != '=' && *ne != ',')
+            ne++;
+        const char *nt = ne;
+        while (nt > q && (nt[-1] == ' ' || nt[-1] == '\t'))
+            nt--;
+        char name[64];
+        size_t nl = (size_t)(nt - q);
+        if (*ne != '=' || nl == 0 || nl >= sizeof(name)) {
+            fail(ps, ps->line, "params: '%s' is not NAME=VALUE,... (%s's params: see "
+                 "`tickwire kernels`)", v, def->name);
+            return;
+        }
+        memcpy(name, q, nl);
+        name[nl] = 0;
+        int k = tw_kernel_param_index(def, name);
+        if (k < 0) {
+            fail(ps, ps->line, "params: %s has no param '%s'", def->name, name);
+            return;
+        }
+        if (seen[k]) {
+            fail(ps, ps->line, "params: '%s' given twice", name);
+            return;
+        }
+        const char *vs = ne + 1;
+        const char *ve = vs;
+        while (*ve && *ve != ',')
+            ve++;
+        char num[48];
+        size_t vl = (size_t)(ve - vs);
+        while (vl && (vs[vl - 1] == ' ' || vs[vl - 1] == '\t'))
+            vl--;
+        while (vl && (*vs == ' ' || *vs == '\t')) {
+            vs++;
+            vl--;
+        }
+        char *endp = NULL;
+        if (vl == 0 || vl >= sizeof(num)) {
+            fail(ps, ps->line, "params: %s: no number", name);
+            return;
+        }
+        memcpy(num, vs, vl);
+        num[vl] = 0;
+        errno = 0;
+        double x = strtod(num, &endp);
+        if (*endp || errno == ERANGE || !isfinite(x)) {
+            fail(ps, ps->line, "params: %s = '%s' is not a finite number", name, num);
+            return;
+        }
+        p[k] = x;
+        seen[k] = 1;
+        q = *ve ? ve + 1 : ve;
+    }
+    for (uint32_t k = 0; k < def->n_params; k++)
+        if (!seen[k]) {
+            fail(ps, ps->line, "params: %s's param '%s' is missing (every param is required)",
+                 def->name, def->params[k].name);
+            return;
+        }
+    tw_error ke = { 0 };
+    if (tw_kernel_check_combo(def, p, &ke) != 0) {
+        fail(ps, ps->line, "params: %s", ke.msg);
+        return;
+    }
+    if (def != tw_kernel_builtin(0)) {
+        add_instance_k(ps, NULL, p);
+        return;
+    }
+    /* hma_sar by name: its six windows, on the streaming kernel. */
+    int64_t combo[TW_COMBO_WINDOWS];
+    for (int j = 0; j < TW_COMBO_WINDOWS; j++)
+        combo[j] = (int64_t)p[j];
+    add_instance(ps, combo);
 }
 
 /* ---- key = value --------------------------------------------------------------- */
@@ -730,6 +864,20 @@ static void set_strategy(pstate *ps, int k, const char *key, const char *v)
         r->line = ps->line;
         break;
     }
+    case T_KERNEL: set_kernel(ps, v); break;
+    case T_PARAMS: set_params(ps, v); break;
+    case T_COMBO:
+    case T_LENGTH:
+    case T_GRID:
+        if (ps->cfg->strategies[ps->idx].kernel &&
+            ps->cfg->strategies[ps->idx].kernel != tw_kernel_builtin(0)) {
+            fail(ps, ps->line, "%s: hma_sar's; kernel = %s takes params = instead", key,
+                 ps->cfg->strategies[ps->idx].kernel->name);
+            return;
+        }
+        break;
+    }
+    switch (k) {
     case T_COMBO: {
         int64_t combo[TW_COMBO_WINDOWS];
         if (parse_combo(ps, v, combo) == 0)

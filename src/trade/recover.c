@@ -127,6 +127,13 @@ uint64_t tw__cfg_digest(const tw_trade_config *c)
         h = fnv(h, in->name, strlen(in->name) + 1);
         h = fnv(h, &in->instrument, sizeof(in->instrument));
         h = fnv(h, in->combo, sizeof(in->combo));
+        if (in->kernel) {
+            /* kernel = given: its name, ABI and params decide too (a
+             * config without kernel = hashes as it always did). */
+            h = fnv(h, in->kernel->name, strlen(in->kernel->name) + 1);
+            h = fnv(h, &in->kernel->abi, sizeof(in->kernel->abi));
+            h = fnv(h, in->params, in->kernel->n_params * sizeof(double));
+        }
     }
     h = fnv(h, &c->engine.fee, sizeof(c->engine.fee));
     const tw_risk_cfg *r = &c->risk;

@@ -87,6 +87,21 @@ int tw_trade_report_fprint(FILE *f, const tw_strategy *s, const tw_trade_session
         for (int j = 0; j < TW_COMBO_WINDOWS; j++)
             fprintf(f, "%s%lld", j ? ", " : "", (long long)st.combo[j]);
         fputs("], ", f);
+        if (st.kernel) {
+            /* kernel = given: which kernel, its ABI, its params by name. */
+            put_key(f, "kernel");
+            put_str(f, st.kernel->name);
+            fputs(", ", f);
+            put_u64(f, "abi", st.kernel->abi, 1);
+            put_key(f, "params");
+            fputc('{', f);
+            for (uint32_t j = 0; j < st.kernel->n_params; j++) {
+                double v = st.params ? st.params[j] : (double)st.combo[j];
+                put_fk(f, st.kernel->params[j].name, v, j + 1 < st.kernel->n_params);
+            }
+            fputs("}, ", f);
+            put_i64(f, "kernel_stopped", st.stopped, 1);
+        }
         put_i64(f, "trades", st.trades, 1);
         put_fk(f, "pnl", st.pnl, 1);
         put_fk(f, "signal_pnl", st.signal_pnl, 1);

@@ -29,6 +29,7 @@ uint32_t tw_wire_hdr_len(uint8_t opcode)
     case TW_OP_INFO:
     case TW_OP_LOAD_FD: return 1;
     case TW_OP_SHM_ATTACH: return sizeof(tw_wire_shm_attach);
+    case TW_OP_KSWEEP: return sizeof(tw_wire_ksweep_hdr);
     default: return 0;
     }
 }
@@ -139,6 +140,33 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
     case TW_OP_SHM_ATTACH:
         req->ring_bytes = rd32(b + 1);
         break;
+    case TW_OP_KSWEEP:
+        req->flags = b[1];
+        req->name_len = b[2];
+        req->n_params = b[3];
+        req->dataset = rd64(b + 4);
+        req->n_bars = rd32(b + 12);
+        req->n_combos = rd32(b + 16);
+        if (req->flags & ~TW_KSWEEP_FLAGS)
+            return BAD(TW_WERR_BAD_FRAME, "KSWEEP flags 0x%02x: unknown bits", req->flags);
+        if (req->name_len == 0)
+            return BAD(TW_WERR_BAD_FRAME, "KSWEEP without a kernel name (name_len 0)");
+        if (req->n_params == 0 || req->n_params > 16)
+            return BAD(TW_WERR_BAD_FRAME, "KSWEEP n_params %u outside 1..16", req->n_params);
+        if ((req->flags & TW_KSWEEP_LOADED) && req->n_bars)
+            return BAD(TW_WERR_BAD_FRAME, "KSWEEP of a loaded dataset with n_bars %u (must be 0)",
+                       req->n_bars);
+        if (!(req->flags & TW_KSWEEP_LOADED) && req->dataset)
+            return BAD(TW_WERR_BAD_FRAME, "KSWEEP with closes names dataset %llu (must be 0)",
+                       (unsigned long long)req->dataset);
+        if (req->n_bars > lim->max_bars)
+            return BAD(TW_WERR_TOO_LARGE, "n_bars %u exceeds the limit of %u",
+                       req->n_bars, lim->max_bars);
+        if (req->n_combos > lim->max_combos)
+            return BAD(TW_WERR_TOO_LARGE, "n_combos %u exceeds the limit of %u",
+                       req->n_combos, lim->max_combos);
+        want += 8ull * req->n_bars + 8ull * req->n_params * req->n_combos + req->name_len;
+        break;
     default:
         break;
     }
@@ -150,11 +178,12 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
     if (len < TW_WIRE_PREFIX_BYTES + (size_t)body)
         return -2;
     const uint8_t *arr = b + hl;
-    if (op == TW_OP_SWEEP || op == TW_OP_ECHO || op == TW_OP_LOAD) {
+    if (op == TW_OP_SWEEP || op == TW_OP_ECHO || op == TW_OP_LOAD ||
+        (op == TW_OP_KSWEEP && req->n_bars)) {
         req->close = arr;
         arr += 8ull * req->n_bars;
     }
-    if (op == TW_OP_SWEEP || op == TW_OP_ECHO || op == TW_OP_SWEEP_LOADED)
+    if (op == TW_OP_SWEEP || op == TW_OP_ECHO || op == TW_OP_SWEEP_LOADED || op == TW_OP_KSWEEP)
         req->combos = arr;
     return (int64_t)TW_WIRE_PREFIX_BYTES + body;
 }

@@ -138,4 +138,55 @@ assert d["identical"] is True and d["threads"] == 2
 ' "$T/out" && ok "bench json keys" || no "bench json keys"
 fi
 
+# Kernels by name.
+expect 0 "kernels" -- "$BIN" kernels
+grep -q "^hma_sar" "$T/out" && grep -q "^zscore" "$T/out" && grep -q "window .*integer .*\[2, 100000\] *default 20" "$T/out" \
+    || no "kernels lists hma_sar and zscore with params"
+expect 0 "kernels --help" -- "$BIN" kernels --help
+expect 1 "kernels missing.so" -- "$BIN" kernels "$T/missing.so"
+grep -q "missing.so" "$T/err" || no "missing plug-in named"
+printf 'not an ELF\n' >"$T/text.so"
+expect 1 "kernels text.so" -- "$BIN" kernels "$T/text.so"
+grep -q "text.so: not a loadable shared object" "$T/err" || no "text .so refused: $(cat "$T/err")"
+expect 0 "sweep --kernel hma_sar" -- "$BIN" sweep --kernel hma_sar --synthetic 3000 --seed 7 --threads 2 --output "$T/hs.csv"
+cmp -s "$T/a.csv" "$T/hs.csv" && ok "--kernel hma_sar == the plain sweep (csv bytes)" || no "--kernel hma_sar == plain"
+expect 0 "sweep --kernel hma_sar --generic" -- "$BIN" sweep --kernel hma_sar --generic --synthetic 3000 --seed 7 --output "$T/hsg.csv"
+cmp -s "$T/a.csv" "$T/hsg.csv" && ok "generic step == the plain sweep (csv bytes)" || no "generic == plain"
+expect 0 "sweep --stats" -- "$BIN" sweep --stats --synthetic 3000 --seed 7 --output "$T/st.csv"
+head -1 "$T/st.csv" | grep -qx "combo,h_half,h_full,h_sqrt,t_third,t_half,t_full,pnl,trades,wins,max_drawdown,exposure,final_position" \
+    || no "--stats header"
+cut -d, -f1-9 "$T/st.csv" | cmp -s - "$T/a.csv" && ok "--stats keeps the columns" || no "--stats keeps the columns"
+expect 0 "sweep --kernel zscore" -- "$BIN" sweep --kernel zscore --synthetic 5000 --seed 3 --stats --trades "$T/ztr.csv" --output "$T/z.csv"
+[ "$(wc -l <"$T/z.csv")" -eq 115 ] || no "zscore default grid: 114 rows"
+head -1 "$T/z.csv" | grep -qx "combo,window,entry,exit,pnl,trades,wins,max_drawdown,exposure,final_position" || no "zscore header"
+sed -n 2p "$T/z.csv" | grep -q "^0,20,1.5,0," || no "zscore first combo"
+want=$(awk -F, 'NR > 1 { s += $6 } END { print s }' "$T/z.csv")
+got=$(awk -F, 'NR > 1 && $5 != "" { n++ } END { print n }' "$T/ztr.csv")
+[ "$want" = "$got" ] && [ "$got" -gt 0 ] && ok "zscore trade rows == sum of trades ($got)" || no "zscore trade rows $got, trades $want"
+printf 'exit,window,entry\n0.5,30,2\n0,60,1.5\n' >"$T/zg.csv"
+expect 0 "zscore --grid (any column order)" -- "$BIN" sweep --kernel zscore --synthetic 5000 --grid "$T/zg.csv" --format json
+if /usr/bin/python3 -c 'import json' 2>/dev/null; then
+    /usr/bin/python3 -c '
+import json, sys
+d = json.loads(open(sys.argv[1]).read())
+assert d["kernel"] == "zscore" and d["n_combos"] == 2
+assert d["results"][0]["params"] == {"window": 30, "entry": 2, "exit": 0.5}
+assert d["results"][1]["combo"] == [60, 1.5, 0]
+' "$T/out" && ok "zscore json params by name" || no "zscore json"
+fi
+printf 'window,entry,exit,bogus\n30,2,0.5,1\n' >"$T/zb.csv"
+expect 1 "zscore grid with another column" -- "$BIN" sweep --kernel zscore --synthetic 500 --grid "$T/zb.csv"
+grep -q "'bogus' is not a param of kernel zscore" "$T/err" || no "other column named"
+printf 'window,entry,exit\n30,0.5,2\n' >"$T/zi.csv"
+expect 1 "zscore combo init refuses" -- "$BIN" sweep --kernel zscore --synthetic 500 --grid "$T/zi.csv"
+grep -q "combo 0" "$T/err" || no "refused combo named"
+printf 'window,entry,exit\n1,2,0.5\n' >"$T/zw.csv"
+expect 1 "zscore window out of bounds" -- "$BIN" sweep --kernel zscore --synthetic 500 --grid "$T/zw.csv"
+grep -q "param window = 1 outside" "$T/err" || no "bad param named"
+expect 2 "--kernel NAME with --isa" -- "$BIN" sweep --kernel zscore --isa avx2
+expect 2 "--generic without --kernel" -- "$BIN" sweep --generic
+expect 2 "bench kernel --kernel unknown option" -- "$BIN" bench kernel --kernel zscore --large 5
+expect 0 "bench kernel --kernel zscore (tiny)" -- "$BIN" bench kernel --kernel zscore --synthetic 2000 --runs 1
+grep -q "^goal: generic <= 1.3x" "$T/out" && grep -q "^goal: 2 threads" "$T/out" || no "bench kernel --kernel goal lines"
+
 exit $fail

@@ -887,8 +887,150 @@ static void test_report(void)
     st_cfg_free(&c);
 }
 
+/* ---- kernels other than hma_sar by combo ---------------------------------------- */
+
+typedef struct klog {
+    tw_trade t[2][4096];
+    size_t n[2];
+} klog;
+
+static void klog_fn(void *ctx, const tw_trade *t)
+{
+    klog *l = ctx;
+    TW_VERIFY(t->combo < 2 && l->n[t->combo] < 4096);
+    l->t[t->combo][l->n[t->combo]++] = *t;
+}
+
+/* zscore instances next to hma_sar by combo on one instrument, filled in
+ * lockstep: per instance the trades booked from fills, the execution and
+ * signal PnL are tw_ksweep()'s bits; the digest covers the kernel state;
+ * a combo the kernel refuses fails init. */
+static void test_kernels(void)
+{
+    enum { N = 3000 };
+    double *close = malloc(N * sizeof(double));
+    uint64_t x = 12345;
+    double px = 100.0;
+    for (size_t i = 0; i < N; i++) {
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        px *= 1.0 + ((double)(x >> 11) / 9007199254740992.0 - 0.5) * 0.02;
+        close[i] = (i % 97 == 13 || i == 0) ? NAN : px;
+    }
+    const tw_kernel_def *z = NULL, *hs = tw_kernel_builtin(0);
+    tw_error err = { 0 };
+    REQUIRE(tw_kernel_find("zscore", &z, &err) == 0);
+    static const int64_t hcombo[TW_COMBO_WINDOWS] = { 3, 6, 2, 1, 2, 3 };
+    /* instance 0: zscore, 1: hma_sar by combo, 2: zscore, 3: hma_sar by name */
+    const double zp[2][3] = { { 20, 2.0, 0.5 }, { 7, 1.25, 0.75 } };
+    st_cfg c;
+    st_cfg_make(&c, 1, 1, (const int64_t *)hcombo, 1);
+    tw_instance_cfg inst[4];
+    memset(inst, 0, sizeof(inst));
+    for (int i = 0; i < 4; i++) {
+        snprintf(inst[i].name, TW_NAME_MAX, "k.%d", i);
+        memcpy(inst[i].combo, hcombo, sizeof(hcombo));
+    }
+    inst[0].kernel = z;
+    memcpy(inst[0].params, zp[0], sizeof(zp[0]));
+    inst[2].kernel = z;
+    memcpy(inst[2].params, zp[1], sizeof(zp[1]));
+    inst[3].kernel = hs;
+    c.cfg.instances = inst;
+    c.cfg.n_instances = 4;
+
+    st_harness h, h2;
+    REQUIRE(st_open(&h, &c.cfg) == 0);
+    REQUIRE(st_open(&h2, &c.cfg) == 0);
+    st_simple(&h, TW_EV_SESSION, 0, TW_SESSION_UP);
+    st_simple(&h2, TW_EV_SESSION, 0, TW_SESSION_UP);
+    double last = NAN;
+    tw_out *outs = malloc(tw_strategy_max_out(h.s) * sizeof(tw_out));
+    for (size_t i = 0; i < N; i++) {
+        if (!isnan(close[i]))
+            last = close[i];
+        size_t n = st_take(&h, st_bar(&h, 0, 0, i, close[i]), outs);
+        st_fill_orders(&h, outs, n, &last);
+        if (i < N / 2) {
+            n = st_take(&h2, st_bar(&h2, 0, 0, i, close[i]), outs);
+            st_fill_orders(&h2, outs, n, &last);
+        }
+    }
+    /* The references: zscore's two combos, hma_sar's one. */
+    double params[6] = { zp[0][0], zp[0][1], zp[0][2], zp[1][0], zp[1][1], zp[1][2] };
+    double hp[TW_COMBO_WINDOWS];
+    for (int j = 0; j < TW_COMBO_WINDOWS; j++)
+        hp[j] = (double)hcombo[j];
+    tw_ksweep_opts o;
+    tw_ksweep_opts_init(&o);
+    o.threads = 1;
+    o.fee = c.cfg.fee;
+    tw_kresult zr[2], hr[1];
+    static klog zl, hl;
+    memset(&zl, 0, sizeof(zl));
+    memset(&hl, 0, sizeof(hl));
+    REQUIRE(tw_ksweep(z, close, N, params, 2, &o, zr, klog_fn, &zl, &err) == 0);
+    REQUIRE(tw_ksweep(hs, close, N, hp, 1, &o, hr, klog_fn, &hl, &err) == 0);
+    CHECK(zr[0].trades > 10 && zr[1].trades > 10 && hr[0].trades > 10);
+    const tw_kresult *want[4] = { &zr[0], &hr[0], &zr[1], &hr[0] };
+    const tw_trade *wlist[4] = { zl.t[0], hl.t[0], zl.t[1], hl.t[0] };
+    for (uint32_t i = 0; i < 4; i++) {
+        tw_instance_stats st;
+        tw_strategy_instance(h.s, i, &st);
+        CHECKF(st.signal_trades == want[i]->trades && st_same(st.signal_pnl, want[i]->pnl),
+               "instance %u: signal %lld %.17g, sweep %lld %.17g", i, (long long)st.signal_trades,
+               st.signal_pnl, (long long)want[i]->trades, want[i]->pnl);
+        CHECKF(st.trades == want[i]->trades && st_same(st.pnl, want[i]->pnl),
+               "instance %u: fills %lld %.17g, sweep %lld %.17g", i, (long long)st.trades, st.pnl,
+               (long long)want[i]->trades, want[i]->pnl);
+        CHECK(st.position == want[i]->open.side && st.signal == want[i]->open.side);
+        CHECK(st.kernel == c.cfg.instances[i].kernel && st.stopped == 0);
+        CHECK(i == 0 || i == 2 ? st.params != NULL : st.params == NULL);
+        size_t k = 0;
+        for (size_t j = 0; j < h.n_trades; j++) {
+            const tw_strategy_trade *t = &h.trades[j];
+            if (t->instance != i)
+                continue;
+            const tw_trade *w = &wlist[i][k++];
+            CHECKF(t->side == w->side && t->entry_bar == (uint64_t)w->entry_bar &&
+                   t->exit_bar == (uint64_t)w->exit_bar && st_same(t->entry_px, w->entry_price) &&
+                   st_same(t->exit_px, w->exit_price) && st_same(t->r, w->r),
+                   "instance %u trade %zu differs", i, k - 1);
+        }
+        CHECK_EQ((int64_t)k, want[i]->trades);
+    }
+    /* The digest covers the kernels' state: half the bars differ. */
+    CHECK(tw_strategy_digest(h.s) != tw_strategy_digest(h2.s));
+    st_close(&h2);
+    REQUIRE(st_open(&h2, &c.cfg) == 0);
+    st_simple(&h2, TW_EV_SESSION, 0, TW_SESSION_UP);
+    for (size_t i = 0; i < N; i++) {
+        size_t n = st_take(&h2, st_bar(&h2, 0, 0, i, close[i]), outs);
+        if (!isnan(close[i]))
+            last = close[i];
+        st_fill_orders(&h2, outs, n, &last);
+    }
+    CHECK(tw_strategy_digest(h.s) == tw_strategy_digest(h2.s));
+    st_close(&h);
+    st_close(&h2);
+    /* A combo zscore refuses (window 1; exit >= entry) fails init. */
+    inst[2].params[0] = 1;
+    CHECK(tw_strategy_memsize(&c.cfg) == 0);
+    size_t big = 1 << 20;
+    void *mem = aligned_alloc(64, big);
+    CHECK(tw_strategy_init(mem, big, &c.cfg, &err) == NULL && err.code == -EINVAL &&
+          strstr(err.msg, "zscore"));
+    inst[2].params[0] = 7;
+    inst[2].params[2] = 1.25;
+    CHECK(tw_strategy_init(mem, big, &c.cfg, &err) == NULL && err.code == -EINVAL);
+    free(mem);
+    free(outs);
+    free(close);
+    st_cfg_free(&c);
+}
+
 int main(void)
 {
+    test_kernels();
     test_orders();
     test_max_position();
     test_max_total_position();

@@ -409,19 +409,26 @@ static const bad_case bad[] = {
     { "[engine]\nfee = 1\nmode = fibers\n" SESSION INSTR STRAT RISK, 1, "missing key 'report'" },
 };
 
-static void test_bad(void)
+/* Each case fails with "t.ini:LINE: ...what...". */
+static void check_bad(const bad_case *t, size_t n, const char *table)
 {
-    for (size_t k = 0; k < TW_ARRAY_SIZE(bad); k++) {
+    for (size_t k = 0; k < n; k++) {
         tw_error err = { 0 };
         int rc;
-        tw_trade_config *c = parse(bad[k].text, &err, &rc);
+        tw_trade_config *c = parse(t[k].text, &err, &rc);
         char prefix[32];
-        snprintf(prefix, sizeof(prefix), "t.ini:%d: ", bad[k].line);
-        CHECKF(rc == -TW_EFORMAT && !c, "case %zu: rc %d", k, rc);
-        CHECKF(!strncmp(err.msg, prefix, strlen(prefix)) && strstr(err.msg, bad[k].what),
-               "case %zu: got \"%s\", want \"%s...%s\"", k, err.msg, prefix, bad[k].what);
+        snprintf(prefix, sizeof(prefix), "t.ini:%d: ", t[k].line);
+        CHECKF(rc == -TW_EFORMAT && !c, "%s case %zu: rc %d", table, k, rc);
+        CHECKF(!strncmp(err.msg, prefix, strlen(prefix)) && strstr(err.msg, t[k].what),
+               "%s case %zu: got \"%s\", want \"%s...%s\"", table, k, err.msg, prefix,
+               t[k].what);
         tw_trade_config_free(c);
     }
+}
+
+static void test_bad(void)
+{
+    check_bad(bad, TW_ARRAY_SIZE(bad), "bad");
     /* What libinih would bend silently: a line longer than its buffer, a
      * NUL byte. */
     char *long_line = malloc(4096);
@@ -441,6 +448,80 @@ static void test_bad(void)
     CHECKF(rc == 0 && c && c->n_instances == 1, "%s", err.msg);
     tw_trade_config_free(c);
     free(long_line);
+}
+
+/* kernel = NAME and params = (lines 11-13: the section, instrument, kernel). */
+#define KSTRAT(K) "[strategy z]\ninstrument = AAA\nkernel = " K "\n"
+#define KALL(K, P) ENGINE SESSION INSTR KSTRAT(K) P RISK
+
+static const bad_case kbad[] = {
+    { KALL("zscore", "params = window=40,entry=2.0\n"), 14, "param 'exit' is missing" },
+    { KALL("zscore", "params = window=40,entry=2,exit=0.5,bogus=1\n"), 14,
+      "zscore has no param 'bogus'" },
+    { KALL("zscore", "params = window=40,window=41,entry=2,exit=0.5\n"), 14,
+      "'window' given twice" },
+    { KALL("zscore", "params = window=1,entry=2,exit=0.5\n"), 14, "window" },
+    { KALL("zscore", "params = window=40.5,entry=2,exit=0.5\n"), 14, "window" },
+    { KALL("zscore", "params = window=40,entry=x,exit=0.5\n"), 14, "entry = 'x' is not a finite" },
+    { KALL("zscore", "params = window=40,entry=inf,exit=0.5\n"), 14, "is not a finite" },
+    { KALL("zscore", "params = window=40,entry=2,exit=\n"), 14, "exit: no number" },
+    { KALL("zscore", "params = 40,2,0.5\n"), 14, "is not NAME=VALUE" },
+    { KALL("zscore", "params = window=40,entry=1,exit=1.5\n"), 14, "params: " },
+    { KALL("zscore", "params = window=40,entry=2,exit=0.5\nparams = exit=0.5,entry=2,window=40\n"),
+      15, "params given twice (as z.0)" },
+    { KALL("zscore", "combo = 1,2,1,1,1,2\n"), 14, "combo: hma_sar's; kernel = zscore takes params" },
+    { KALL("zscore", "grid = default\n"), 14, "grid: hma_sar's" },
+    { KALL("zscore", ""), 11, "kernel = zscore and no params" },
+    { KALL("nosuch", "params = n=1\n"), 13, "kernel: " },
+    { KALL("/nonexistent/libx.so", "params = n=1\n"), 13, "/nonexistent/libx.so" },
+    { KALL("zscore\nkernel = hma_sar", "params = n=1\n"), 14, "duplicate key 'kernel'" },
+    { ENGINE SESSION INSTR "[strategy z]\ninstrument = AAA\nparams = window=40\n" RISK, 13,
+      "params: needs kernel = NAME above it" },
+    { ENGINE SESSION INSTR "[strategy z]\ninstrument = AAA\ncombo = 1,2,1,1,1,2\n"
+      "kernel = zscore\n" RISK, 14, "after the section's first instance" },
+    { KALL("hma_sar", "params = h_half=0,h_full=2,h_sqrt=1,t_third=1,t_half=1,t_full=2\n"), 14,
+      "h_half" },
+};
+
+static void test_kernel(void)
+{
+    check_bad(kbad, TW_ARRAY_SIZE(kbad), "kernel");
+    /* Two zscore instances, params in any order; hma_sar by name is its
+     * combo; a section without kernel = is as it always was. */
+    tw_error err = { 0 };
+    int rc;
+    tw_trade_config *c = parse(ENGINE SESSION INSTR KSTRAT("zscore")
+                               "params = window=40,entry=2.0,exit=0.5\n"
+                               "params = exit = 0 , window = 20 , entry = 1.5\n"
+                               "[strategy h]\ninstrument = AAA\nkernel = hma_sar\n"
+                               "params = h_half=3,h_full=6,h_sqrt=2,t_third=1,t_half=2,t_full=3\n"
+                               STRAT RISK, &err, &rc);
+    CHECKF(rc == 0, "%s", err.msg);
+    REQUIRE(c);
+    CHECK_EQ(c->n_strategies, 3u);
+    CHECK_EQ(c->n_instances, 4u);
+    const tw_kernel_def *z = NULL;
+    REQUIRE(tw_kernel_find("zscore", &z, &err) == 0);
+    CHECK(c->strategies[0].kernel == z && c->strategies[0].kernel_line == 13);
+    CHECK(c->instances[0].kernel == z && c->instances[1].kernel == z);
+    CHECK(!strcmp(c->instances[0].name, "z.0") && !strcmp(c->instances[1].name, "z.1"));
+    int w = tw_kernel_param_index(z, "window"), e = tw_kernel_param_index(z, "entry"),
+        x = tw_kernel_param_index(z, "exit");
+    REQUIRE(w >= 0 && e >= 0 && x >= 0);
+    CHECK(c->instances[0].params[w] == 40 && c->instances[0].params[e] == 2.0 &&
+          c->instances[0].params[x] == 0.5);
+    CHECK(c->instances[1].params[w] == 20 && c->instances[1].params[e] == 1.5 &&
+          c->instances[1].params[x] == 0.0);
+    CHECK(c->instances[2].kernel == tw_kernel_builtin(0));
+    static const int64_t hs[TW_COMBO_WINDOWS] = { 3, 6, 2, 1, 2, 3 };
+    CHECK(!memcmp(c->instances[2].combo, hs, sizeof(hs)));
+    CHECK(c->instances[3].kernel == NULL && !c->strategies[2].kernel);
+    /* The strategy takes them. */
+    tw_strategy_cfg sc;
+    tw_trade_config_strategy(c, &sc);
+    size_t bytes = tw_strategy_memsize(&sc);
+    CHECK(bytes > 0);
+    tw_trade_config_free(c);
 }
 
 /* Every truncation of a valid file: parses or fails with NAME:LINE. */
@@ -517,6 +598,7 @@ int main(void)
     test_full();
     test_strategy();
     test_bad();
+    test_kernel();
     test_truncations();
     test_files();
     return tw_check_done("trade_config_parse");

@@ -31,7 +31,11 @@ static void usage(FILE *f)
             "  --stdio                serve one peer on stdin/stdout until end of input\n"
             "  --workers N            compute threads (default 2)\n"
             "  --threads N            kernel threads per sweep (default 0 = all cores)\n"
-            "  --kernel exact|scalar  sweep kernel (default exact)\n"
+            "  --kernel exact|scalar  hma_sar's sweep kernel for SWEEP (default exact)\n"
+            "  --kernel NAME|PATH     also a kernel KSWEEP may name: preloaded, listed by INFO\n"
+            "                         (repeatable; the built-ins hma_sar, zscore always are)\n"
+            "  --cache-mb N           per worker, a bound dataset's cache of hma_sar's WMA\n"
+            "                         passes for preloaded sweeps (default 64; 0: none)\n"
             "  --max-frame-bytes N    (default 268435456)\n"
             "  --max-bars N           (default 33554432)\n"
             "  --max-combos N         per request (default 1048576)\n"
@@ -89,10 +93,20 @@ int tw__cli_serve(int argc, char **argv)
                 o.sweep.kernel = TW_KERNEL_EXACT;
             else if (!strcmp(v, "scalar"))
                 o.sweep.kernel = TW_KERNEL_SCALAR;
+            else if (o.n_kernels < TW_ENGINE_MAX_KERNELS)
+                o.kernels[o.n_kernels++] = v;
             else {
-                fprintf(stderr, "tickwire serve: --kernel is exact or scalar (got '%s')\n", v);
+                fprintf(stderr, "tickwire serve: at most %d --kernel NAME|PATH\n",
+                        TW_ENGINE_MAX_KERNELS);
                 return 2;
             }
+            i++;
+            continue;
+        }
+        if (!strcmp(a, "--cache-mb")) {
+            if (tw__cli_u64_range("serve", a, v, 0, 1u << 20, &x))
+                return 2;
+            o.sweep.cache_bytes = (size_t)x << 20;
             i++;
             continue;
         }

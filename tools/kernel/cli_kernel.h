@@ -17,5 +17,15 @@ int tw__cli_load_closes(const char *cmd, const char *data, const char *column,
 int tw__cli_load_grid(const char *cmd, const char *path, int64_t **combos, size_t *n);
 
 
+/* tickwire sweep --kernel NAME|PATH.so (cli_ksweep.c). */
+struct tw__ksweep_args {
+    const char *kernel, *data, *column, *grid, *output, *trades_path;
+    uint64_t synthetic, seed;
+    double sigma, fee;
+    unsigned threads;
+    int json, stats, generic;
+};
+/* The exit status: 0, 1 (after printing the error). */
+int tw__cli_sweep_named(const struct tw__ksweep_args *a);
 
 #endif

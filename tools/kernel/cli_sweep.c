@@ -19,20 +19,30 @@ int tw__cli_sweep(int argc, char **argv);
 
 static const char usage[] =
     "usage: tickwire sweep [--data FILE [--column NAME]] [--synthetic N] [--seed S]\n"
-    "                      [--sigma X] [--grid FILE] [--threads T] [--kernel scalar|exact]\n"
+    "                      [--sigma X] [--grid FILE] [--threads T]\n"
+    "                      [--kernel scalar|exact|NAME|PATH.so] [--stats] [--generic]\n"
     "                      [--isa auto|scalar|avx2|avx512] [--fee F] [--format csv|json]\n"
     "                      [--output FILE] [--block B] [--trades FILE] [--plot FILE.png]\n"
     "                      [--dask ADDR [--partition-size K]]\n"
     "\n"
-    "Runs the HMA/HMA3 stop-and-reverse sweep (kernel.md) and prints one row per combo.\n"
+    "Runs a kernel's sweep and prints one row per combo: by default the HMA/HMA3\n"
+    "stop-and-reverse (kernel.md), or any kernel named with --kernel (`tickwire kernels`\n"
+    "lists them).\n"
     "  --data FILE      closes from FILE: .npy (float64), .csv (header required) or raw float64\n"
     "  --column NAME    the CSV column to read (default close)\n"
     "  --synthetic N    N synthetic bars when no --data (default 150000)\n"
     "  --seed S         generator seed (default 42); --sigma X its step sigma (default 0.0008)\n"
     "  --grid FILE      CSV with columns h_half,h_full,h_sqrt,t_third,t_half,t_full or one\n"
-    "                   column length; default: the 80-combo grid\n"
+    "                   column length; default: the 80-combo grid.  With --kernel NAME: a\n"
+    "                   CSV whose header names every param of the kernel; default: the\n"
+    "                   kernel's own default grid (an error when it has none)\n"
     "  --threads T      threads (default 0: every online core)\n"
     "  --kernel K       exact (default, SIMD, bit-identical to scalar) or scalar (reference)\n"
+    "                   implementation of HMA/HMA3; or a kernel by name (hma_sar, zscore)\n"
+    "                   or a plug-in by path (PATH.so, loaded, checked and probed)\n"
+    "  --stats          also the columns wins,max_drawdown,exposure,final_position\n"
+    "  --generic        with --kernel NAME: step() per bar even for hma_sar (its exact\n"
+    "                   sweep otherwise; the same bits)\n"
     "  --isa I          instruction set of the exact kernel (default auto: the best)\n"
     "  --fee F          round-trip fee in percentage points (default 0.09)\n"
     "  --format F       csv (default) or json\n"
@@ -277,9 +287,19 @@ int tw__cli_sweep(int argc, char **argv)
     double sigma = 0.0008;
     tw_sweep_opts opts;
     tw_sweep_opts_init(&opts);
+    const char *named = NULL;
+    int stats = 0, generic = 0, have_isa = 0;
 
     for (int i = 1; i < argc; i++) {
         const char *a, *v;
+        if (!strcmp(argv[i], "--stats")) {
+            stats = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--generic")) {
+            generic = 1;
+            continue;
+        }
         int r = tw__cli_opt_value("sweep", usage, argc, argv, &i, &a, &v);
         if (r)
             return r > 0 ? 0 : 2;
@@ -310,16 +330,15 @@ int tw__cli_sweep(int argc, char **argv)
                 opts.kernel = TW_KERNEL_EXACT;
             else if (!strcmp(v, "scalar"))
                 opts.kernel = TW_KERNEL_SCALAR;
-            else {
-                fprintf(stderr, "tickwire sweep: --kernel must be scalar or exact, not '%s'\n", v);
-                return 2;
-            }
+            else
+                named = v; /* a kernel by name or path */
         } else if (!strcmp(a, "--isa")) {
             int found = 0;
             for (int q = TW_ISA_AUTO; q <= TW_ISA_AVX512; q++)
                 if (!strcmp(v, tw_isa_name((tw_isa)q))) {
                     opts.isa = (tw_isa)q;
                     found = 1;
+                    have_isa = 1;
                 }
             if (!found) {
                 fprintf(stderr, "tickwire sweep: --isa must be auto, scalar, avx2 or avx512, not '%s'\n", v);
@@ -372,6 +391,23 @@ int tw__cli_sweep(int argc, char **argv)
     }
     if (dask)
         return exec_dask(argc, argv, dask);
+    if (generic && !named) {
+        fprintf(stderr, "tickwire sweep: --generic needs --kernel NAME\n");
+        return 2;
+    }
+    if (named || stats) {
+        if (have_isa || have_block || plot_path || opts.kernel == TW_KERNEL_SCALAR) {
+            fprintf(stderr, "tickwire sweep: --isa, --block, --plot and --kernel scalar are "
+                            "options of the HMA/HMA3 sweep, not of --kernel NAME or --stats\n");
+            return 2;
+        }
+        struct tw__ksweep_args ka = {
+            .kernel = named ? named : "hma_sar", .data = data, .column = column, .grid = grid,
+            .output = output, .trades_path = trades_path, .synthetic = synthetic, .seed = seed,
+            .sigma = sigma, .fee = opts.fee, .threads = (unsigned)threads,
+            .json = !strcmp(format, "json"), .stats = stats, .generic = generic};
+        return tw__cli_sweep_named(&ka);
+    }
     opts.threads = (unsigned)threads;
     opts.block_bars = (size_t)block;
 
