@@ -60,14 +60,20 @@ complete_words() { # the words, the index of the one completed
              cw=$1; shift; COMP_WORDS=("$@"); COMP_CWORD=$cw; _tickwire
              printf "%s\n" "${COMPREPLY[@]}"' _ "$comp" "$@"
 }
-complete_words 1 tickwire sw | grep -qx sweep || fail "completion of 'tickwire sw'"
-complete_words 1 tickwire "" | grep -qx trade || fail "completion lists trade"
-complete_words 2 tickwire bench ker | grep -qx kernel || fail "completion of 'tickwire bench ker'"
-complete_words 2 tickwire sweep --da | grep -qx -- --data || fail "completion of 'tickwire sweep --da'"
-complete_words 3 tickwire bench kernel --ru | grep -qx -- --runs || fail "completion of 'tickwire bench kernel --ru'"
+offers() { # WORD, then complete_words' arguments: WORD is offered
+    local want=$1
+    shift
+    complete_words "$@" >"$work/offered"
+    grep -qx -- "$want" "$work/offered"
+}
+offers sweep 1 tickwire sw || fail "completion of 'tickwire sw'"
+complete_words 1 tickwire "" >"$work/c1"; grep -qx trade "$work/c1" || fail "completion lists trade"
+offers kernel 2 tickwire bench ker || fail "completion of 'tickwire bench ker'"
+offers --data 2 tickwire sweep --da || fail "completion of 'tickwire sweep --da'"
+offers --runs 3 tickwire bench kernel --ru || fail "completion of 'tickwire bench kernel --ru'"
 # Every registered command's first word is offered.
 while IFS='|' read -r name _; do
-    complete_words 1 tickwire "" | grep -qx "${name%% *}" || fail "completion misses '$name'"
+    grep -qx "${name%% *}" "$work/c1" || fail "completion misses '$name'"
 done <"$build/generated/tw_cli_commands.txt"
 
 # Relocatable: the same tree moved elsewhere.
