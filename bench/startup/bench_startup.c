@@ -178,6 +178,14 @@ int tw__cli_bench_startup(int argc, char **argv)
 #endif
     if (pypath)
         setenv("PYTHONPATH", pypath, 1);
+    /* Imports from compiled bytecode, as from an installed package (pip and
+     * the Debian package install it compiled): the untimed first run of
+     * each pair writes it. */
+    if (getenv("PYTHONDONTWRITEBYTECODE")) {
+        unsetenv("PYTHONDONTWRITEBYTECODE");
+        fprintf(stderr, "bench startup: PYTHONDONTWRITEBYTECODE unset for the Python runs "
+                        "(imports from bytecode, as installed)\n");
+    }
 
     char dir[] = "/tmp/tw-bench-startup.XXXXXX";
     if (!mkdtemp(dir)) {

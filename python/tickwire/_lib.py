@@ -1,8 +1,10 @@
 """ctypes loader for libtickwire (include/tickwire/kernel.h, common.h).
 
-The library is found, in order: $TICKWIRE_LIB (a path), the build tree next
-to this package (../../build/libtickwire.so), then an installed
-libtickwire.so.0 (ctypes.util.find_library).  It is loaded on first use, so
+The library is found, in order: $TICKWIRE_LIB (a path), the library packaged
+inside this package (tickwire/libtickwire.so.0, what pip and the Debian
+package install), the build tree next to this package
+(../../build/libtickwire.so), then an installed libtickwire.so.0
+(ctypes.util.find_library, imported only then: it costs milliseconds).  It is loaded on first use, so
 that `import tickwire.reference` works without a built library.
 
 Symbols are bound one by one and on demand: a library built before a
@@ -11,7 +13,6 @@ is called, not an import failure for the whole package.
 """
 
 import ctypes
-import ctypes.util
 import os
 import threading
 
@@ -102,6 +103,9 @@ _PROTOS = {
     "tw_stream_isa": (ctypes.c_int, [_vp]),
 }
 
+# The library as the wheel and the Debian package put it inside the package.
+_PACKAGED = ("libtickwire.so.0", "libtickwire.so")
+
 _lock = threading.Lock()
 _lib = None
 _path = None
@@ -115,7 +119,13 @@ def _candidates():
         # another build would test the wrong library.
         return [("$TICKWIRE_LIB", env)]
     here = os.path.dirname(os.path.abspath(__file__))
-    out = [("build tree", os.path.normpath(os.path.join(here, "..", "..", "build", "libtickwire.so")))]
+    out = [("packaged", os.path.join(here, name)) for name in _PACKAGED
+           if os.path.exists(os.path.join(here, name))]
+    out.append(("build tree",
+                os.path.normpath(os.path.join(here, "..", "..", "build", "libtickwire.so"))))
+    if out[0][0] == "packaged" or os.path.exists(out[-1][1]):
+        return out
+    import ctypes.util
     found = ctypes.util.find_library("tickwire")
     if found:
         out.append(("installed", found))
