@@ -1,7 +1,8 @@
 """`python3 -m tickwire ...` runs the `tickwire` program with those arguments.
 
 The program is found, in order: $TICKWIRE_BIN, the one packaged inside this
-package (tickwire/bin/tickwire, what pip installs), the build tree next to
+package (tickwire/bin/tickwire, what pip installs), the one `cmake --install`
+and the Debian package name in tickwire/_paths.py, the build tree next to
 this package (../../build/tools/tickwire), then `tickwire` on PATH.
 """
 
@@ -15,8 +16,9 @@ def program():
     env = os.environ.get("TICKWIRE_BIN")
     if env:
         return env
+    from tickwire._lib import installed_path
     here = os.path.dirname(os.path.abspath(__file__))
-    for p in (os.path.join(here, "bin", "tickwire"),
+    for p in (os.path.join(here, "bin", "tickwire"), installed_path("BIN") or "",
               os.path.normpath(os.path.join(here, "..", "..", "build", "tools", "tickwire"))):
         if os.access(p, os.X_OK):
             return p
