@@ -50,7 +50,8 @@ check_pc "$(dirname "$pc")" "$P"
 # Man page: found through MANPATH, and renders every subcommand.
 page=$(MANPATH=$P/share/man man -w tickwire) || fail "man -w tickwire with MANPATH=$P/share/man"
 [ "$page" = "$P/share/man/man1/tickwire.1" ] || fail "man -w found $page"
-MANWIDTH=100 man -l "$page" 2>/dev/null | grep -q "tickwire sweep" || fail "man -l does not show tickwire sweep"
+MANWIDTH=100 man -l "$page" >"$work/man.txt" 2>/dev/null || fail "man -l $page"
+grep -q "tickwire sweep" "$work/man.txt" || fail "man -l does not show tickwire sweep"
 
 # Bash completion: subcommands, the second word of a group, options.
 comp=$P/share/bash-completion/completions/tickwire
@@ -75,6 +76,18 @@ offers --runs 3 tickwire bench kernel --ru || fail "completion of 'tickwire benc
 while IFS='|' read -r name _; do
     grep -qx "${name%% *}" "$work/c1" || fail "completion misses '$name'"
 done <"$build/generated/tw_cli_commands.txt"
+
+# The Python package in the tree: it finds the tree's library and program
+# (tickwire/_paths.py), not a build tree's.
+pyd=$P/lib/python3/dist-packages
+env -u TICKWIRE_LIB -u TICKWIRE_BIN PYTHONPATH="$pyd" /usr/bin/python3 -c '
+import os, sys, tickwire, tickwire.__main__ as m
+p = sys.argv[1]
+assert tickwire.__file__.startswith(p), tickwire.__file__
+assert os.path.realpath(tickwire.library_path()).startswith(os.path.realpath(p)), tickwire.library_path()
+assert os.path.realpath(m.program()).startswith(os.path.realpath(p)), m.program()
+assert len(tickwire.sweep(tickwire.gen_closes(3000), threads=1)[0]) == 80
+' "$P" || fail "the installed Python package"
 
 # Relocatable: the same tree moved elsewhere.
 mv "$P" "$work/moved"
