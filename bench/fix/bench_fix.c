@@ -24,15 +24,35 @@
 
 #include "common/cli_opt.h"
 #include "common/stats.h"
+#include "net/port_module.h"
 #include "fix_build/nos_build.h"
 #include "tickwire/clock.h"
 #include "tickwire/fix.h"
 #include "tickwire/fix_build.h"
 
 #ifdef TW_HAVE_QUICKFIX
-int tw__qf_get(const char *msg, size_t len, int tag, char *out, size_t cap);
-long tw__qf_parse_loop(const char *msg, size_t len, long iters);
-double tw__qf_read_loop(const char *msg, size_t len, char type, long iters);
+/* QuickFIX (qf_parse.cpp, C++) is the module libtickwire-bench-quickfix.so,
+ * loaded when this benchmark runs: the program itself loads neither
+ * QuickFIX nor the C++ runtime. */
+static int (*tw__qf_get)(const char *msg, size_t len, int tag, char *out, size_t cap);
+static long (*tw__qf_parse_loop)(const char *msg, size_t len, long iters);
+static double (*tw__qf_read_loop)(const char *msg, size_t len, char type, long iters);
+
+static int qf_load(void)
+{
+    tw_error e = {0};
+    void *g = tw__port_module_symbol(TW_MODULE_QUICKFIX, "tw__qf_get", &e);
+    void *p = g ? tw__port_module_symbol(TW_MODULE_QUICKFIX, "tw__qf_parse_loop", &e) : NULL;
+    void *r = p ? tw__port_module_symbol(TW_MODULE_QUICKFIX, "tw__qf_read_loop", &e) : NULL;
+    if (!r) {
+        fprintf(stderr, "tickwire bench fix: %s\n", e.msg);
+        return -1;
+    }
+    tw__qf_get = (int (*)(const char *, size_t, int, char *, size_t))g;
+    tw__qf_parse_loop = (long (*)(const char *, size_t, long))p;
+    tw__qf_read_loop = (double (*)(const char *, size_t, char, long))r;
+    return 0;
+}
 #endif
 
 int tw__cli_bench_fix(int argc, char **argv);
@@ -399,6 +419,10 @@ int tw__cli_bench_fix(int argc, char **argv)
             reps = (int)v;
         }
     }
+#ifdef TW_HAVE_QUICKFIX
+    if (qf_load() != 0)
+        return 1;
+#endif
     static bmsg msgs[NMSG];
     msgs[ER].name = "ExecutionReport";
     msgs[ER].type = '8';

@@ -22,24 +22,44 @@
 
 #include "common/cli_opt.h"
 #include "common/stats.h"
+#include "net/port_module.h"
 #include "ring/harness.h"
 #include "tickwire/common.h"
 #include "tickwire/reactor.h"
 
 int tw__cli_bench_ring(int argc, char **argv);
 
-/* Built without DPDK or ck (CMake found no libdpdk / ck): stand-ins that
- * make the table say so. */
-#ifndef TW_BENCH_RING_DPDK
-const rb_impl *const tw__rb_dpdk_ptr = NULL, *const tw__rb_dpdk_elem = NULL;
-int tw__rb_dpdk_init(int main_cpu, char *why, size_t cap)
+/* DPDK's rings (impl_dpdk.c) live in the DPDK port module
+ * (libtickwire-port-dpdk.so), loaded when this benchmark runs so that the
+ * program loads DPDK only then.  Built without DPDK or ck (CMake found no
+ * libdpdk / ck): the table says so. */
+static const rb_impl *dpdk_ptr, *dpdk_elem;
+static int (*dpdk_init)(int main_cpu, char *why, size_t cap);
+static void (*dpdk_fini)(void);
+
+static int load_dpdk(char *why, size_t cap)
 {
-    (void)main_cpu;
-    snprintf(why, cap, "not built");
+#ifdef TW_BENCH_RING_DPDK
+    tw_error e = {0};
+    const rb_impl *const *p = tw__port_module_symbol(TW_MODULE_DPDK, "tw__rb_dpdk_ptr", &e);
+    const rb_impl *const *q = p ? tw__port_module_symbol(TW_MODULE_DPDK, "tw__rb_dpdk_elem", &e)
+                                : NULL;
+    void *init = q ? tw__port_module_symbol(TW_MODULE_DPDK, "tw__rb_dpdk_init", &e) : NULL;
+    void *fini = init ? tw__port_module_symbol(TW_MODULE_DPDK, "tw__rb_dpdk_fini", &e) : NULL;
+    if (!fini) {
+        snprintf(why, cap, "%.*s", (int)(cap ? cap - 1 : 0), e.msg);
+        return -1;
+    }
+    dpdk_ptr = *p;
+    dpdk_elem = *q;
+    dpdk_init = (int (*)(int, char *, size_t))init;
+    dpdk_fini = (void (*)(void))fini;
+    return 0;
+#else
+    snprintf(why, cap, "not built (apt-get install libdpdk-dev)");
     return -1;
-}
-void tw__rb_dpdk_fini(void) {}
 #endif
+}
 #ifndef TW_BENCH_RING_CK
 const rb_impl *const tw__rb_ck = NULL;
 #endif
@@ -341,18 +361,18 @@ int tw__cli_bench_ring(int argc, char **argv)
                  "not built (apt-get install libck-dev)");
     else
         b.impl[I_CK] = tw__rb_ck;
-    if (no_dpdk || !tw__rb_dpdk_ptr) {
-        const char *w = no_dpdk ? "left out (--no-dpdk)" : "not built (apt-get install libdpdk-dev)";
-        snprintf(b.missing[I_DPTR], sizeof(b.missing[I_DPTR]), "%s", w);
-        snprintf(b.missing[I_DELEM], sizeof(b.missing[I_DELEM]), "%s", w);
+    char dpdk_why[140] = "left out (--no-dpdk)";
+    if (no_dpdk || load_dpdk(dpdk_why, sizeof(dpdk_why)) != 0) {
+        snprintf(b.missing[I_DPTR], sizeof(b.missing[I_DPTR]), "%s", dpdk_why);
+        snprintf(b.missing[I_DELEM], sizeof(b.missing[I_DELEM]), "%s", dpdk_why);
     } else {
         char why[140];
-        if (tw__rb_dpdk_init(b.cpu[0], why, sizeof(why)) != 0) {
+        if (dpdk_init(b.cpu[0], why, sizeof(why)) != 0) {
             snprintf(b.missing[I_DPTR], sizeof(b.missing[I_DPTR]), "EAL: %s", why);
             snprintf(b.missing[I_DELEM], sizeof(b.missing[I_DELEM]), "EAL: %s", why);
         } else {
-            b.impl[I_DPTR] = tw__rb_dpdk_ptr;
-            b.impl[I_DELEM] = tw__rb_dpdk_elem;
+            b.impl[I_DPTR] = dpdk_ptr;
+            b.impl[I_DELEM] = dpdk_elem;
         }
     }
     b.rtt = calloc(b.rounds, sizeof(*b.rtt));
@@ -388,7 +408,7 @@ int tw__cli_bench_ring(int argc, char **argv)
     }
     free(b.rtt);
     if (b.impl[I_DPTR])
-        tw__rb_dpdk_fini();
+        dpdk_fini();
     if (rc) {
         fprintf(stderr, "tickwire bench ring: FAILED (see above); no figures printed\n");
         return 1;

@@ -473,7 +473,8 @@ def trades(close, combo, fee=FEE_DEFAULT, *, frame=False, open_position=False, k
         out[f] = raw[f]
     op = OpenPosition(pos.side, pos.entry_bar, pos.entry_price)
     if frame:
-        import pandas as pd
+        from ._optional import need
+        pd = need("pandas", "tickwire.trades(frame=True)")
         df = pd.DataFrame(out)
         df.attrs["open_position"] = {"side": op.side, "entry_bar": op.entry_bar,
                                      "entry_price": op.entry_price}

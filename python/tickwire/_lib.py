@@ -1,9 +1,13 @@
 """ctypes loader for libtickwire (include/tickwire/kernel.h, common.h).
 
-The library is found, in order: $TICKWIRE_LIB (a path), the build tree next
-to this package (../../build/libtickwire.so), then an installed
-libtickwire.so.0 (ctypes.util.find_library).  It is loaded on first use, so
-that `import tickwire.reference` works without a built library.
+The library is found, in order: $TICKWIRE_LIB (a path), the library packaged
+inside this package (tickwire/lib/libtickwire.so.0, what pip installs), the
+one `cmake --install` and the Debian package name in tickwire/_paths.py
+(relative to this package), the build tree next to this package
+(../../build/libtickwire.so), then an installed libtickwire.so.0
+(ctypes.util.find_library, imported only then: it costs milliseconds).  It
+is loaded on first use, so that `import tickwire.reference` works without a
+built library.
 
 Symbols are bound one by one and on demand: a library built before a
 function existed gives a clear error naming the function when that function
@@ -11,7 +15,6 @@ is called, not an import failure for the whole package.
 """
 
 import ctypes
-import ctypes.util
 import os
 import threading
 
@@ -102,6 +105,9 @@ _PROTOS = {
     "tw_stream_isa": (ctypes.c_int, [_vp]),
 }
 
+# The library as the wheel and the Debian package put it inside the package.
+_PACKAGED = ("lib/libtickwire.so.0",)
+
 _lock = threading.Lock()
 _lib = None
 _path = None
@@ -115,11 +121,34 @@ def _candidates():
         # another build would test the wrong library.
         return [("$TICKWIRE_LIB", env)]
     here = os.path.dirname(os.path.abspath(__file__))
-    out = [("build tree", os.path.normpath(os.path.join(here, "..", "..", "build", "libtickwire.so")))]
+    out = [("packaged", os.path.join(here, name)) for name in _PACKAGED
+           if os.path.exists(os.path.join(here, name))]
+    installed = installed_path("LIB")
+    if installed and os.path.exists(installed):
+        out.append(("installed", installed))
+    out.append(("build tree",
+                os.path.normpath(os.path.join(here, "..", "..", "build", "libtickwire.so"))))
+    if len(out) > 1 or os.path.exists(out[-1][1]):
+        return out
+    import ctypes.util
     found = ctypes.util.find_library("tickwire")
     if found:
         out.append(("installed", found))
     return out
+
+
+def installed_path(name):
+    """tickwire/_paths.py's `name` (LIB, BIN) as an absolute path, or None
+    (written by `cmake --install` and the Debian package, relative to this
+    package's directory)."""
+    try:
+        from . import _paths
+    except ImportError:
+        return None
+    rel = getattr(_paths, name, None)
+    if not rel:
+        return None
+    return os.path.normpath(os.path.join(os.path.dirname(os.path.abspath(__file__)), rel))
 
 
 def lib():

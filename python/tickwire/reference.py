@@ -7,7 +7,10 @@ thread.  Do not optimise it; its job is to be obviously the spec.
 """
 
 import numpy as np
-from numba import njit
+
+from tickwire._optional import need
+
+njit = need("numba", "tickwire.reference (the numba reference kernel)").njit
 
 __all__ = ["wma", "hma", "hma3", "stop_and_reverse", "backtest", "sweep", "FEE_DEFAULT"]
 

@@ -436,7 +436,8 @@ def main(argv=None):
         _, _, _, g = validate(close, grid, fee=args.fee, kernel=args.kernel, isa=args.isa,
                               threads_per_task=args.threads,
                               partition_size=args.partition_size)
-        from distributed import Client
+        from tickwire._optional import need
+        Client = need("distributed", "a Dask sweep (tickwire.distributed)").Client
 
         try:
             client = Client(args.scheduler, timeout=args.timeout)
