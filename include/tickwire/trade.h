@@ -47,7 +47,7 @@ typedef enum tw_trade_stack {
     TW_STACK_KERNEL = 0,         /* no `stack =`: kernel TCP sockets */
     TW_STACK_AF_XDP = 1,         /* af_xdp:IF[:QUEUE] */
     TW_STACK_AF_PACKET = 2,      /* af_packet:IF */
-    TW_STACK_DPDK = 3,           /* dpdk:PORT:EAL ARGS, dpdk_af_packet:IF, dpdk_af_xdp:IF */
+    TW_STACK_DPDK = 3,           /* dpdk:PORT:EAL ARGS, dpdk_af_packet:IF, dpdk_af_xdp:IF, memif:... */
     TW_STACK_SIM = 4,            /* sim (in-process simulated network, tests) */
 } tw_trade_stack;
 

@@ -302,7 +302,7 @@ static int parse_stack(const char *s, tw_trade_stack *out)
     } kinds[] = {
         { "af_xdp", TW_STACK_AF_XDP }, { "af_packet", TW_STACK_AF_PACKET },
         { "dpdk", TW_STACK_DPDK }, { "dpdk_af_packet", TW_STACK_DPDK },
-        { "dpdk_af_xdp", TW_STACK_DPDK }, { "sim", TW_STACK_SIM },
+        { "dpdk_af_xdp", TW_STACK_DPDK }, { "memif", TW_STACK_DPDK }, { "sim", TW_STACK_SIM },
     };
     for (const char *p = s; *p; p++)
         if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
@@ -690,7 +690,8 @@ static void set_session(pstate *ps, int k, const char *key, const char *v)
     case S_STACK:
         if (parse_stack(v, &se->stack) != 0)
             fail(ps, ps->line, "stack: '%s' is not a port spec (af_xdp:IF[:QUEUE], "
-                 "af_packet:IF, dpdk:PORT:EAL ARGS, dpdk_af_packet:IF, dpdk_af_xdp:IF or sim)",
+                 "af_packet:IF, dpdk:PORT:EAL ARGS, dpdk_af_packet:IF, dpdk_af_xdp:IF, "
+                 "memif:SOCKET[,role=...] or sim)",
                  v);
         else
             strcpy(se->stack_spec, v);

@@ -380,6 +380,7 @@ static const bad_case bad[] = {
       "reconnect_min_ms 9 above reconnect_max_ms 8" },
     { ENGINE SESSION "stack = foo:bar\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "stack: 'foo:bar'" },
     { ENGINE SESSION "stack = af_xdp:\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "stack: 'af_xdp:'" },
+    { ENGINE SESSION "stack = memif:\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "stack: 'memif:'" },
     { ENGINE SESSION "stack = sim:x\tb\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "not a port spec" },
     { ENGINE SESSION "stack = af_packet:veth0\n" INSTR STRAT RISK, 9,
       "stack = af_packet:veth0 needs ip" },
