@@ -62,11 +62,11 @@ static const char *stage_names[N_STAGES] = {"rx -> TCP", "TCP -> FIX parse", "pa
 /* An engine configuration measured: [engine] strategy and busy_poll. */
 typedef struct variant {
     const char *label;
-    int inl;  /* strategy = inline */
-    int busy; /* busy_poll = yes */
+    int inl;  /* strategy = inline (-1: neither line, the engine's auto) */
+    int busy; /* busy_poll = yes (with inl -1: what auto chose) */
 } variant;
 
-#define N_VARIANTS 3
+#define N_VARIANTS 4
 
 typedef struct run {
     const char *name;
@@ -86,7 +86,8 @@ static double *g_close;
 static size_t g_bars;
 static int g_busy; /* --busy: the default configuration busy-polls too */
 static variant g_var[N_VARIANTS] = {
-    {"strategy = thread (the default), yielding", 0, 0},
+    {"no engine options (the default: auto)", -1, 0},
+    {"strategy = thread, yielding", 0, 0},
     {"strategy = inline, yielding", 1, 0},
     {"strategy = inline, busy_poll = yes", 1, 1},
 };
@@ -139,14 +140,15 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
 {
     int64_t grid[TW_GRID_DEFAULT_COMBOS * 6];
     tw_grid_default(grid);
-    char ini[4096];
+    char ini[4096], opts[64] = "";
+    if (var->inl >= 0)
+        snprintf(opts, sizeof(opts), "busy_poll = %s\nstrategy = %s\n", var->busy ? "yes" : "no",
+                 var->inl ? "inline" : "thread");
     int k = snprintf(ini, sizeof(ini),
-                     "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\nbusy_poll = %s\n"
-                     "strategy = %s\n"
+                     "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\n%s"
                      "[session venue]\nhost = %s\nport = %d\nsender = BENCH\ntarget = VENUE\n"
                      "store = %s/store_%s/venue\nreconnect_min_ms = 20\n",
-                     g_dir, tag, g_dir, tag, var->busy ? "yes" : "no",
-                     var->inl ? "inline" : "thread", host, port, g_dir, tag);
+                     g_dir, tag, g_dir, tag, opts, host, port, g_dir, tag);
     if (stack)
         k += snprintf(ini + k, sizeof(ini) - (size_t)k, "stack = %s\nip = %s/24\n", stack, ip);
     k += snprintf(ini + k, sizeof(ini) - (size_t)k,
@@ -618,7 +620,22 @@ int tw__cli_bench_live(int argc, char **argv)
     }
     if (g_busy) {
         g_var[0].label = "strategy = thread, busy_poll = yes";
+        g_var[0].inl = 0;
         g_var[0].busy = 1;
+    } else {
+        /* What auto chooses here, in the label (and for this loop's yields). */
+        static char label[320];
+        snprintf(g_dir, sizeof(g_dir), "%s", out);
+        tw_trade_config *c = make_config("127.0.0.1", 1, NULL, NULL, "auto", &g_var[0]);
+        if (c) {
+            g_var[0].busy = c->engine.busy_poll;
+            snprintf(label, sizeof(label), "no engine options (auto: %s, busy_poll = %s)",
+                     c->engine.strategy == TW_TRADE_STRATEGY_INLINE ? "inline" : "thread",
+                     c->engine.busy_poll ? "yes" : "no");
+            printf("engine default here: %s\n", c->engine.auto_why);
+            g_var[0].label = label;
+            tw_trade_config_free(c);
+        }
     }
     ssize_t sl = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);
     if (sl <= 0) {
