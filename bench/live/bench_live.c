@@ -82,6 +82,8 @@ typedef struct run {
 } run;
 
 static char g_self[1024], g_dir[512];
+#define MEMIF_VENUE_IP "10.78.0.1"
+#define MEMIF_TRADER_IP "10.78.0.2"
 static double *g_close;
 static size_t g_bars;
 static int g_busy; /* --busy: the default configuration busy-polls too */
@@ -171,16 +173,19 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
     return cfg;
 }
 
-/* `tickwire exchange` as a child (optionally in netenv e's namespace);
+/* `tickwire exchange` as a child (optionally in netenv e's namespace, on
+ * the userspace stack over port spec memif with --busy when given);
  * returns its pid, the port it listens on in *port. */
-static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
+static pid_t venue_child_on(const tw__netenv *e, const char *listen, const char *memif, int *port)
 {
-    char data[700], out[600];
+    char data[700], out[600], spec[600];
     snprintf(data, sizeof(data), "AAA=%s/bars.f64", g_dir);
     snprintf(out, sizeof(out), "%s/venue_%d.out", g_dir, (int)getpid());
+    snprintf(spec, sizeof(spec), "%s", memif ? memif : "");
     char *av[] = {g_self, (char *)"exchange", (char *)"--listen", (char *)listen, (char *)"--data",
                   data, (char *)"--lockstep", (char *)"--quiet", (char *)"--max-orders",
-                  (char *)"10000000", NULL};
+                  (char *)"10000000", memif ? (char *)"--port" : NULL, spec, (char *)"--ip",
+                  (char *)MEMIF_VENUE_IP, (char *)"--busy", NULL};
     FILE *f = fopen(out, "w");
     if (!f)
         return -1;
@@ -206,8 +211,9 @@ static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
         char line[256];
         f = fopen(out, "r");
         while (f && fgets(line, sizeof(line), f)) {
-            const char *q = strrchr(line, ':');
-            if (strstr(line, "listening on") && q)
+            const char *l = strstr(line, "listening on ");
+            const char *q = l ? strchr(l, ':') : NULL;
+            if (q)
                 *port = atoi(q + 1);
         }
         if (f)
@@ -216,6 +222,11 @@ static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
             usleep(25000);
     }
     return p;
+}
+
+static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
+{
+    return venue_child_on(e, listen, NULL, port);
 }
 
 static int child_exit(pid_t p)
@@ -709,6 +720,31 @@ int tw__cli_bench_live(int argc, char **argv)
         tw__netenv_teardown(&e);
     }
 #endif
+    /* memif: the venue on the userspace stack in its process, the trader
+     * in this one, joined by shared memory; each one busy-polling loop
+     * (the last configuration: inline, busy_poll = yes). */
+    run m;
+    memset(&m, 0, sizeof(m));
+    m.name = "userspace stack (memif, 2 processes)";
+    m.var = &g_var[N_VARIANTS - 1];
+    int memif = 0;
+#ifdef TW_BENCH_LIVE_PORTS
+    if (geteuid() == 0) {
+        char sock[600], vspec[700], tspec[700];
+        snprintf(sock, sizeof(sock), "%s/memif.sock", g_dir);
+        snprintf(vspec, sizeof(vspec), "memif:%s", sock);
+        snprintf(tspec, sizeof(tspec), "memif:%s,role=client", sock);
+        int port;
+        pid_t v = venue_child_on(NULL, "7050", vspec, &port);
+        memif = 1;
+        m.ok = v > 0 && port > 0 &&
+               run_threaded(&m, MEMIF_VENUE_IP, port, tspec, MEMIF_TRADER_IP, open_spec, "m") == 0;
+        if (v > 0 && child_exit(v) != 0)
+            m.ok = 0;
+        if (!m.ok)
+            fprintf(stderr, "tickwire bench live: the memif run failed; files in %s\n", g_dir);
+    }
+#endif
     if (!veth)
         for (int j = 0; j < N_VARIANTS; j++) {
             u[j].name = "userspace stack (sim network)";
@@ -743,6 +779,8 @@ int tw__cli_bench_live(int argc, char **argv)
         print_run(&k[j]);
         print_run(&u[j]);
     }
+    if (m.ok)
+        print_run(&m);
     double sum = a.strategy_ns + a.parse_ns + a.build_ns + 2 * a.ring_ns;
     printf("\nstages alone (ns, median): strategy on one bar %.0f, FIX parse of the X %.0f, FIX "
            "build of the order %.0f, ring enqueue+dequeue %.0f (x2); sum %.0f\n",
@@ -773,6 +811,10 @@ int tw__cli_bench_live(int argc, char **argv)
                r->loop_bps, r->p50[5] / 1e3, r->p99[5] / 1e3, r->p999[5] / 1e3,
                r->p999[5] / r->p50[5], r->p50[5] / sum);
     }
+    if (m.ok)
+        printf("  %-40s %-32s %9.0f %7.1f %7.1f %7.1f %9.2f %9.1f\n", m.var->label, m.name,
+               m.loop_bps, m.p50[5] / 1e3, m.p99[5] / 1e3, m.p999[5] / 1e3,
+               m.p999[5] / m.p50[5], m.p50[5] / sum);
 #ifdef TW_BENCH_QF_PAIR
     printf("  %-40s %-32s %9.0f   (%ld orders; tickwire %llu)\n", "QuickFIX venue + trader",
            "kernel sockets (loopback)", qf_bps, q.orders, (unsigned long long)k[0].orders);
@@ -813,11 +855,34 @@ int tw__cli_bench_live(int argc, char **argv)
                "measured (%.0f bars/s here; QuickFIX not found at build time)\n", kk->loop_bps);
 #endif
     }
+    if (memif && m.ok) {
+        /* The memif row against the same engine on kernel sockets. */
+        const run *kk = &k[N_VARIANTS - 1];
+        printf("  [memif: %s, venue and trader each one busy-polling loop]\n", m.var->label);
+        printf("    wire-to-wire p50 <= 1.5 x the stages alone (%.0f vs 1.5 x %.0f ns, %.1fx): "
+               "%s\n", m.p50[5], sum, m.p50[5] / sum, verdict(m.p50[5] <= 1.5 * sum));
+        printf("    p99.9/p50 <= 3 (%.2f): %s\n", m.p999[5] / m.p50[5],
+               verdict(m.p999[5] / m.p50[5] <= 3));
+        printf("    p50 <= 1/5 of kernel sockets (%.0f vs %.0f ns, %.2fx): %s\n", m.p50[5],
+               kk->p50[5], m.p50[5] / kk->p50[5], verdict(m.p50[5] * 5 <= kk->p50[5]));
+        printf("    p99.9 <= 1/5 of kernel sockets (%.0f vs %.0f ns, %.2fx): %s\n", m.p999[5],
+               kk->p999[5], m.p999[5] / kk->p999[5], verdict(m.p999[5] * 5 <= kk->p999[5]));
+#ifdef TW_BENCH_QF_PAIR
+        printf("    lockstep bars/s >= 10 x a QuickFIX venue + trader pair (%.0f vs %.0f, %.2fx): "
+               "%s\n", m.loop_bps, qf_bps, m.loop_bps / qf_bps, verdict(m.loop_bps >= 10 * qf_bps));
+#endif
+    } else if (memif) {
+        printf("  [memif]: NOT met (the run failed; files in %s)\n", g_dir);
+    } else {
+        printf("  [memif]: not measured (needs root and a build with DPDK)\n");
+    }
     for (int j = 0; j < N_VARIANTS; j++)
         for (int s = 0; s < N_STAGES; s++) {
             free(k[j].v[s]);
             free(u[j].v[s]);
         }
+    for (int s = 0; s < N_STAGES; s++)
+        free(m.v[s]);
     free(g_close);
     return 0;
 }
