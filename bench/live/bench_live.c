@@ -62,11 +62,11 @@ static const char *stage_names[N_STAGES] = {"rx -> TCP", "TCP -> FIX parse", "pa
 /* An engine configuration measured: [engine] strategy and busy_poll. */
 typedef struct variant {
     const char *label;
-    int inl;  /* strategy = inline */
-    int busy; /* busy_poll = yes */
+    int inl;  /* strategy = inline (-1: neither line, the engine's auto) */
+    int busy; /* busy_poll = yes (with inl -1: what auto chose) */
 } variant;
 
-#define N_VARIANTS 3
+#define N_VARIANTS 4
 
 typedef struct run {
     const char *name;
@@ -82,11 +82,14 @@ typedef struct run {
 } run;
 
 static char g_self[1024], g_dir[512];
+#define MEMIF_VENUE_IP "10.78.0.1"
+#define MEMIF_TRADER_IP "10.78.0.2"
 static double *g_close;
 static size_t g_bars;
 static int g_busy; /* --busy: the default configuration busy-polls too */
 static variant g_var[N_VARIANTS] = {
-    {"strategy = thread (the default), yielding", 0, 0},
+    {"no engine options (the default: auto)", -1, 0},
+    {"strategy = thread, yielding", 0, 0},
     {"strategy = inline, yielding", 1, 0},
     {"strategy = inline, busy_poll = yes", 1, 1},
 };
@@ -139,14 +142,15 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
 {
     int64_t grid[TW_GRID_DEFAULT_COMBOS * 6];
     tw_grid_default(grid);
-    char ini[4096];
+    char ini[4096], opts[64] = "";
+    if (var->inl >= 0)
+        snprintf(opts, sizeof(opts), "busy_poll = %s\nstrategy = %s\n", var->busy ? "yes" : "no",
+                 var->inl ? "inline" : "thread");
     int k = snprintf(ini, sizeof(ini),
-                     "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\nbusy_poll = %s\n"
-                     "strategy = %s\n"
+                     "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\n%s"
                      "[session venue]\nhost = %s\nport = %d\nsender = BENCH\ntarget = VENUE\n"
                      "store = %s/store_%s/venue\nreconnect_min_ms = 20\n",
-                     g_dir, tag, g_dir, tag, var->busy ? "yes" : "no",
-                     var->inl ? "inline" : "thread", host, port, g_dir, tag);
+                     g_dir, tag, g_dir, tag, opts, host, port, g_dir, tag);
     if (stack)
         k += snprintf(ini + k, sizeof(ini) - (size_t)k, "stack = %s\nip = %s/24\n", stack, ip);
     k += snprintf(ini + k, sizeof(ini) - (size_t)k,
@@ -169,16 +173,19 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
     return cfg;
 }
 
-/* `tickwire exchange` as a child (optionally in netenv e's namespace);
+/* `tickwire exchange` as a child (optionally in netenv e's namespace, on
+ * the userspace stack over port spec memif with --busy when given);
  * returns its pid, the port it listens on in *port. */
-static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
+static pid_t venue_child_on(const tw__netenv *e, const char *listen, const char *memif, int *port)
 {
-    char data[700], out[600];
+    char data[700], out[600], spec[600];
     snprintf(data, sizeof(data), "AAA=%s/bars.f64", g_dir);
     snprintf(out, sizeof(out), "%s/venue_%d.out", g_dir, (int)getpid());
+    snprintf(spec, sizeof(spec), "%s", memif ? memif : "");
     char *av[] = {g_self, (char *)"exchange", (char *)"--listen", (char *)listen, (char *)"--data",
                   data, (char *)"--lockstep", (char *)"--quiet", (char *)"--max-orders",
-                  (char *)"10000000", NULL};
+                  (char *)"10000000", memif ? (char *)"--port" : NULL, spec, (char *)"--ip",
+                  (char *)MEMIF_VENUE_IP, (char *)"--busy", NULL};
     FILE *f = fopen(out, "w");
     if (!f)
         return -1;
@@ -204,8 +211,9 @@ static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
         char line[256];
         f = fopen(out, "r");
         while (f && fgets(line, sizeof(line), f)) {
-            const char *q = strrchr(line, ':');
-            if (strstr(line, "listening on") && q)
+            const char *l = strstr(line, "listening on ");
+            const char *q = l ? strchr(l, ':') : NULL;
+            if (q)
                 *port = atoi(q + 1);
         }
         if (f)
@@ -214,6 +222,11 @@ static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
             usleep(25000);
     }
     return p;
+}
+
+static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
+{
+    return venue_child_on(e, listen, NULL, port);
 }
 
 static int child_exit(pid_t p)
@@ -618,7 +631,22 @@ int tw__cli_bench_live(int argc, char **argv)
     }
     if (g_busy) {
         g_var[0].label = "strategy = thread, busy_poll = yes";
+        g_var[0].inl = 0;
         g_var[0].busy = 1;
+    } else {
+        /* What auto chooses here, in the label (and for this loop's yields). */
+        static char label[320];
+        snprintf(g_dir, sizeof(g_dir), "%s", out);
+        tw_trade_config *c = make_config("127.0.0.1", 1, NULL, NULL, "auto", &g_var[0]);
+        if (c) {
+            g_var[0].busy = c->engine.busy_poll;
+            snprintf(label, sizeof(label), "no engine options (auto: %s, busy_poll = %s)",
+                     c->engine.strategy == TW_TRADE_STRATEGY_INLINE ? "inline" : "thread",
+                     c->engine.busy_poll ? "yes" : "no");
+            printf("engine default here: %s\n", c->engine.auto_why);
+            g_var[0].label = label;
+            tw_trade_config_free(c);
+        }
     }
     ssize_t sl = readlink("/proc/self/exe", g_self, sizeof(g_self) - 1);
     if (sl <= 0) {
@@ -692,6 +720,31 @@ int tw__cli_bench_live(int argc, char **argv)
         tw__netenv_teardown(&e);
     }
 #endif
+    /* memif: the venue on the userspace stack in its process, the trader
+     * in this one, joined by shared memory; each one busy-polling loop
+     * (the last configuration: inline, busy_poll = yes). */
+    run m;
+    memset(&m, 0, sizeof(m));
+    m.name = "userspace stack (memif, 2 processes)";
+    m.var = &g_var[N_VARIANTS - 1];
+    int memif = 0;
+#ifdef TW_BENCH_LIVE_PORTS
+    if (geteuid() == 0) {
+        char sock[600], vspec[700], tspec[700];
+        snprintf(sock, sizeof(sock), "%s/memif.sock", g_dir);
+        snprintf(vspec, sizeof(vspec), "memif:%s", sock);
+        snprintf(tspec, sizeof(tspec), "memif:%s,role=client", sock);
+        int port;
+        pid_t v = venue_child_on(NULL, "7050", vspec, &port);
+        memif = 1;
+        m.ok = v > 0 && port > 0 &&
+               run_threaded(&m, MEMIF_VENUE_IP, port, tspec, MEMIF_TRADER_IP, open_spec, "m") == 0;
+        if (v > 0 && child_exit(v) != 0)
+            m.ok = 0;
+        if (!m.ok)
+            fprintf(stderr, "tickwire bench live: the memif run failed; files in %s\n", g_dir);
+    }
+#endif
     if (!veth)
         for (int j = 0; j < N_VARIANTS; j++) {
             u[j].name = "userspace stack (sim network)";
@@ -726,6 +779,8 @@ int tw__cli_bench_live(int argc, char **argv)
         print_run(&k[j]);
         print_run(&u[j]);
     }
+    if (m.ok)
+        print_run(&m);
     double sum = a.strategy_ns + a.parse_ns + a.build_ns + 2 * a.ring_ns;
     printf("\nstages alone (ns, median): strategy on one bar %.0f, FIX parse of the X %.0f, FIX "
            "build of the order %.0f, ring enqueue+dequeue %.0f (x2); sum %.0f\n",
@@ -756,6 +811,10 @@ int tw__cli_bench_live(int argc, char **argv)
                r->loop_bps, r->p50[5] / 1e3, r->p99[5] / 1e3, r->p999[5] / 1e3,
                r->p999[5] / r->p50[5], r->p50[5] / sum);
     }
+    if (m.ok)
+        printf("  %-40s %-32s %9.0f %7.1f %7.1f %7.1f %9.2f %9.1f\n", m.var->label, m.name,
+               m.loop_bps, m.p50[5] / 1e3, m.p99[5] / 1e3, m.p999[5] / 1e3,
+               m.p999[5] / m.p50[5], m.p50[5] / sum);
 #ifdef TW_BENCH_QF_PAIR
     printf("  %-40s %-32s %9.0f   (%ld orders; tickwire %llu)\n", "QuickFIX venue + trader",
            "kernel sockets (loopback)", qf_bps, q.orders, (unsigned long long)k[0].orders);
@@ -796,11 +855,34 @@ int tw__cli_bench_live(int argc, char **argv)
                "measured (%.0f bars/s here; QuickFIX not found at build time)\n", kk->loop_bps);
 #endif
     }
+    if (memif && m.ok) {
+        /* The memif row against the same engine on kernel sockets. */
+        const run *kk = &k[N_VARIANTS - 1];
+        printf("  [memif: %s, venue and trader each one busy-polling loop]\n", m.var->label);
+        printf("    wire-to-wire p50 <= 1.5 x the stages alone (%.0f vs 1.5 x %.0f ns, %.1fx): "
+               "%s\n", m.p50[5], sum, m.p50[5] / sum, verdict(m.p50[5] <= 1.5 * sum));
+        printf("    p99.9/p50 <= 3 (%.2f): %s\n", m.p999[5] / m.p50[5],
+               verdict(m.p999[5] / m.p50[5] <= 3));
+        printf("    p50 <= 1/5 of kernel sockets (%.0f vs %.0f ns, %.2fx): %s\n", m.p50[5],
+               kk->p50[5], m.p50[5] / kk->p50[5], verdict(m.p50[5] * 5 <= kk->p50[5]));
+        printf("    p99.9 <= 1/5 of kernel sockets (%.0f vs %.0f ns, %.2fx): %s\n", m.p999[5],
+               kk->p999[5], m.p999[5] / kk->p999[5], verdict(m.p999[5] * 5 <= kk->p999[5]));
+#ifdef TW_BENCH_QF_PAIR
+        printf("    lockstep bars/s >= 10 x a QuickFIX venue + trader pair (%.0f vs %.0f, %.2fx): "
+               "%s\n", m.loop_bps, qf_bps, m.loop_bps / qf_bps, verdict(m.loop_bps >= 10 * qf_bps));
+#endif
+    } else if (memif) {
+        printf("  [memif]: NOT met (the run failed; files in %s)\n", g_dir);
+    } else {
+        printf("  [memif]: not measured (needs root and a build with DPDK)\n");
+    }
     for (int j = 0; j < N_VARIANTS; j++)
         for (int s = 0; s < N_STAGES; s++) {
             free(k[j].v[s]);
             free(u[j].v[s]);
         }
+    for (int s = 0; s < N_STAGES; s++)
+        free(m.v[s]);
     free(g_close);
     return 0;
 }

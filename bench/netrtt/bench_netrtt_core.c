@@ -35,10 +35,17 @@
  * for the veth's own MAC went on into its IPv4 input (a route lookup and a
  * dst freed through RCU per frame: a ~100 us stall of the server's CPU
  * every 8 ms).  Frames for another MAC stop at the L2 check, as they would
- * at a NIC's filter.  Needs root (namespaces, veth). */
+ * at a NIC's filter.  Needs root (namespaces, veth).
+ *
+ *   stack <-> stack, memif  this stack here and `tickwire net echo --busy`
+ *                         in a process of its own, joined by DPDK's
+ *                         net_memif (shared memory: no system call per
+ *                         packet on either side, no namespace, no veth) */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -257,6 +264,10 @@ typedef struct rcase {
     int kblock;       /* kernel client: sleeps in recv instead of busy-reading */
     int unbuilt;      /* this build has no such port: not a failure */
     int capture;      /* capture both ports (capture.h) */
+    int memif;        /* kind "memif": the peer is `tickwire net echo` in a process of its own,
+                         over DPDK's net_memif (shared memory), no namespace, no veth */
+    pid_t echo;       /* that process */
+    char sock[96];
     int ok;           /* set up, and no run has failed */
     char why[400];    /* why not ok */
     tw__netenv e;
@@ -377,8 +388,82 @@ static int case_capture_close(rcase *k)
     return 0;
 }
 
+/* `tickwire net echo` found next to this program (tickwire itself, or the
+ * build tree's tools/tickwire); "" if none. */
+static char tickwire_bin[512];
+
+static void find_tickwire(void)
+{
+    char self[400];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    if (n <= 0)
+        return;
+    self[n] = 0;
+    char *s = strrchr(self, '/');
+    if (!strcmp(s, "/tickwire")) {
+        snprintf(tickwire_bin, sizeof(tickwire_bin), "%s", self);
+        return;
+    }
+    *s = 0;
+    const char *tries[] = {"/../tools/tickwire", "/../../tools/tickwire"};
+    for (unsigned t = 0; t < 2; t++) {
+        snprintf(tickwire_bin, sizeof(tickwire_bin), "%s%s", self, tries[t]);
+        if (access(tickwire_bin, X_OK) == 0)
+            return;
+    }
+    tickwire_bin[0] = 0;
+}
+
+#define MEMIF_ECHO_IP "10.79.0.1"
+#define MEMIF_ECHO_PORT 7600
+
+/* The memif row: the echo server's process (memif server, busy-polling on
+ * the server CPU) and this stack on the client end of the link. */
+static int case_open_memif(rcase *k)
+{
+    if (!tickwire_bin[0]) {
+        snprintf(k->why, sizeof(k->why), "tickwire (for net echo) not found");
+        return -1;
+    }
+    snprintf(k->sock, sizeof(k->sock), "/tmp/tw_netrtt_%d.sock", (int)getpid());
+    char port[160], lp[16];
+    snprintf(port, sizeof(port), "memif:%s", k->sock);
+    snprintf(lp, sizeof(lp), "%d", MEMIF_ECHO_PORT);
+    char *argv[] = {tickwire_bin, (char *)"net", (char *)"echo", (char *)"--port", port,
+                    (char *)"--ip", (char *)MEMIF_ECHO_IP, (char *)"--listen", lp,
+                    (char *)"--busy", NULL};
+    tw__netenv none;
+    memset(&none, 0, sizeof(none));
+    int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+    k->echo = spawn_on(cpu_srv, &none, argv, null);
+    if (null >= 0)
+        close(null);
+    if (k->echo < 0) {
+        snprintf(k->why, sizeof(k->why), "cannot start %s net echo", tickwire_bin);
+        return -1;
+    }
+    char spec[200];
+    tw_error err = {0};
+    snprintf(spec, sizeof(spec), "memif:%s,role=client", k->sock);
+    int rc = tw__port_open_spec(&k->pa, spec, 4096, &err);
+    if (rc != 0) {
+        snprintf(k->why, sizeof(k->why), "%.120s: %.250s", spec, err.msg);
+        if (rc == -ENOTSUP)
+            k->unbuilt = 1;
+        return -1;
+    }
+    if (!(k->a = open_stack(k->pa, 0x0a4f0002u /* 10.79.0.2, host order */, &err)) ||
+        tw__netdrv_init(&k->drv, k->a, k->pa) != 0) {
+        snprintf(k->why, sizeof(k->why), "stack: %s", err.msg);
+        return -1;
+    }
+    return 0;
+}
+
 static int case_open(rcase *k)
 {
+    if (k->memif)
+        return case_open_memif(k);
     int rc = tw__netenv_setup(&k->e, k->kind ? (k->both ? 0 : 1) : 2);
     if (rc) {
         snprintf(k->why, sizeof(k->why), "topology: %s",
@@ -435,6 +520,12 @@ static int case_close(rcase *k)
         tw_net_close(k->b);
     tw_port_close(k->pa);
     tw_port_close(k->pb);
+    if (k->echo > 0) {
+        kill(k->echo, SIGTERM);
+        if (tw__netenv_wait(k->echo, 10.0) < 0)
+            kill(k->echo, SIGKILL);
+        k->echo = 0;
+    }
     tw__netenv_teardown(&k->e);
     k->a = k->b = NULL;
     k->pa = k->pb = NULL;
@@ -481,16 +572,18 @@ static int run_kernel(rcase *k, unsigned r)
     return 0;
 }
 
-/* This stack as client to a kernel echo server started for the run. */
+/* This stack as client to a kernel echo server started for the run (or
+ * to the memif row's echo process). */
 static int run_client(rcase *k, unsigned r, uint64_t *lat)
 {
-    int efd;
-    unsigned pn = 7400 + r;
-    pid_t srv = start_echo(&k->e, pn, k->spin, &efd);
+    int efd = -1;
+    unsigned pn = k->memif ? MEMIF_ECHO_PORT : 7400 + r;
+    uint32_t ip = k->memif ? 0x0a4f0001u : TW_NETENV_PEER_IP_BE;
+    pid_t srv = k->memif ? k->echo : start_echo(&k->e, pn, k->spin, &efd);
     memset(&k->c, 0, sizeof(k->c));
+    /* The memif link comes up after both ends started: the SYN retries. */
     int ok = srv > 0 &&
-             tw_tcp_connect(k->a, &k->c, TW_NETENV_PEER_IP_BE, (uint16_t)pn, 0,
-                            tw__netdrv_now_ns()) == 0 &&
+             tw_tcp_connect(k->a, &k->c, ip, (uint16_t)pn, 0, tw__netdrv_now_ns()) == 0 &&
              wait_state(&k->c, &k->drv, TW_TCP_ESTABLISHED, 10) == 0 &&
              pingpong(&k->c, &k->drv, NULL, lat, n_msgs, 1000) == 0;
     if (ok)
@@ -499,7 +592,7 @@ static int run_client(rcase *k, unsigned r, uint64_t *lat)
         snprintf(k->why, sizeof(k->why), "run %u failed (state %s)", r,
                  tw_tcp_state_name(tw_tcp_get_state(&k->c)));
     close_conn(&k->c, &k->drv);
-    if (srv > 0) {
+    if (srv > 0 && !k->memif) {
         tw__netenv_wait(srv, 10.0);
         close(efd);
     }
@@ -703,6 +796,7 @@ int tw__bench_netrtt_run(int argc, char **argv)
         fprintf(stderr, "SKIP: netrtt needs root (network namespaces and veth pairs)\n");
         return 77;
     }
+    find_tickwire();
     if (!kpeer[0]) {
         /* net_kpeer lives in the build tree's tests/net_interop. */
         char self[400];
@@ -778,6 +872,7 @@ int tw__bench_netrtt_run(int argc, char **argv)
         {.label = "stack(dpdk) <-> stack(dpdk), capture", .kind = "dpdk_af_packet", .both = 1,
          .capture = 1},
         {.label = "stack(af_xdp) -> kernel, capture", .kind = "af_xdp", .capture = 1},
+        {.label = "stack(memif) <-> stack(memif), 2 processes", .kind = "memif", .memif = 1},
     };
     enum { NCASES = sizeof(cases) / sizeof(cases[0]) };
     for (unsigned i = 0; i < NCASES; i++)

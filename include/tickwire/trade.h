@@ -47,7 +47,7 @@ typedef enum tw_trade_stack {
     TW_STACK_KERNEL = 0,         /* no `stack =`: kernel TCP sockets */
     TW_STACK_AF_XDP = 1,         /* af_xdp:IF[:QUEUE] */
     TW_STACK_AF_PACKET = 2,      /* af_packet:IF */
-    TW_STACK_DPDK = 3,           /* dpdk:PORT:EAL ARGS, dpdk_af_packet:IF, dpdk_af_xdp:IF */
+    TW_STACK_DPDK = 3,           /* dpdk:PORT:EAL ARGS, dpdk_af_packet:IF, dpdk_af_xdp:IF, memif:... */
     TW_STACK_SIM = 4,            /* sim (in-process simulated network, tests) */
 } tw_trade_stack;
 
@@ -58,9 +58,14 @@ typedef struct tw_trade_engine_cfg {
     char journal[TW_TRADE_STR_MAX]; /* journal = FILE: the gateway's event journal (crash.md) */
     double fee;                    /* fee = round-trip fee, percentage points [0.09] */
     tw_trade_mode mode;            /* mode = threads | processes [threads] */
-    int busy_poll;                 /* busy_poll = yes | no [no: yielding, 2-core safe] */
-    tw_trade_strategy_run strategy; /* strategy = thread | inline [thread] */
+    int busy_poll;                 /* busy_poll = yes | no | auto [auto] */
+    tw_trade_strategy_run strategy; /* strategy = thread | inline | auto [auto] */
     int strategy_line;             /* its line (0: not given) */
+    /* auto (given or by default): chosen from the machine's shape when the
+     * file is parsed (tw_trade_engine_auto); why: what was chosen, and why
+     * ("" when both were given), which the engine logs at its start. */
+    int strategy_auto, busy_auto;
+    char auto_why[256];
     uint32_t ring_slots;           /* ring_slots = power of two, 64..1048576 [4096] */
     uint32_t n_cpus;               /* cpus = 0,2-3: pin net cores then the strategy */
     uint16_t cpus[TW_TRADE_MAX_CPUS];
@@ -133,6 +138,21 @@ int tw_trade_config_parse(const char *text, size_t len, const char *name,
                           tw_trade_config **out, tw_error *err);
 
 void tw_trade_config_free(tw_trade_config *cfg);
+
+/* [engine] strategy = auto and busy_poll = auto (the defaults): from the
+ * CPUs the trader may use (n_cpus: its affinity mask, or its cpus = list;
+ * n_isolated of them isolated), the number of sessions and the mode, the
+ * configuration `tickwire bench live` measured fastest for that shape:
+ * strategy = inline for one session, or while the CPUs cannot give each
+ * net core and the strategy one of their own plus one to spare (inline
+ * needs mode = threads and at most TW_TRADE_INLINE_MAX_SESSIONS); busy_poll
+ * = yes when the busy loops (inline: one; thread: one per session and the
+ * strategy's) leave at least one CPU to the rest of the host, or all have
+ * isolated CPUs.  Fields given explicitly stay; e->auto_why says what was
+ * chosen and why.  tw_trade_config_parse calls it with this process's
+ * CPUs (sched_getaffinity, /sys/devices/system/cpu/isolated). */
+void tw_trade_engine_auto(tw_trade_engine_cfg *e, uint32_t n_sessions, unsigned n_cpus,
+                          unsigned n_isolated);
 
 /* The strategy's configuration from a parsed file: counts, the arrays
  * (pointing into cfg: cfg must outlive the tw_strategy_init() call), fee

@@ -66,7 +66,9 @@ def write_config(path, *, report, sessions, instruments, strategies, trades=None
     lines = ["[engine]", f"report = {report}", f"fee = {fee!r}"]
     if trades:
         lines.append(f"trades = {trades}")
-    for k, v in (engine or {}).items():
+    # Tests poll yielding (2-CPU hosts run several at once); strategy is
+    # left to the engine (auto) unless given.
+    for k, v in {"busy_poll": "no", **(engine or {})}.items():
         lines.append(f"{k} = {v}")
     for name, keys in sessions.items():
         lines.append(f"[session {name}]")

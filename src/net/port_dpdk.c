@@ -10,14 +10,24 @@
  * A later open with other --vdev arguments hot-plugs those devices
  * (rte_dev_probe), so one process can drive several virtual ports.  Port
  * id TW_PORT_DPDK_LAST_VDEV (0xffff, never a real port id) selects the
- * ethdev of the last --vdev in eal_args, whatever id it got. */
+ * ethdev of the last --vdev in eal_args, whatever id it got.
+ *
+ * net_memif (a shared-memory link to another process) is a cable that can
+ * be pulled: its client cannot start while no server listens, and a peer
+ * that goes away leaves the link down.  The port opens anyway and watches
+ * the link while idle (link_watch): a client that is not connected, or
+ * whose server went, starts again every MEMIF_RETRY_MS until it is; the
+ * server goes on listening by itself.  Above, TCP sees frames lost. */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
 #include <unistd.h>
 
 #include <rte_bus_vdev.h>
+#include <rte_cycles.h>
 #include <rte_dev.h>
+#include <rte_devargs.h>
+#include <rte_log.h>
 #include <rte_eal.h>
 #include <rte_errno.h>
 #include <rte_ethdev.h>
@@ -34,6 +44,9 @@
 #define TW_PORT_DPDK_LAST_VDEV 0xffffu
 #define DPDK_MAX_ARGS 64
 #define DPDK_ARGS_LEN 4096
+#define MEMIF_RETRY_MS 20u   /* a memif client's reconnect period */
+#define MEMIF_IDLE_POLLS 64u /* empty rx bursts between two link checks */
+#define MEMIF_HANDSHAKE_CHECKS 10u /* a started client not up after these: again */
 
 typedef struct dpdk_port {
     tw_port base;
@@ -43,6 +56,12 @@ typedef struct dpdk_port {
     uint64_t tx_offloads;
     int64_t held; /* mbufs owned by the caller */
     uint64_t rx_stale; /* frames queued before open returned, dropped */
+    /* net_memif only (watch = 1): the link's state (see the top). */
+    int watch, client, started, was_up;
+    unsigned down_checks; /* link checks down since the last start */
+    unsigned idle_polls;
+    uint64_t next_check; /* TSC */
+    uint64_t reconnects; /* starts after the first */
 } dpdk_port;
 
 /* rte_eal_init keeps pointers into argv: the strings live here. */
@@ -127,11 +146,66 @@ static int eal_init_once(const char *eal_args, tw_error *err)
     return 0;
 }
 
+/* Starts the device, quietly: a memif client's failed connect() is an
+ * ERR line of the PMD's each time, and here an expected state. */
+static int start_quiet(dpdk_port *p)
+{
+    uint32_t lvl = rte_log_get_global_level();
+    rte_log_set_global_level(RTE_LOG_EMERG);
+    int rc = rte_eth_dev_start(p->port_id);
+    rte_log_set_global_level(lvl);
+    if (rc == 0) {
+        if (p->started >= 0)
+            p->reconnects++;
+        p->started = 1;
+        (void)rte_eth_promiscuous_enable(p->port_id);
+    }
+    return rc;
+}
+
+/* The memif link's upkeep, at most every MEMIF_RETRY_MS (see the top). */
+static void link_watch(dpdk_port *p)
+{
+    uint64_t now = rte_rdtsc();
+    if (now < p->next_check)
+        return;
+    p->next_check = now + rte_get_tsc_hz() / 1000u * MEMIF_RETRY_MS;
+    if (p->started <= 0) {
+        (void)start_quiet(p);
+        return;
+    }
+    struct rte_eth_link link;
+    memset(&link, 0, sizeof(link));
+    if (rte_eth_link_get_nowait(p->port_id, &link) != 0)
+        return;
+    if (link.link_status == RTE_ETH_LINK_UP) {
+        p->was_up = 1;
+        p->down_checks = 0;
+        return;
+    }
+    if (p->client && (p->was_up || ++p->down_checks >= MEMIF_HANDSHAKE_CHECKS)) {
+        /* The server went, or never answered: connect again. */
+        p->down_checks = 0;
+        p->was_up = 0;
+        (void)rte_eth_dev_stop(p->port_id);
+        p->started = 0;
+        (void)start_quiet(p);
+    }
+}
+
 static unsigned dp_rx_burst(tw_port *bp, tw_pkt *pkts, unsigned n)
 {
     dpdk_port *p = (dpdk_port *)bp;
     struct rte_mbuf *m[DPDK_BURST];
     unsigned got = 0;
+    if (p->watch) {
+        if (++p->idle_polls >= MEMIF_IDLE_POLLS) {
+            p->idle_polls = 0;
+            link_watch(p);
+        }
+        if (p->started <= 0)
+            return 0;
+    }
     while (got < n) {
         unsigned want = n - got < DPDK_BURST ? n - got : DPDK_BURST;
         unsigned r = rte_eth_rx_burst(p->port_id, 0, m, (uint16_t)want);
@@ -145,6 +219,7 @@ static unsigned dp_rx_burst(tw_port *bp, tw_pkt *pkts, unsigned n)
                 continue;
             }
             tw_pkt *k = &pkts[got++];
+            p->idle_polls = 0;
             k->data = rte_pktmbuf_mtod(b, uint8_t *);
             k->len = b->data_len;
             k->room = (uint32_t)(b->data_len + rte_pktmbuf_tailroom(b));
@@ -194,6 +269,10 @@ static unsigned dp_tx_burst(tw_port *bp, tw_pkt *pkts, unsigned n)
     dpdk_port *p = (dpdk_port *)bp;
     struct rte_mbuf *m[DPDK_BURST];
     unsigned done = 0;
+    if (p->watch && p->started <= 0) {
+        p->base.tx_full++; /* no link: the frames stay the caller's */
+        return 0;
+    }
     while (done < n) {
         unsigned want = n - done < DPDK_BURST ? n - done : DPDK_BURST;
         for (unsigned i = 0; i < want; i++) {
@@ -288,7 +367,8 @@ static int dp_rx_fd(tw_port *bp)
 static void dp_close(tw_port *bp)
 {
     dpdk_port *p = (dpdk_port *)bp;
-    rte_eth_dev_stop(p->port_id);
+    if (!p->watch || p->started > 0)
+        rte_eth_dev_stop(p->port_id);
     rte_eth_dev_close(p->port_id);
     if (p->mp) {
         unsigned in_use = rte_mempool_in_use_count(p->mp);
@@ -412,10 +492,23 @@ int tw_port_dpdk_open(tw_port **out, const char *eal_args, uint16_t port_id,
         what = "rte_eth_tx_queue_setup";
         goto fail;
     }
-    rc = rte_eth_dev_start(port_id);
-    if (rc) {
-        what = "rte_eth_dev_start";
-        goto fail;
+    if (info.driver_name && !strcmp(info.driver_name, "net_memif")) {
+        const struct rte_devargs *da = info.device ? rte_dev_devargs(info.device) : NULL;
+        p->watch = 1;
+        p->client = da && da->args && strstr(da->args, "role=client") != NULL;
+        p->started = -1; /* the first start is no reconnect */
+        rc = start_quiet(p);
+        if (rc && !p->client) {
+            what = "rte_eth_dev_start";
+            goto fail;
+        }
+        rc = 0; /* a client with no server yet: link_watch connects it */
+    } else {
+        rc = rte_eth_dev_start(port_id);
+        if (rc) {
+            what = "rte_eth_dev_start";
+            goto fail;
+        }
     }
     /* Not every virtual device has promiscuous mode; unicast to our own
      * MAC is all the stack needs. */
@@ -427,8 +520,9 @@ int tw_port_dpdk_open(tw_port **out, const char *eal_args, uint16_t port_id,
      * land in its ring in between (the probe runs in rte_eal_init or
      * rte_dev_probe, long before this).  bind() waits for deliveries in
      * flight (synchronize_net), so one drain here takes all of them.
-     * Bounded: a live NIC keeps its queue filling. */
-    while (p->rx_stale < DPDK_DRAIN_MAX) {
+     * Bounded: a live NIC keeps its queue filling.  (A memif client not
+     * yet connected has no queue to drain.) */
+    while (p->rx_stale < DPDK_DRAIN_MAX && (!p->watch || p->started > 0)) {
         struct rte_mbuf *m[DPDK_BURST];
         uint16_t r = rte_eth_rx_burst(port_id, 0, m, DPDK_BURST);
         if (r == 0)

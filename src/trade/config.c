@@ -10,11 +10,13 @@
  * Every check reports the first problem by line as "FILE:LINE: what". */
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sched.h>
 #include <ini.h>
 #include <math.h>
 #include <stdarg.h>
 #include <string.h>
 
+#include "tickwire/reactor.h"
 #include "tickwire/trade.h"
 
 /* libinih's line buffer (INI_MAX_LINE, Debian's build: 200) holds a line
@@ -292,6 +294,82 @@ static int parse_cpus(const char *s, tw_trade_engine_cfg *e)
     return e->n_cpus ? 0 : -1;
 }
 
+/* The CPUs this process may use (its affinity mask, narrowed to cpus =
+ * when given) and how many of them are isolated, as `tickwire doctor`
+ * reads them. */
+static void machine_cpus(const tw_trade_engine_cfg *e, unsigned *n, unsigned *iso)
+{
+    cpu_set_t m;
+    CPU_ZERO(&m);
+    if (sched_getaffinity(0, sizeof(m), &m) != 0)
+        CPU_SET(0, &m);
+    tw_cpuset use = {{0}}, isol = {{0}};
+    for (int i = 0; i < CPU_SETSIZE && i < TW_CPUSET_MAX; i++)
+        if (CPU_ISSET(i, &m))
+            tw_cpuset_add(&use, i);
+    if (e->n_cpus) {
+        tw_cpuset given = {{0}};
+        for (uint32_t i = 0; i < e->n_cpus; i++)
+            if (tw_cpuset_has(&use, e->cpus[i]))
+                tw_cpuset_add(&given, e->cpus[i]);
+        use = given;
+    }
+    char list[4096] = "";
+    FILE *f = fopen("/sys/devices/system/cpu/isolated", "r");
+    if (f) {
+        if (!fgets(list, sizeof(list), f))
+            list[0] = 0;
+        fclose(f);
+        (void)tw_cpuset_parse(list, &isol);
+    }
+    *n = *iso = 0;
+    for (int i = 0; i < TW_CPUSET_MAX; i++) {
+        *n += (unsigned)tw_cpuset_has(&use, i);
+        *iso += (unsigned)(tw_cpuset_has(&use, i) && tw_cpuset_has(&isol, i));
+    }
+    if (*n == 0)
+        *n = 1;
+}
+
+void tw_trade_engine_auto(tw_trade_engine_cfg *e, uint32_t n_sessions, unsigned n_cpus,
+                          unsigned n_isolated)
+{
+    char sw[128] = "", bw[128] = "";
+    if (e->strategy_auto) {
+        int inl = e->mode == TW_TRADE_THREADS && n_sessions <= TW_TRADE_INLINE_MAX_SESSIONS &&
+                  (n_sessions == 1 || n_cpus < n_sessions + 2);
+        e->strategy = inl ? TW_TRADE_STRATEGY_INLINE : TW_TRADE_STRATEGY_THREAD;
+        if (e->mode != TW_TRADE_THREADS)
+            snprintf(sw, sizeof(sw), "mode = processes runs the strategy in a process of its own");
+        else if (n_sessions > TW_TRADE_INLINE_MAX_SESSIONS)
+            snprintf(sw, sizeof(sw), "%u sessions, more than inline's %d", n_sessions,
+                     TW_TRADE_INLINE_MAX_SESSIONS);
+        else if (inl && n_sessions == 1)
+            snprintf(sw, sizeof(sw), "one session: rx to tx in one wake-up, no ring hop");
+        else if (inl)
+            snprintf(sw, sizeof(sw), "%u CPUs cannot give %u net cores and the strategy one each "
+                     "and one to spare", n_cpus, n_sessions);
+        else
+            snprintf(sw, sizeof(sw), "%u CPUs give %u net cores and the strategy one each",
+                     n_cpus, n_sessions);
+    }
+    if (e->busy_auto) {
+        unsigned loops = e->strategy == TW_TRADE_STRATEGY_INLINE ? 1u : n_sessions + 1u;
+        e->busy_poll = n_isolated >= loops || n_cpus >= loops + 1u;
+        if (n_isolated >= loops)
+            snprintf(bw, sizeof(bw), "%u busy loop(s) on %u isolated CPUs", loops, n_isolated);
+        else
+            snprintf(bw, sizeof(bw), "%u busy loop(s) %s %u CPUs", loops,
+                     e->busy_poll ? "leave a CPU to the rest of the host of" :
+                     "would take every one of", n_cpus);
+    }
+    snprintf(e->auto_why, sizeof(e->auto_why), "strategy = %s%s%s%s, busy_poll = %s%s%s%s (%u "
+             "session(s), %u CPUs usable, %u isolated)",
+             e->strategy == TW_TRADE_STRATEGY_INLINE ? "inline" : "thread",
+             sw[0] ? " (auto: " : " (given", sw, ")", e->busy_poll ? "yes" : "no",
+             bw[0] ? " (auto: " : " (given", bw, ")", n_sessions, n_cpus, n_isolated);
+}
+
 /* stack = a port spec as tools/common/portspec.h opens it (kept verbatim
  * for the engine): KIND:ARGS, or sim.  DPDK's EAL arguments have blanks. */
 static int parse_stack(const char *s, tw_trade_stack *out)
@@ -302,7 +380,7 @@ static int parse_stack(const char *s, tw_trade_stack *out)
     } kinds[] = {
         { "af_xdp", TW_STACK_AF_XDP }, { "af_packet", TW_STACK_AF_PACKET },
         { "dpdk", TW_STACK_DPDK }, { "dpdk_af_packet", TW_STACK_DPDK },
-        { "dpdk_af_xdp", TW_STACK_DPDK }, { "sim", TW_STACK_SIM },
+        { "dpdk_af_xdp", TW_STACK_DPDK }, { "memif", TW_STACK_DPDK }, { "sim", TW_STACK_SIM },
     };
     for (const char *p = s; *p; p++)
         if ((unsigned char)*p < 0x20 || (unsigned char)*p >= 0x7f)
@@ -777,12 +855,14 @@ static void set_engine(pstate *ps, int k, const char *key, const char *v)
             e->strategy = TW_TRADE_STRATEGY_THREAD;
         else if (!strcmp(v, "inline"))
             e->strategy = TW_TRADE_STRATEGY_INLINE;
-        else
-            fail(ps, ps->line, "strategy: '%s' is neither thread nor inline", v);
+        else if (strcmp(v, "auto"))
+            fail(ps, ps->line, "strategy: '%s' is not thread, inline or auto", v);
+        e->strategy_auto = !strcmp(v, "auto");
         break;
     case E_BUSY:
-        if (parse_bool(v, &e->busy_poll) != 0)
-            fail(ps, ps->line, "busy_poll: '%s' is not yes or no", v);
+        e->busy_auto = !strcmp(v, "auto");
+        if (!e->busy_auto && parse_bool(v, &e->busy_poll) != 0)
+            fail(ps, ps->line, "busy_poll: '%s' is not yes, no or auto", v);
         break;
     case E_RING: {
         int64_t n = get_i64(ps, key, v, 64, 1 << 20);
@@ -824,7 +904,8 @@ static void set_session(pstate *ps, int k, const char *key, const char *v)
     case S_STACK:
         if (parse_stack(v, &se->stack) != 0)
             fail(ps, ps->line, "stack: '%s' is not a port spec (af_xdp:IF[:QUEUE], "
-                 "af_packet:IF, dpdk:PORT:EAL ARGS, dpdk_af_packet:IF, dpdk_af_xdp:IF or sim)",
+                 "af_packet:IF, dpdk:PORT:EAL ARGS, dpdk_af_packet:IF, dpdk_af_xdp:IF, "
+                 "memif:SOCKET[,role=...] or sim)",
                  v);
         else
             strcpy(se->stack_spec, v);
@@ -1077,6 +1158,11 @@ static void resolve(pstate *ps)
         fail(ps, last, "no [instrument SYMBOL] section");
     if (!c->n_strategies)
         fail(ps, last, "no [strategy NAME] section");
+    if (c->engine.strategy_auto || c->engine.busy_auto) {
+        unsigned n = 0, iso = 0;
+        machine_cpus(&c->engine, &n, &iso);
+        tw_trade_engine_auto(&c->engine, c->n_sessions, n, iso);
+    }
     /* inline: every session's net core and the strategy on one reactor
      * loop, which waits on one fd per session. */
     if (c->engine.strategy == TW_TRADE_STRATEGY_INLINE && c->n_sessions > TW_TRADE_INLINE_MAX_SESSIONS)
@@ -1155,6 +1241,7 @@ int tw_trade_config_parse(const char *text, size_t len, const char *name,
     snprintf(c->path, sizeof(c->path), "%s", name);
     c->engine.fee = TW_FEE_DEFAULT;
     c->engine.ring_slots = 4096;
+    c->engine.strategy_auto = c->engine.busy_auto = 1;
     tw_risk_cfg_init(&c->risk);
     /* Set from [risk] (max_loss is required); 0 = not given. */
     c->risk.max_instance_loss = c->risk.max_total_loss = 0.0;

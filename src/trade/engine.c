@@ -579,6 +579,10 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
         }
         e->own_log = 1;
     }
+    if (cfg->engine.strategy_auto || cfg->engine.busy_auto) {
+        fprintf(e->log, "tickwire trade: engine: %s\n", cfg->engine.auto_why);
+        fflush(e->log);
+    }
     if (cfg->engine.trades[0]) {
         e->trades = fopen(cfg->engine.trades, "w");
         e->trades_buf = malloc(1u << 20);

@@ -46,6 +46,22 @@ int main(void)
     rc = tw__port_open_spec(&p, "af_xdp:lo:one", 256, &err);
     expect(rc, -EINVAL, &err, "queue 'one'");
 #endif
+#ifdef TW_HAVE_DPDK
+    /* memif specs are checked before the EAL sees them. */
+    rc = tw__port_open_spec(&p, "memif:", 256, &err);
+    expect(rc, -EINVAL, &err, "memif:SOCKET");
+    rc = tw__port_open_spec(&p, "memif:/tmp/tw_x.sock,role=boss", 256, &err);
+    expect(rc, -EINVAL, &err, "unknown memif option 'role=boss'");
+    rc = tw__port_open_spec(&p, "memif:/tmp/tw_x.sock,id=300", 256, &err);
+    expect(rc, -EINVAL, &err, "memif id '300'");
+    rc = tw__port_open_spec(&p, "memif:/tmp/tw_x.sock,mac=02:00:zz:00:00:01", 256, &err);
+    expect(rc, -EINVAL, &err, "mac '02:00:zz:00:00:01'");
+    rc = tw__port_open_spec(&p, "memif:/tmp/a b.sock", 256, &err);
+    expect(rc, -EINVAL, &err, "has a blank");
+#else
+    rc = tw__port_open_spec(&p, "memif:/tmp/tw_x.sock", 256, &err);
+    expect(rc, -ENOTSUP, &err, "memif");
+#endif
     rc = tw__port_open_spec(&p, "dpdk:0", 256, &err);
 #ifdef TW_HAVE_DPDK
     expect(rc, -EINVAL, &err, "dpdk:PORT:EAL ARGS");

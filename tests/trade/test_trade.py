@@ -88,7 +88,7 @@ def check_parity(r, refs):
     return rep, rows
 
 
-# [engine] strategy: its own thread (the default), or inline on the net
+# [engine] strategy: its own thread, or inline on the net
 # core's thread (the rings and the event order are the same: parity too).
 STRATEGY = ["thread", "inline"]
 

@@ -289,7 +289,7 @@ int main(int argc, char **argv)
     snprintf(trades, sizeof(trades), "%s/trades.csv", dir);
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s\ntrades = %s\nfee = 0.09\nlog = %s/trade.log\n%s"
-                     "strategy = %s\n"
+                     "strategy = %s\nbusy_poll = no\n"
                      "[session venue]\nhost = " TW__SIMVENUE_IP_TEXT "\nport = 9878\n"
                      "sender = TRADER\ntarget = VENUE\nstore = %s/store/venue\nstack = sim\n"
                      "ip = " TW__SIMVENUE_TRADER_IP_TEXT "/24\n"

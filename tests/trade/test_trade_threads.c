@@ -113,7 +113,7 @@ static tw_trade_config *config(int port, const char *tag)
     char ini[4096];
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s/report_%s.json\ntrades = %s/trades_%s.csv\n"
-                     "log = %s/log_%s.txt\nstrategy = %s\n"
+                     "log = %s/log_%s.txt\nstrategy = %s\nbusy_poll = no\n"
                      "[session s0]\nhost = 127.0.0.1\nport = %d\nsender = T0\ntarget = VENUE\n"
                      "store = %s/store_%s/s0\nreconnect_min_ms = 20\n"
                      "[session s1]\nhost = 127.0.0.1\nport = %d\nsender = T1\ntarget = VENUE\n"

@@ -104,7 +104,7 @@ int main(int argc, char **argv)
         return 1;
     }
     fprintf(f,
-            "[engine]\nreport = %s\ntrades = %s\nlog = %s/trader.log\n"
+            "[engine]\nreport = %s\ntrades = %s\nlog = %s/trader.log\nbusy_poll = no\n"
             "[session venue]\nhost = " TW_NETENV_PEER_IP "\nport = 7020\nsender = TRADER\n"
             "target = VENUE\nstore = %s/store/venue\nstack = %s:%s\nip = " TW_NETENV_STACK_IP
             "/24\nreconnect_min_ms = 50\npcap = %s/trader.pcapng\n"

@@ -55,8 +55,10 @@ static void test_example(void)
     CHECK(!strcmp(c->engine.report, "trade-report.json"));
     CHECK(!strcmp(c->engine.trades, "trades.csv"));
     CHECK(c->engine.fee == 0.09);
-    CHECK(c->engine.mode == TW_TRADE_THREADS && c->engine.busy_poll == 0);
-    CHECK(c->engine.strategy == TW_TRADE_STRATEGY_THREAD);
+    /* No strategy or busy_poll given: both auto, chosen and explained. */
+    CHECK(c->engine.mode == TW_TRADE_THREADS && c->engine.strategy_auto && c->engine.busy_auto);
+    CHECK(c->engine.strategy == TW_TRADE_STRATEGY_INLINE); /* one session */
+    CHECK(strstr(c->engine.auto_why, "strategy = inline (auto: one session") != NULL);
     CHECK(c->engine.ring_slots == 4096 && c->engine.n_cpus == 0);
     CHECK_EQ(c->n_sessions, 1);
     const tw_trade_session_cfg *se = &c->sessions[0];
@@ -244,9 +246,58 @@ static void test_strategy(void)
             continue;
         CHECK_EQ(c->engine.strategy, i ? TW_TRADE_STRATEGY_INLINE : TW_TRADE_STRATEGY_THREAD);
         CHECK_EQ(c->engine.strategy_line, 3);
+        CHECK(!c->engine.strategy_auto); /* given: it wins */
+        if (i == 2)
+            CHECK(c->engine.busy_poll == 1 && !c->engine.busy_auto && !c->engine.auto_why[0]);
         CHECK_EQ(c->n_sessions, i == 2 ? 4u : 1u);
         tw_trade_config_free(c);
     }
+}
+
+/* strategy = auto, busy_poll = auto: the shape of the machine decides. */
+static void test_auto(void)
+{
+    static const struct {
+        tw_trade_mode mode;
+        uint32_t sessions;
+        unsigned cpus, isolated;
+        tw_trade_strategy_run strategy;
+        int busy;
+        const char *why;
+    } cases[] = {
+        /* This VM: 2 vCPUs, one session: inline, busy (one loop, one CPU left). */
+        { TW_TRADE_THREADS, 1, 2, 0, TW_TRADE_STRATEGY_INLINE, 1, "leave a CPU" },
+        { TW_TRADE_THREADS, 1, 1, 0, TW_TRADE_STRATEGY_INLINE, 0, "would take every one of 1" },
+        { TW_TRADE_THREADS, 1, 1, 1, TW_TRADE_STRATEGY_INLINE, 1, "on 1 isolated" },
+        { TW_TRADE_THREADS, 2, 2, 0, TW_TRADE_STRATEGY_INLINE, 1, "cannot give 2 net cores" },
+        { TW_TRADE_THREADS, 2, 8, 0, TW_TRADE_STRATEGY_THREAD, 1, "8 CPUs give 2 net cores" },
+        { TW_TRADE_THREADS, 3, 4, 0, TW_TRADE_STRATEGY_INLINE, 1, "cannot give 3" },
+        { TW_TRADE_THREADS, 6, 4, 0, TW_TRADE_STRATEGY_THREAD, 0, "more than inline's" },
+        { TW_TRADE_PROCESSES, 1, 2, 0, TW_TRADE_STRATEGY_THREAD, 0, "mode = processes" },
+        { TW_TRADE_PROCESSES, 1, 3, 0, TW_TRADE_STRATEGY_THREAD, 1, "2 busy loop(s) leave" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        tw_trade_engine_cfg e;
+        memset(&e, 0, sizeof(e));
+        e.mode = cases[i].mode;
+        e.strategy_auto = e.busy_auto = 1;
+        tw_trade_engine_auto(&e, cases[i].sessions, cases[i].cpus, cases[i].isolated);
+        CHECKF(e.strategy == cases[i].strategy && e.busy_poll == cases[i].busy &&
+               strstr(e.auto_why, cases[i].why), "case %zu: %s", i, e.auto_why);
+    }
+    /* An explicit value wins; only the other one is chosen. */
+    tw_trade_engine_cfg e;
+    memset(&e, 0, sizeof(e));
+    e.busy_auto = 1;
+    e.strategy = TW_TRADE_STRATEGY_THREAD;
+    tw_trade_engine_auto(&e, 1, 2, 0);
+    CHECKF(e.strategy == TW_TRADE_STRATEGY_THREAD && e.busy_poll == 0 &&
+           strstr(e.auto_why, "strategy = thread (given)"), "%s", e.auto_why);
+    memset(&e, 0, sizeof(e));
+    e.strategy_auto = 1;
+    tw_trade_engine_auto(&e, 1, 2, 0);
+    CHECKF(e.strategy == TW_TRADE_STRATEGY_INLINE && e.busy_poll == 0 &&
+           strstr(e.auto_why, "busy_poll = no (given)"), "%s", e.auto_why);
 }
 
 typedef struct bad_case {
@@ -349,8 +400,10 @@ static const bad_case bad[] = {
     { ENGINE "fee =\n" SESSION INSTR STRAT RISK, 3, "fee: empty value" },
     { ENGINE "mode = fibers\n" SESSION INSTR STRAT RISK, 3, "mode: 'fibers'" },
     { ENGINE "busy_poll = maybe\n" SESSION INSTR STRAT RISK, 3, "busy_poll: 'maybe'" },
+    { ENGINE "busy_poll = automatic\n" SESSION INSTR STRAT RISK, 3,
+      "busy_poll: 'automatic' is not yes, no or auto" },
     { ENGINE "strategy = fiber\n" SESSION INSTR STRAT RISK, 3,
-      "strategy: 'fiber' is neither thread nor inline" },
+      "strategy: 'fiber' is not thread, inline or auto" },
     { ENGINE "strategy =\n" SESSION INSTR STRAT RISK, 3, "strategy: empty value" },
     { ENGINE "mode = processes\nstrategy = inline\n" SESSION INSTR STRAT RISK, 4,
       "strategy = inline runs the strategy in the gateway's thread: it needs mode = threads" },
@@ -380,6 +433,7 @@ static const bad_case bad[] = {
       "reconnect_min_ms 9 above reconnect_max_ms 8" },
     { ENGINE SESSION "stack = foo:bar\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "stack: 'foo:bar'" },
     { ENGINE SESSION "stack = af_xdp:\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "stack: 'af_xdp:'" },
+    { ENGINE SESSION "stack = memif:\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "stack: 'memif:'" },
     { ENGINE SESSION "stack = sim:x\tb\nip = 1.2.3.4\n" INSTR STRAT RISK, 9, "not a port spec" },
     { ENGINE SESSION "stack = af_packet:veth0\n" INSTR STRAT RISK, 9,
       "stack = af_packet:veth0 needs ip" },
@@ -597,6 +651,7 @@ int main(void)
     test_example();
     test_full();
     test_strategy();
+    test_auto();
     test_bad();
     test_kernel();
     test_truncations();

@@ -7,6 +7,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 #ifdef TW_HAVE_DPDK
@@ -42,19 +45,20 @@ static int first_cpu(void)
     return 0;
 }
 
-static int open_dpdk_vdev(tw_port **out, const char *drv, const char *ifname, unsigned frames,
-                          tw_error *err)
+/* Opens DPDK with the EAL arguments chosen for the user (no hugepages, no
+ * PCI, a per-process file prefix so that runs never share EAL state, one
+ * lcore of the affinity mask) and the one virtual device DRV<index>,ARGS
+ * (the index its own, so one process can hold several). */
+static int open_vdev(tw_port **out, const char *drv, const char *args, unsigned frames,
+                     tw_error *err)
 {
-    char eal[512];
-    unsigned k = dpdk_vdevs;
-    /* --no-shconf and a per-process prefix: runs never share EAL state. */
-    snprintf(eal, sizeof(eal),
-             "-l %d --no-huge -m 256 --no-pci --no-shconf --file-prefix=tw%d "
-             "--no-telemetry --log-level=*:error "
-             "--vdev=%s%u,iface=%s",
-             first_cpu(), (int)getpid(), drv, k, ifname);
-    if (!strcmp(drv, "net_af_xdp"))
-        strncat(eal, ",start_queue=0,queue_count=1", sizeof(eal) - strlen(eal) - 1);
+    char eal[1024];
+    int n = snprintf(eal, sizeof(eal),
+                     "-l %d --no-huge -m 256 --no-pci --no-shconf --file-prefix=tw%d "
+                     "--no-telemetry --log-level=*:error --vdev=%s%u,%s",
+                     first_cpu(), (int)getpid(), drv, dpdk_vdevs, args);
+    if (n < 0 || (size_t)n >= sizeof(eal))
+        return tw__err(err, -EINVAL, "dpdk: device arguments too long: '%s'", args);
     /* net_af_xdp makes its UMEM from our mempool and wants 1024 mbufs for
      * its fill ring up front: give DPDK a pool well above the rings. */
     if (frames < 8192)
@@ -64,6 +68,97 @@ static int open_dpdk_vdev(tw_port **out, const char *drv, const char *ifname, un
     if (rc == 0)
         dpdk_vdevs++;
     return rc;
+}
+
+static int open_dpdk_vdev(tw_port **out, const char *drv, const char *ifname, unsigned frames,
+                          tw_error *err)
+{
+    char args[512];
+    snprintf(args, sizeof(args), "iface=%.64s%s", ifname,
+             !strcmp(drv, "net_af_xdp") ? ",start_queue=0,queue_count=1" : "");
+    return open_vdev(out, drv, args, frames, err);
+}
+#endif
+
+#ifdef TW_HAVE_DPDK
+/* A server's socket file left by a process that died (kill -9): nobody
+ * accepts on it, and DPDK's bind() would fail on it.  Removed only when it
+ * is a socket that refuses connections, so a live server's stays. */
+static void remove_dead_socket(const char *path)
+{
+    struct stat st;
+    if (lstat(path, &st) != 0 || !S_ISSOCK(st.st_mode))
+        return;
+    struct sockaddr_un un;
+    memset(&un, 0, sizeof(un));
+    un.sun_family = AF_UNIX;
+    if (strlen(path) >= sizeof(un.sun_path))
+        return;
+    strcpy(un.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+        return;
+    if (connect(fd, (struct sockaddr *)&un, sizeof(un)) != 0 && errno == ECONNREFUSED)
+        (void)unlink(path);
+    close(fd);
+}
+
+/* memif:SOCKET[,role=server|client][,id=N][,mac=M]: DPDK's net_memif on
+ * the unix socket SOCKET (a file path; the server creates it).  The
+ * server's default MAC ends in 01, the client's in 02 (the id in the
+ * byte before), so the two ends of a pair never share one. */
+static int open_memif(tw_port **out, char *arg, unsigned frames, const char *spec, tw_error *err)
+{
+    char *opts = strchr(arg, ',');
+    if (opts)
+        *opts++ = 0;
+    if (!*arg)
+        return tw__err(err, -EINVAL, "port spec '%s': expected memif:SOCKET[,role=server|client]"
+                       "[,id=N][,mac=M]", spec);
+    if (strpbrk(arg, " \t\n,="))
+        return tw__err(err, -EINVAL, "port spec '%s': socket path '%s' has a blank, ',' or '='",
+                       spec, arg);
+    if (strlen(arg) >= sizeof(((struct sockaddr_un *)0)->sun_path))
+        return tw__err(err, -EINVAL, "port spec '%s': socket path longer than %zu bytes", spec,
+                       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
+    int server = 1;
+    unsigned long id = 0;
+    const char *mac = NULL;
+    char *save = NULL;
+    for (char *t = opts ? strtok_r(opts, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "role=server"))
+            server = 1;
+        else if (!strcmp(t, "role=client"))
+            server = 0;
+        else if (!strncmp(t, "id=", 3)) {
+            int rc = spec_number(t + 3, 255, "memif id", spec, &id, err);
+            if (rc)
+                return rc;
+        } else if (!strncmp(t, "mac=", 4)) {
+            unsigned b[6];
+            char end;
+            if (sscanf(t + 4, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
+                       &end) != 6 || b[0] > 255 || b[1] > 255 || b[2] > 255 || b[3] > 255 ||
+                b[4] > 255 || b[5] > 255)
+                return tw__err(err, -EINVAL, "port spec '%s': mac '%s' is not xx:xx:xx:xx:xx:xx",
+                               spec, t + 4);
+            mac = t + 4;
+        } else {
+            return tw__err(err, -EINVAL, "port spec '%s': unknown memif option '%s' (role=server"
+                           "|client, id=N, mac=M)", spec, t);
+        }
+    }
+    char defmac[18];
+    if (!mac) {
+        snprintf(defmac, sizeof(defmac), "02:74:77:6d:%02x:%02x", (unsigned)id, server ? 1u : 2u);
+        mac = defmac;
+    }
+    if (server)
+        remove_dead_socket(arg);
+    char args[768];
+    snprintf(args, sizeof(args), "socket=%.400s,socket-abstract=no,role=%s,id=%lu,mac=%s", arg,
+             server ? "server" : "client", id, mac);
+    return open_vdev(out, "net_memif", args, frames, err);
 }
 #endif
 
@@ -94,6 +189,13 @@ int tw__port_open_spec(tw_port **out, const char *spec, unsigned frames, tw_erro
         return tw__err(err, -ENOTSUP, "this build has no AF_XDP port (libxdp not found)");
 #endif
     }
+    if (!strcmp(buf, "memif")) {
+#ifdef TW_HAVE_DPDK
+        return open_memif(out, arg, frames, spec, err);
+#else
+        return tw__err(err, -ENOTSUP, "this build has no memif port (libdpdk not found)");
+#endif
+    }
     if (!strncmp(buf, "dpdk", 4)) {
 #ifdef TW_HAVE_DPDK
         if (!strcmp(buf, "dpdk_af_packet"))
@@ -117,5 +219,5 @@ int tw__port_open_spec(tw_port **out, const char *spec, unsigned frames, tw_erro
 #endif
     }
     return tw__err(err, -EINVAL, "port spec '%s': unknown kind '%s' (af_packet, af_xdp, "
-                   "dpdk_af_packet, dpdk_af_xdp, dpdk)", spec, buf);
+                   "dpdk_af_packet, dpdk_af_xdp, dpdk, memif)", spec, buf);
 }

@@ -5,6 +5,11 @@
  *   dpdk_af_packet:IFNAME       DPDK net_af_packet vdev on IFNAME, --no-huge
  *   dpdk_af_xdp:IFNAME          DPDK net_af_xdp vdev on IFNAME, --no-huge
  *   dpdk:PORT:EAL ARGS...       DPDK port id PORT with these EAL arguments
+ *   memif:SOCKET[,role=server|client][,id=N][,mac=M]
+ *                               DPDK net_memif (shared memory, no system call
+ *                               per packet) on unix socket file SOCKET; role
+ *                               server (the default) creates it; either end
+ *                               may start first and a lost peer reconnects
  *
  * Buffers a closed port found still held are counted by the library:
  * tw_port_leaked_total() in tickwire/port.h. */
