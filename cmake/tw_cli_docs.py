@@ -32,8 +32,13 @@ def help_text(binary, words):
 
 
 def options(text):
+    """The options a help text names: every option-like word on its usage
+    lines and on lines that start with an option (the option list), not
+    those quoted in its prose ("python3 -c ...")."""
     seen = []
-    for m in OPT_RE.finditer(text):
+    lines = [ln for ln in text.splitlines()
+             if ln.lstrip().startswith(("usage:", "[", "-", "|"))]
+    for m in OPT_RE.finditer("\n".join(lines)):
         o = m.group(1).rstrip("-")
         if len(o) > 1 and o not in seen:
             seen.append(o)
