@@ -1,6 +1,7 @@
 /* Port specs: see portspec.h. */
 #include "common/portspec.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <limits.h>
 #include <sched.h>
@@ -17,7 +18,6 @@
 static unsigned dpdk_vdevs;
 #endif
 
-#if defined(TW_HAVE_AF_XDP) || defined(TW_HAVE_DPDK)
 /* A decimal number in [0, max] taking all of s: 0 and *v set, or -EINVAL
  * with err naming the spec and what the number is. */
 static int spec_number(const char *s, unsigned long max, const char *what, const char *spec,
@@ -32,7 +32,6 @@ static int spec_number(const char *s, unsigned long max, const char *what, const
     *v = x;
     return 0;
 }
-#endif
 
 #ifdef TW_HAVE_DPDK
 static int first_cpu(void)
@@ -80,6 +79,67 @@ static int open_dpdk_vdev(tw_port **out, const char *drv, const char *ifname, un
 }
 #endif
 
+/* xx:xx:xx:xx:xx:xx, hex digits only. */
+static int is_mac(const char *s)
+{
+    if (strlen(s) != 17)
+        return 0;
+    for (int i = 0; i < 17; i++)
+        if (i % 3 == 2 ? s[i] != ':' : !isxdigit((unsigned char)s[i]))
+            return 0;
+    return 1;
+}
+
+int tw__memif_spec_parse(const char *args, tw__memif_spec *m, tw_error *err)
+{
+    char buf[512];
+    memset(m, 0, sizeof(*m));
+    m->server = 1;
+    if (strlen(args) >= sizeof(buf))
+        return tw__err(err, -EINVAL, "port spec 'memif:...': too long");
+    strcpy(buf, args);
+    char *opts = strchr(buf, ',');
+    if (opts)
+        *opts++ = 0;
+    if (!buf[0])
+        return tw__err(err, -EINVAL, "port spec 'memif:%s': expected memif:SOCKET"
+                       "[,role=server|client][,id=N][,mac=M]", args);
+    if (strpbrk(buf, " \t\n=;"))
+        return tw__err(err, -EINVAL, "port spec 'memif:%s': socket path '%s' has a blank, "
+                       "'=' or ';'", args, buf);
+    if (strlen(buf) >= sizeof(m->socket))
+        return tw__err(err, -EINVAL, "port spec 'memif:%s': socket path longer than %zu bytes",
+                       args, sizeof(m->socket) - 1);
+    strcpy(m->socket, buf);
+    int have_mac = 0;
+    char *save = NULL;
+    for (char *t = opts ? strtok_r(opts, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
+        if (!strcmp(t, "role=server")) {
+            m->server = 1;
+        } else if (!strcmp(t, "role=client")) {
+            m->server = 0;
+        } else if (!strncmp(t, "id=", 3)) {
+            unsigned long id;
+            int rc = spec_number(t + 3, 255, "memif id", args, &id, err);
+            if (rc)
+                return rc;
+            m->id = (unsigned)id;
+        } else if (!strncmp(t, "mac=", 4)) {
+            if (!is_mac(t + 4))
+                return tw__err(err, -EINVAL, "port spec 'memif:%s': mac '%s' is not "
+                               "xx:xx:xx:xx:xx:xx", args, t + 4);
+            strcpy(m->mac, t + 4);
+            have_mac = 1;
+        } else {
+            return tw__err(err, -EINVAL, "port spec 'memif:%s': unknown memif option '%s' "
+                           "(role=server|client, id=N, mac=M)", args, t);
+        }
+    }
+    if (!have_mac)
+        snprintf(m->mac, sizeof(m->mac), "02:74:77:6d:%02x:%02x", m->id, m->server ? 1u : 2u);
+    return 0;
+}
+
 #ifdef TW_HAVE_DPDK
 /* A server's socket file left by a process that died (kill -9): nobody
  * accepts on it, and DPDK's bind() would fail on it.  Removed only when it
@@ -107,57 +167,19 @@ static void remove_dead_socket(const char *path)
  * the unix socket SOCKET (a file path; the server creates it).  The
  * server's default MAC ends in 01, the client's in 02 (the id in the
  * byte before), so the two ends of a pair never share one. */
-static int open_memif(tw_port **out, char *arg, unsigned frames, const char *spec, tw_error *err)
+static int open_memif(tw_port **out, const char *arg, unsigned frames, const char *spec,
+                      tw_error *err)
 {
-    char *opts = strchr(arg, ',');
-    if (opts)
-        *opts++ = 0;
-    if (!*arg)
-        return tw__err(err, -EINVAL, "port spec '%s': expected memif:SOCKET[,role=server|client]"
-                       "[,id=N][,mac=M]", spec);
-    if (strpbrk(arg, " \t\n,="))
-        return tw__err(err, -EINVAL, "port spec '%s': socket path '%s' has a blank, ',' or '='",
-                       spec, arg);
-    if (strlen(arg) >= sizeof(((struct sockaddr_un *)0)->sun_path))
-        return tw__err(err, -EINVAL, "port spec '%s': socket path longer than %zu bytes", spec,
-                       sizeof(((struct sockaddr_un *)0)->sun_path) - 1);
-    int server = 1;
-    unsigned long id = 0;
-    const char *mac = NULL;
-    char *save = NULL;
-    for (char *t = opts ? strtok_r(opts, ",", &save) : NULL; t; t = strtok_r(NULL, ",", &save)) {
-        if (!strcmp(t, "role=server"))
-            server = 1;
-        else if (!strcmp(t, "role=client"))
-            server = 0;
-        else if (!strncmp(t, "id=", 3)) {
-            int rc = spec_number(t + 3, 255, "memif id", spec, &id, err);
-            if (rc)
-                return rc;
-        } else if (!strncmp(t, "mac=", 4)) {
-            unsigned b[6];
-            char end;
-            if (sscanf(t + 4, "%x:%x:%x:%x:%x:%x%c", &b[0], &b[1], &b[2], &b[3], &b[4], &b[5],
-                       &end) != 6 || b[0] > 255 || b[1] > 255 || b[2] > 255 || b[3] > 255 ||
-                b[4] > 255 || b[5] > 255)
-                return tw__err(err, -EINVAL, "port spec '%s': mac '%s' is not xx:xx:xx:xx:xx:xx",
-                               spec, t + 4);
-            mac = t + 4;
-        } else {
-            return tw__err(err, -EINVAL, "port spec '%s': unknown memif option '%s' (role=server"
-                           "|client, id=N, mac=M)", spec, t);
-        }
-    }
-    char defmac[18];
-    if (!mac) {
-        snprintf(defmac, sizeof(defmac), "02:74:77:6d:%02x:%02x", (unsigned)id, server ? 1u : 2u);
-        mac = defmac;
-    }
-    if (server)
-        remove_dead_socket(arg);
+    tw__memif_spec m;
+    int rc = tw__memif_spec_parse(arg, &m, err);
+    if (rc)
+        return rc;
+    if (m.server)
+        remove_dead_socket(m.socket);
     char args[768];
-    snprintf(args, sizeof(args), "socket=%.400s,socket-abstract=no,role=%s,id=%lu,mac=%s", arg,
-             server ? "server" : "client", id, mac);
+    snprintf(args, sizeof(args), "socket=%s,socket-abstract=no,role=%s,id=%u,mac=%s", m.socket,
+             m.server ? "server" : "client", m.id, m.mac);
+    (void)spec;
     return open_vdev(out, "net_memif", args, frames, err);
 }
 #endif

@@ -24,4 +24,17 @@
  * build has no such backend, else the backend's own error. */
 int tw__port_open_spec(tw_port **out, const char *spec, unsigned frames, tw_error *err);
 
+/* What follows "memif:" in a spec, parsed (no DPDK needed; the fuzz target
+ * calls it): the socket path (no blank, '=' or ';': DPDK's devargs), the
+ * role (server unless role=client), id (0..255) and the MAC (given, or
+ * 02:74:77:6d:ID:01 for a server, ...:02 for a client).  0, or -EINVAL
+ * with err naming what was wrong. */
+typedef struct tw__memif_spec {
+    char socket[108]; /* sun_path */
+    int server;
+    unsigned id;
+    char mac[18];
+} tw__memif_spec;
+int tw__memif_spec_parse(const char *args, tw__memif_spec *m, tw_error *err);
+
 #endif
