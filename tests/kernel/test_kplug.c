@@ -41,6 +41,8 @@ static int same_trades(struct tlog *a, struct tlog *b)
 {
     if (a->n != b->n)
         return 0;
+    if (a->n == 0)
+        return 1;
     qsort(a->t, a->n, sizeof(tw_trade), cmp_trade);
     qsort(b->t, b->n, sizeof(tw_trade), cmp_trade);
     for (size_t i = 0; i < a->n; i++) {
