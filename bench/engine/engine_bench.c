@@ -268,8 +268,10 @@ int tw__bench_engine(int argc, char **argv)
     if (tw_client_connect(&cu, addr, &err) || tw_client_connect(&cs, shm_addr, &err))
         DIE("%s", err.msg);
 
-    printf("tickwire bench engine%s: medians of %d small / %d large round trips\n",
-           quick ? " --quick" : "", small_iters, big_iters);
+    printf("tickwire bench engine%s: medians of %d small / %d large round trips, ISA %s, "
+           "sweep cache %zu MiB per worker\n",
+           quick ? " --quick" : "", small_iters, big_iters, tw_isa_name(tw_isa_best()),
+           o.sweep.cache_bytes >> 20);
     double bare8 = bare_pingpong(8, small_iters);
     double unix8 = echo_bench(cu, 1, small_iters);
     double shm8 = echo_bench(cs, 1, small_iters * 5);

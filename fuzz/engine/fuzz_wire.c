@@ -40,7 +40,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             if (rq.close)
                 TW_VERIFY(rq.close + 8ull * rq.n_bars <= end);
             if (rq.combos)
-                TW_VERIFY(rq.combos + 48ull * rq.n_combos == end);
+                TW_VERIFY(rq.combos + tw_wire_combos_bytes(&rq) == end);
+            if (rq.opcode == TW_OP_KSWEEP)
+                TW_VERIFY(rq.name_len >= 1 && rq.n_params >= 1 && rq.n_params <= 16 &&
+                          !(rq.flags & ~TW_KSWEEP_FLAGS));
             /* Touch every byte the views cover (ASan checks the bounds). */
             volatile uint8_t acc = 0;
             for (const uint8_t *p = data + off; p < end; p++)

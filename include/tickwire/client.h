@@ -72,6 +72,28 @@ int tw_client_load_memfd(tw_client *c, const double *close, size_t n_bars, uint6
 int tw_client_sweep_loaded(tw_client *c, uint64_t dataset, const int64_t *combos,
                            size_t n_combos, double *pnl, int64_t *trades, tw_error *err);
 
+/* KSWEEP (docs/engine.md): any kernel the engine has, by name (a built-in or
+ * one it was started with by `serve --kernel`), each combo n_params doubles
+ * in the kernel's param order (params: n_combos x n_params).  Over
+ * close[n_bars], or, when close is NULL, over the loaded dataset `dataset`.
+ * out->pnl and out->trades take n_combos each; when out->wins is not NULL
+ * the statistics are asked for too and wins, max_drawdown, exposure and
+ * final_position (all four must then be set) take n_combos each.  Errors
+ * as SWEEP: -(TW_EWIRE + code) with the server's message naming the
+ * kernel, combo and param. */
+typedef struct tw_client_kout {
+    double *pnl;
+    int64_t *trades;
+    int64_t *wins;           /* NULL: no statistics */
+    double *max_drawdown;
+    double *exposure;
+    int64_t *final_position; /* -1, 0, +1 */
+} tw_client_kout;
+
+int tw_client_ksweep(tw_client *c, const char *kernel, const double *close, size_t n_bars,
+                     uint64_t dataset, const double *params, size_t n_params, size_t n_combos,
+                     const tw_client_kout *out, tw_error *err);
+
 /* DROP: forgets a dataset. */
 int tw_client_drop(tw_client *c, uint64_t dataset, tw_error *err);
 

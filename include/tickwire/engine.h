@@ -19,6 +19,8 @@ extern "C" {
 #endif
 
 #define TW_ENGINE_MAX_KERNELS 32
+/* Each worker's cache of a bound dataset's WMA passes (serve --cache-mb). */
+#define TW_ENGINE_CACHE_BYTES_DEFAULT ((size_t)256 << 20)
 
 typedef struct tw_engine_opts {
     const char *unix_path; /* Unix socket to bind, or NULL */
@@ -26,7 +28,8 @@ typedef struct tw_engine_opts {
     const char *tcp_host;  /* address to bind; default "127.0.0.1" */
     int tcp_port;          /* -1: no TCP (default); 0: any free port */
     unsigned workers;      /* compute threads; default 2 */
-    tw_sweep_opts sweep;   /* kernel options for every worker's sweeper */
+    tw_sweep_opts sweep;   /* kernel options for every worker's sweeper; cache_bytes
+                              defaults to TW_ENGINE_CACHE_BYTES_DEFAULT here */
     uint32_t sweeper_bars; /* bars each sweeper is sized for at start (grows on demand
                               up to limits.max_bars); default 262144 */
     uint32_t shm_ring_max; /* largest ring a shm client may ask for; default 64 MiB */

@@ -111,7 +111,10 @@ typedef struct tw_attach_hdr {
     uint64_t st_beat;       /* its heartbeat: any value that changes (atomic) */
     uint64_t st_next_seq;   /* the next journal seq it will take (progress; atomic) */
     uint32_t st_pid_self;   /* its pid as it sees it */
-    uint8_t pad3_[TW_ATTACH_REGION - 28];
+    uint32_t st_pad_;
+    uint64_t st_cur_seq;    /* the journal seq of the record it is processing, stored
+                               before it starts on it (a crash's record; atomic) */
+    uint8_t pad3_[TW_ATTACH_REGION - 40];
     uint8_t pad4_[TW_ATTACH_REGION];
     tw_attach_ring_desc ring[2 * TW_ATTACH_MAX_CORES];
 } tw_attach_hdr;

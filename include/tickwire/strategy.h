@@ -10,8 +10,10 @@
  *
  * Contract:
  *  - Everything is sized at init from the configuration (instances =
- *    instrument x combo, one streaming kernel per instrument over its
- *    combos, risk state, a bounded open-order table); tw_strategy_on_event()
+ *    instrument x combo, one streaming hma_sar kernel per instrument over
+ *    its hma_sar combos, the flat state and books of every instance of
+ *    another kernel, risk state, a bounded open-order table);
+ *    tw_strategy_on_event()
  *    allocates nothing, reads no clock, does no I/O.
  *  - Deterministic: the strategy's state and every intent it writes are a
  *    pure function of the sequence of events given to it since init (the

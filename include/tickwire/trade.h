@@ -189,12 +189,31 @@ typedef struct tw_trade_session_stats {
 int tw_trade_report_fprint(FILE *f, const tw_strategy *s, const tw_trade_session_stats *sessions,
                            size_t n_sessions);
 
+/* What the engine adds about the run itself (mode = processes). */
+typedef struct tw_trade_run_stats {
+    /* The crash-loop rule (docs/crash.md): non-zero when the strategy
+     * process died crash_loop_crashes times at journal record
+     * crash_loop_record and the run stopped there.  The report then has
+     * "crash_loop": {"record", "crashes"} and is the journal's replay up to
+     * (not including) that record. */
+    uint64_t crash_loop_record;
+    uint32_t crash_loop_crashes;
+} tw_trade_run_stats;
+
+/* tw_trade_report_fprint() with run (may be NULL: the same output). */
+int tw_trade_report_fprint_run(FILE *f, const tw_strategy *s,
+                               const tw_trade_session_stats *sessions, size_t n_sessions,
+                               const tw_trade_run_stats *run);
+
 /* The same into path, atomically (path.tmp, fsync, rename): a report is
  * either the old one or the whole new one.  0 or -errno with err naming
  * the path. */
 int tw_trade_report_write(const char *path, const tw_strategy *s,
                           const tw_trade_session_stats *sessions, size_t n_sessions,
                           tw_error *err);
+int tw_trade_report_write_run(const char *path, const tw_strategy *s,
+                              const tw_trade_session_stats *sessions, size_t n_sessions,
+                              const tw_trade_run_stats *run, tw_error *err);
 
 /* The trades CSV ([engine] trades = FILE): the header line, and one row
  * per closed trade (from the strategy's trade hook): instance, instrument

@@ -202,3 +202,71 @@ def test_study_client_unchanged(server, data):
     (n,) = struct.unpack("<I", recv_exact(s, 4))
     assert np.array_equal(np.frombuffer(recv_exact(s, n), "<f8"), close)
     s.close()
+
+
+# ---- KSWEEP: any kernel by name --------------------------------------------
+
+@pytest.mark.parametrize("transport", ["unix", "tcp", "shm", "spawn"])
+def test_ksweep_zscore(server, data, transport):
+    close = data[0] if isinstance(data, tuple) else data
+    close = np.ascontiguousarray(close, dtype=np.float64)
+    g = tickwire.grid(window=[2, 20, 60], entry=[1.5, 2.0], exit=[0.0, 0.5])
+    local = tickwire.sweep(close, g, kernel="zscore")
+    with Client(server[transport]) as c:
+        for stats in (False, True):
+            r = c.ksweep("zscore", close, g, stats=stats)
+            assert np.array_equal(r["pnl"].view(np.int64), local["pnl"].view(np.int64))
+            assert np.array_equal(r["trades"], local["trades"])
+            if stats:
+                for f in ("wins", "max_drawdown", "exposure", "final_position"):
+                    assert np.array_equal(r[f], local[f]), f
+        ds = c.load(close)
+        r = c.ksweep("zscore", ds, g.to_pandas()[["exit", "entry", "window"]], stats=True)
+        assert np.array_equal(r["max_drawdown"], local["max_drawdown"])
+        hma = c.ksweep("hma_sar", ds, tickwire.default_grid()[:3].astype(np.float64))
+        pnl, trades = c.sweep_loaded(ds, tickwire.default_grid()[:3])
+        assert np.array_equal(hma["pnl"], pnl) and np.array_equal(hma["trades"], trades)
+        with pytest.raises(EngineError, match="no kernel named"):
+            c.ksweep("nope", ds, [(1.0,)])
+        with pytest.raises(EngineError, match="window"):
+            c.ksweep("zscore", ds, [(1.0, 2.0, 0.5)])
+        with pytest.raises(EngineError, match="lacks exit"):
+            c.ksweep("zscore", ds, tickwire.grid(window=[20], entry=[2.0]))
+        c.drop(ds)
+        kernels = {k["name"]: k for k in c.info()["kernels"]}
+        assert kernels["zscore"]["params"] == ["window", "entry", "exit"]
+
+
+def _build_donchian(tmp):
+    here = os.path.dirname(os.path.abspath(__file__))
+    root = os.path.normpath(os.path.join(here, "..", ".."))
+    src = os.path.join(root, "examples", "kernels", "donchian.c")
+    if not os.path.exists(src):
+        pytest.skip("examples/kernels/donchian.c not in this tree")
+    out = os.path.join(tmp, "libdonchian.so")
+    subprocess.run(["cc", "-O2", "-shared", "-fPIC", "-I", os.path.join(root, "include"), src,
+                    "-o", out], check=True)
+    return out
+
+
+def test_serve_preloads_plugin(tickwire_bin, tmp_path, data):
+    if not tickwire_bin:
+        pytest.skip("no tickwire program built (set TICKWIRE_BIN)")
+    so = _build_donchian(str(tmp_path))
+    close = np.ascontiguousarray(data[0] if isinstance(data, tuple) else data, dtype=np.float64)
+    local = tickwire.sweep(close, [(10.0,), (40.0,)], kernel=so)
+    with Client(f"spawn:{tickwire_bin}", serve_args=["--kernel", so]) as c:
+        names = {k["name"]: k for k in c.info()["kernels"]}
+        assert "donchian" in names and names["donchian"]["source"] == so
+        for name in (so, "donchian"):
+            r = c.ksweep(name, close, [(10.0,), (40.0,)], stats=True)
+            assert np.array_equal(r["pnl"], local["pnl"]) and np.array_equal(r["trades"], local["trades"])
+            assert np.array_equal(r["exposure"], local["exposure"])
+    # Not preloaded: refused, whatever the path.
+    with Client(f"spawn:{tickwire_bin}") as c:
+        with pytest.raises(EngineError, match="no kernel named"):
+            c.ksweep(so, close, [(10.0,)])
+    # A --kernel that cannot be loaded stops serve at start, naming it.
+    p = subprocess.run([tickwire_bin, "serve", "--stdio", "--kernel", str(tmp_path / "nope.so")],
+                       input=b"", capture_output=True, timeout=60)
+    assert p.returncode != 0 and b"nope.so" in p.stderr

@@ -61,6 +61,12 @@ _u32 = struct.Struct("<I")
 _u64 = struct.Struct("<Q")
 
 
+class _KOut(ctypes.Structure):
+    # Mirrors `tw_client_kout` in client.h.
+    _fields_ = [(f, ctypes.c_void_p) for f in ("pnl", "trades", "wins", "max_drawdown",
+                                               "exposure", "final_position")]
+
+
 class EngineError(Exception):
     """An error frame from the engine: .code (1..6), .name, .message."""
 
@@ -504,6 +510,8 @@ class _CClient:
             "tw_client_sweep_loaded": [vp, ctypes.c_uint64, vp, sz, vp, vp, err],
             "tw_client_drop": [vp, ctypes.c_uint64, err],
             "tw_client_info": [vp, ctypes.c_char_p, sz, err],
+            "tw_client_ksweep": [vp, ctypes.c_char_p, vp, sz, ctypes.c_uint64, vp, sz, sz,
+                                 ctypes.POINTER(_KOut), err],
         }
         self._f = {}
         for name, args in protos.items():
@@ -560,6 +568,19 @@ class _CClient:
                                                       pnl.ctypes.data, trades.ctypes.data,
                                                       ctypes.byref(self._err)))
         return pnl, trades
+
+    def ksweep(self, name, close, dataset, params, flags):
+        k, npar = params.shape
+        width = 6 if flags & KSWEEP_STATS else 2
+        out = np.empty(width * k, dtype="<f8")
+        cols = [out.ctypes.data + 8 * k * i for i in range(width)] + [None] * (6 - width)
+        ko = _KOut(*cols)
+        n = 0 if close is None else close.size
+        self._check(self._f["tw_client_ksweep"](self._h, name, None if close is None else
+                                                close.ctypes.data, n, dataset,
+                                                params.ctypes.data, npar, k, ctypes.byref(ko),
+                                                ctypes.byref(self._err)))
+        return out
 
     def drop(self, dataset):
         self._check(self._f["tw_client_drop"](self._h, dataset, ctypes.byref(self._err)))

@@ -133,13 +133,12 @@ class Kernel:
     def n_params(self):
         return len(self.params)
 
-    def default_grid(self):
-        """The kernel's default grid as a Grid, or TickwireError when it has none."""
+    def _c_grid(self, fn, *args):
+        """A Grid from a C call fn(*args, &params, &n, &err) that mallocs params."""
         p = ctypes.POINTER(ctypes.c_double)()
         n = ctypes.c_size_t(0)
         err = _lib.TwError()
-        rc = _lib.symbol("tw_kernel_default_grid")(self.ptr, ctypes.byref(p), ctypes.byref(n),
-                                                   ctypes.byref(err))
+        rc = _lib.symbol(fn)(*args, ctypes.byref(p), ctypes.byref(n), ctypes.byref(err))
         if rc != 0:
             _raise(rc, err)
         try:
@@ -148,20 +147,13 @@ class Kernel:
             _lib.libc_free(ctypes.cast(p, ctypes.c_void_p))
         return Grid(self.param_names, vals)
 
+    def default_grid(self):
+        """The kernel's default grid as a Grid, or TickwireError when it has none."""
+        return self._c_grid("tw_kernel_default_grid", self.ptr)
+
     def read_grid(self, path):
         """A grid CSV for this kernel (tw_read_kgrid: the header names the params)."""
-        p = ctypes.POINTER(ctypes.c_double)()
-        n = ctypes.c_size_t(0)
-        err = _lib.TwError()
-        rc = _lib.symbol("tw_read_kgrid")(os.fsencode(os.fspath(path)), self.ptr,
-                                          ctypes.byref(p), ctypes.byref(n), ctypes.byref(err))
-        if rc != 0:
-            _raise(rc, err)
-        try:
-            vals = np.ctypeslib.as_array(p, shape=(n.value, self.n_params)).copy()
-        finally:
-            _lib.libc_free(ctypes.cast(p, ctypes.c_void_p))
-        return Grid(self.param_names, vals)
+        return self._c_grid("tw_read_kgrid", os.fsencode(os.fspath(path)), self.ptr)
 
     def check(self, combo):
         """Raises TickwireError unless combo (n_params values) is one this kernel takes."""

@@ -577,6 +577,44 @@ int tw_client_sweep_loaded(tw_client *c, uint64_t dataset, const int64_t *combos
     return call(c, req, 2, 13, rep, 2, 0, NULL, err);
 }
 
+int tw_client_ksweep(tw_client *c, const char *kernel, const double *close, size_t n_bars,
+                     uint64_t dataset, const double *params, size_t n_params, size_t n_combos,
+                     const tw_client_kout *out, tw_error *err)
+{
+    size_t name_len = kernel ? strlen(kernel) : 0;
+    if (name_len == 0 || name_len > 255)
+        return tw__err(err, -EINVAL, "KSWEEP: a kernel name of 1..255 bytes");
+    if (n_params == 0 || n_params > 16)
+        return tw__err(err, -EINVAL, "KSWEEP: n_params %zu outside 1..16", n_params);
+    int stats = out->wins != NULL;
+    if (stats && (!out->max_drawdown || !out->exposure || !out->final_position))
+        return tw__err(err, -EINVAL, "KSWEEP: statistics need wins, max_drawdown, exposure "
+                                     "and final_position");
+    if (!close)
+        n_bars = 0;
+    if (n_bars > UINT32_MAX || n_combos > UINT32_MAX ||
+        20 + 8 * (uint64_t)n_bars + 8 * (uint64_t)n_params * n_combos + name_len >
+            TW_WIRE_LEN_MASK)
+        return tw__err(err, -E2BIG, "request too large for one frame");
+    uint8_t h[24];
+    put32(h, (uint32_t)(20 + 8 * n_bars + 8 * n_params * n_combos + name_len));
+    h[4] = TW_OP_KSWEEP;
+    h[5] = (uint8_t)((close ? 0 : TW_KSWEEP_LOADED) | (stats ? TW_KSWEEP_STATS : 0));
+    h[6] = (uint8_t)name_len;
+    h[7] = (uint8_t)n_params;
+    put64(h + 8, close ? 0 : dataset);
+    put32(h + 16, (uint32_t)n_bars);
+    put32(h + 20, (uint32_t)n_combos);
+    struct iovec req[4] = {{h, 24},
+                           {(void *)close, 8 * n_bars},
+                           {(void *)params, 8 * n_params * n_combos},
+                           {(void *)kernel, name_len}};
+    size_t k8 = 8 * n_combos;
+    struct iovec rep[6] = {{out->pnl, k8},          {out->trades, k8},   {out->wins, k8},
+                           {out->max_drawdown, k8}, {out->exposure, k8}, {out->final_position, k8}};
+    return call(c, req, 4, 20, rep, stats ? 6 : 2, 0, NULL, err);
+}
+
 int tw_client_drop(tw_client *c, uint64_t dataset, tw_error *err)
 {
     uint8_t h[13];

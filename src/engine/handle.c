@@ -448,6 +448,35 @@ int tw_engine_info_json(tw_engine *e, char *buf, size_t cap)
 
 /* ---- dispatch ----------------------------------------------------------- */
 
+/* A sweep job's data: the loaded dataset rq->dataset (a reference held
+ * in job->ds) or the frame's closes; then a compute reply of
+ * reply_per_combo bytes a combo, or the error frame. */
+static void job_data(tw_engine *e, const tw_wire_req *rq, tw__reply *r, tw__job *job,
+                     int loaded, uint32_t reply_per_combo)
+{
+    if (loaded) {
+        job->ds = dataset_get(e, rq->dataset);
+        if (!job->ds)
+            return tw__reply_error(e, r, TW_WERR_NO_DATASET, "unknown dataset id %llu",
+                                   (unsigned long long)rq->dataset);
+        job->close = job->ds->data;
+        job->n_bars = job->ds->n_bars;
+    } else {
+        job->close = (const double *)(const void *)rq->close;
+        job->n_bars = rq->n_bars;
+    }
+    if (job->n_combos == 0 || job->n_bars == 0) {
+        tw__dataset_put(e, job->ds);
+        job->ds = NULL;
+        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "a sweep needs n_bars >= 1 and "
+                                                         "n_combos >= 1 (got %zu and %zu)",
+                               job->n_bars, job->n_combos);
+    }
+    reply_small(r, 0);
+    r->compute = 1;
+    r->prefix = reply_per_combo * rq->n_combos;
+}
+
 static void do_ksweep(tw_engine *e, const tw_wire_req *rq, tw__reply *r, tw__job *job)
 {
     memset(job, 0, sizeof(*job));
@@ -473,27 +502,8 @@ static void do_ksweep(tw_engine *e, const tw_wire_req *rq, tw__reply *r, tw__job
     job->n_combos = rq->n_combos;
     job->fee = e->opts.sweep.fee;
     job->threads = e->kernel_threads ? e->kernel_threads : 1;
-    if (rq->flags & TW_KSWEEP_LOADED) {
-        job->ds = dataset_get(e, rq->dataset);
-        if (!job->ds)
-            return tw__reply_error(e, r, TW_WERR_NO_DATASET, "unknown dataset id %llu",
-                                   (unsigned long long)rq->dataset);
-        job->close = job->ds->data;
-        job->n_bars = job->ds->n_bars;
-    } else {
-        job->close = (const double *)(const void *)rq->close;
-        job->n_bars = rq->n_bars;
-    }
-    if (job->n_combos == 0 || job->n_bars == 0) {
-        tw__dataset_put(e, job->ds);
-        job->ds = NULL;
-        return tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "a sweep needs n_bars >= 1 and "
-                                                         "n_combos >= 1 (got %zu and %zu)",
-                               job->n_bars, job->n_combos);
-    }
-    reply_small(r, 0);
-    r->compute = 1;
-    r->prefix = TW_KSWEEP_REPLY_BYTES(rq->flags) * rq->n_combos;
+    job_data(e, rq, r, job, (rq->flags & TW_KSWEEP_LOADED) != 0,
+             TW_KSWEEP_REPLY_BYTES(rq->flags));
 }
 
 void tw__handle(tw_engine *e, const tw_wire_req *rq, int fd, tw__reply *r, tw__job *job)
@@ -518,28 +528,7 @@ void tw__handle(tw_engine *e, const tw_wire_req *rq, int fd, tw__reply *r, tw__j
         memset(job, 0, sizeof(*job));
         job->combos = (const int64_t *)(const void *)rq->combos;
         job->n_combos = rq->n_combos;
-        if (rq->opcode == TW_OP_SWEEP) {
-            job->close = (const double *)(const void *)rq->close;
-            job->n_bars = rq->n_bars;
-        } else {
-            job->ds = dataset_get(e, rq->dataset);
-            if (!job->ds)
-                return tw__reply_error(e, r, TW_WERR_NO_DATASET, "unknown dataset id %llu",
-                                       (unsigned long long)rq->dataset);
-            job->close = job->ds->data;
-            job->n_bars = job->ds->n_bars;
-        }
-        if (job->n_combos == 0 || job->n_bars == 0) {
-            tw__dataset_put(e, job->ds);
-            job->ds = NULL;
-            return tw__reply_error(e, r, TW_WERR_BAD_PARAMS, "a sweep needs n_bars >= 1 and "
-                                                             "n_combos >= 1 (got %zu and %zu)",
-                                   job->n_bars, job->n_combos);
-        }
-        reply_small(r, 0);
-        r->compute = 1;
-        r->prefix = 16u * rq->n_combos;
-        return;
+        return job_data(e, rq, r, job, rq->opcode == TW_OP_SWEEP_LOADED, 16u);
     }
     case TW_OP_KSWEEP:
         return do_ksweep(e, rq, r, job);

@@ -516,7 +516,10 @@ static int prepare(struct tw_sweeper *s, tw_error *err)
     size_t bufs = s->narrow ? 0 : mul_sz(mul_sz(t->n_win, b), sizeof(double));
     size_t pad = (size_t)t->wmax_c - 1;
     s->prefix_bars = s->n < pad + 2 * b ? s->n : pad + 2 * b;
-    size_t prefix = mul_sz(add_sz(pad, s->prefix_bars), sizeof(double));
+    /* Sized for pad + 2 B bars even when the series is shorter, so that
+     * the memory depends on the grid and B only, never on the bars (a
+     * large L2 makes B exceed short series). */
+    size_t prefix = mul_sz(add_sz(pad, add_sz(pad, 2 * b)), sizeof(double));
     s->scratch_per = (tw__tile_scratch(t, b) + 7) / 8 * 8;
     size_t scratch = s->narrow ? 0 : mul_sz(mul_sz(s->scratch_per, s->t_run), sizeof(double));
     size_t total = add_sz(add_sz(add_sz(state, 2 * bufs), add_sz(prefix, scratch)), 6 * 64);

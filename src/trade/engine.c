@@ -408,6 +408,13 @@ static void spawn_standby(tw_trade_engine *e)
     e->standby = spawn_one(e, 1, &e->standby_fd);
 }
 
+/* Signals of a crash (not of an operator or the gateway: KILL, TERM). */
+static int crash_signal(int sig)
+{
+    return sig == SIGSEGV || sig == SIGBUS || sig == SIGILL || sig == SIGFPE || sig == SIGABRT ||
+           sig == SIGTRAP || sig == SIGSYS;
+}
+
 /* Our child is gone (status st): say so, and start the next one unless
  * the run is ending. */
 static void child_gone(tw_trade_engine *e, int st, int64_t now)
@@ -420,6 +427,26 @@ static void child_gone(tw_trade_engine *e, int st, int64_t now)
     fprintf(e->log, "tickwire trade: gateway: strategy process %d gone (%s) at %lld ns "
             "(monotonic)\n", (int)e->child, how, (long long)now);
     e->child = 0;
+    if (WIFSIGNALED(st) && crash_signal(WTERMSIG(st))) {
+        /* A crash (the kernel's step, most likely): where.  The same
+         * record three times in a row is a loop a restart cannot leave. */
+        uint64_t seq = __atomic_load_n(&e->att.hdr->st_cur_seq, __ATOMIC_RELAXED);
+        e->crash_count = seq && seq == e->crash_seq ? e->crash_count + 1 : 1;
+        e->crash_seq = seq;
+        fprintf(e->log, "tickwire trade: gateway: the strategy process crashed at journal record "
+                "%llu (%u time%s in a row there)\n", (unsigned long long)seq, e->crash_count,
+                e->crash_count == 1 ? "" : "s");
+        if (e->crash_count >= TW__CRASH_LOOP) {
+            e->crash_loop_seq = seq;
+            fprintf(e->log, "tickwire trade: gateway: crash loop: the strategy process died %u "
+                    "times at journal record %llu: kill switch (no restart, no new orders: the "
+                    "run stops; the report ends before that record)\n", e->crash_count,
+                    (unsigned long long)seq);
+            __atomic_store_n(&e->req_term, 1, __ATOMIC_RELAXED);
+            fflush(e->log);
+            return;
+        }
+    }
     if (WIFEXITED(st) && WEXITSTATUS(st) != 0) {
         if (++e->child_fails >= 3) {
             fprintf(e->log, "tickwire trade: gateway: the strategy process failed %u times in a "
@@ -873,7 +900,9 @@ static int write_results(tw_trade_engine *e, int rc, tw_error *err)
     for (uint32_t i = 0; i < e->n_gw; i++)
         tw__gw_stats(e->gw[i], &ss[i], NULL);
     tw_error re = {0};
-    int r2 = tw_trade_report_write(e->cfg->engine.report, e->strategy, ss, e->n_gw, &re);
+    tw_trade_run_stats run = { .crash_loop_record = e->crash_loop_seq,
+                               .crash_loop_crashes = e->crash_loop_seq ? e->crash_count : 0 };
+    int r2 = tw_trade_report_write_run(e->cfg->engine.report, e->strategy, ss, e->n_gw, &run, &re);
     free(ss);
     if (r2 != 0 && rc == 0)
         rc = tw__err(err, r2, "%s", re.msg);

@@ -160,6 +160,8 @@ typedef struct tw__resumed {
 
 /* The environment variable that makes a spawned strategy process a
  * standby: it waits for a byte on the fd it names before it attaches. */
+/* Crashes of the strategy process at one journal record that stop the run. */
+#define TW__CRASH_LOOP 3u
 #define TW__STANDBY_ENV "TW_STRATEGY_STANDBY_FD"
 /* Set by the gateway in every strategy process it spawns: its pid.  Such a
  * strategy dies with the gateway (PR_SET_PDEATHSIG): one that is still
@@ -281,6 +283,12 @@ struct tw_trade_engine {
     int64_t att_step_ns;   /* control: the last attach step */
     int64_t spawn_ns;
     uint32_t child_fails;  /* strategies in a row that exited by themselves with an error */
+    /* The crash-loop rule: strategies that died of a crash signal at the
+     * same journal record (crash_seq), crash_count of them in a row; at 3,
+     * crash_loop_seq = that record and the run stops without a restart. */
+    uint64_t crash_seq;
+    uint32_t crash_count;
+    uint64_t crash_loop_seq;
     uint64_t st_restarts;  /* strategies gone and replaced */
     uint64_t st_digest_finished, st_digest_stopped; /* what the strategy said (0: nothing) */
     int stop_journaled;

@@ -478,6 +478,10 @@ int tw__journal_report_replay(tw_trade_engine *e, tw_error *err)
     uint64_t fin_digest = 0, stop_digest = 0, events = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t k = tw_journal_rec_kind(&buf[i]);
+        /* A crash loop: the record that killed the strategy process three
+         * times would kill this replay too; the books stop before it. */
+        if (e->crash_loop_seq && buf[i].seq >= e->crash_loop_seq)
+            break;
         if (k == TW__JR_STOP && !stopped) {
             stopped = 1;
             stop_digest = tw_strategy_digest(e->strategy);

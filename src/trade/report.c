@@ -67,6 +67,13 @@ static void put_fk(FILE *f, const char *k, double v, int comma)
 int tw_trade_report_fprint(FILE *f, const tw_strategy *s, const tw_trade_session_stats *sessions,
                            size_t n_sessions)
 {
+    return tw_trade_report_fprint_run(f, s, sessions, n_sessions, NULL);
+}
+
+int tw_trade_report_fprint_run(FILE *f, const tw_strategy *s,
+                               const tw_trade_session_stats *sessions, size_t n_sessions,
+                               const tw_trade_run_stats *run)
+{
     const uint32_t n = tw_strategy_n_instances(s);
     uint64_t orders = 0, fills = 0, rejects = 0;
     int64_t trades = 0;
@@ -179,13 +186,27 @@ int tw_trade_report_fprint(FILE *f, const tw_strategy *s, const tw_trade_session
     put_u64(f, "cancel_rejects", c.cancel_rejects, 1);
     put_u64(f, "overfills", c.overfills, 1);
     put_u64(f, "barriers", c.barriers, 0);
-    fputs("}\n}\n", f);
+    fputs("}", f);
+    if (run && run->crash_loop_crashes) {
+        fputs(",\n\"crash_loop\": {", f);
+        put_u64(f, "record", run->crash_loop_record, 1);
+        put_u64(f, "crashes", run->crash_loop_crashes, 0);
+        fputs("}", f);
+    }
+    fputs("\n}\n", f);
     return ferror(f) ? -EIO : 0;
 }
 
 int tw_trade_report_write(const char *path, const tw_strategy *s,
                           const tw_trade_session_stats *sessions, size_t n_sessions,
                           tw_error *err)
+{
+    return tw_trade_report_write_run(path, s, sessions, n_sessions, NULL, err);
+}
+
+int tw_trade_report_write_run(const char *path, const tw_strategy *s,
+                              const tw_trade_session_stats *sessions, size_t n_sessions,
+                              const tw_trade_run_stats *run, tw_error *err)
 {
     char tmp[4096];
     if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
@@ -195,7 +216,7 @@ int tw_trade_report_write(const char *path, const tw_strategy *s,
         int e = errno;
         return tw__err(err, -e, "%s: %s", tmp, strerror(e));
     }
-    int rc = tw_trade_report_fprint(f, s, sessions, n_sessions);
+    int rc = tw_trade_report_fprint_run(f, s, sessions, n_sessions, run);
     if (rc == 0 && (fflush(f) != 0 || fsync(fileno(f)) != 0))
         rc = -errno;
     if (fclose(f) != 0 && rc == 0)

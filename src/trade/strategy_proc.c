@@ -345,6 +345,9 @@ static int run(sp *p, tw_error *err)
         if (k < 0)
             return k;
         for (int i = 0; i < k; i++) {
+            /* Where a crash of the kernel would leave us: the gateway's
+             * crash-loop rule reads it after our death. */
+            __atomic_store_n(&p->st.hdr->st_cur_seq, recs[i].seq, __ATOMIC_RELAXED);
             int rc = on_rec(p, &recs[i], err);
             if (rc != 0)
                 return rc;

@@ -74,6 +74,17 @@ static uint64_t rd64(const uint8_t *p)
     return v;
 }
 
+/* The n_bars and n_combos limits, as BAD() when broken. */
+#define LIMITS()                                                                        \
+    do {                                                                                \
+        if (req->n_bars > lim->max_bars)                                                \
+            return BAD(TW_WERR_TOO_LARGE, "n_bars %u exceeds the limit of %u",          \
+                       req->n_bars, lim->max_bars);                                     \
+        if (req->n_combos > lim->max_combos)                                            \
+            return BAD(TW_WERR_TOO_LARGE, "n_combos %u exceeds the limit of %u",        \
+                       req->n_combos, lim->max_combos);                                 \
+    } while (0)
+
 /* Records the error frame code and the message, and returns -1. */
 #define BAD(code, ...)                                                                  \
     (req->wire_err = (code),                                                            \
@@ -111,12 +122,7 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
     case TW_OP_ECHO:
         req->n_bars = rd32(b + 1);
         req->n_combos = rd32(b + 5);
-        if (req->n_bars > lim->max_bars)
-            return BAD(TW_WERR_TOO_LARGE, "n_bars %u exceeds the limit of %u",
-                       req->n_bars, lim->max_bars);
-        if (req->n_combos > lim->max_combos)
-            return BAD(TW_WERR_TOO_LARGE, "n_combos %u exceeds the limit of %u",
-                       req->n_combos, lim->max_combos);
+        LIMITS();
         want += 8ull * req->n_bars + (uint64_t)TW_WIRE_COMBO_BYTES * req->n_combos;
         break;
     case TW_OP_LOAD:
@@ -159,12 +165,7 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
         if (!(req->flags & TW_KSWEEP_LOADED) && req->dataset)
             return BAD(TW_WERR_BAD_FRAME, "KSWEEP with closes names dataset %llu (must be 0)",
                        (unsigned long long)req->dataset);
-        if (req->n_bars > lim->max_bars)
-            return BAD(TW_WERR_TOO_LARGE, "n_bars %u exceeds the limit of %u",
-                       req->n_bars, lim->max_bars);
-        if (req->n_combos > lim->max_combos)
-            return BAD(TW_WERR_TOO_LARGE, "n_combos %u exceeds the limit of %u",
-                       req->n_combos, lim->max_combos);
+        LIMITS();
         want += 8ull * req->n_bars + 8ull * req->n_params * req->n_combos + req->name_len;
         break;
     default:

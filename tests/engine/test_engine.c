@@ -793,6 +793,87 @@ static void test_load_fd_seals(void)
     printf("%-28s -> ok\n", "load_fd seals");
 }
 
+
+/* KSWEEP: zscore with its statistics and hma_sar, over closes and a loaded
+ * dataset, the same bits as tw_ksweep / tw_sweep here; bad kernel, params
+ * and dataset get BAD_PARAMS / NO_DATASET naming them. */
+static void test_ksweep(const char *addr)
+{
+    tw_client *c;
+    tw_error err = {0};
+    int rc = tw_client_connect(&c, addr, &err);
+    CHECKRC(rc, err);
+    const tw_kernel_def *zs;
+    rc = tw_kernel_find("zscore", &zs, &err);
+    CHECKRC(rc, err);
+    enum { ZC = 6 };
+    double zp[ZC * 3] = {2, 0.5, 0.0, 20, 1.5, 0.5, 20, 2.0, 0.0, 77, 1.0, 0.25, 300, 2.5, 0.5,
+                         5, 0.9, 0.3};
+    tw_kresult ref[ZC];
+    tw_ksweep_opts ko;
+    tw_ksweep_opts_init(&ko);
+    ko.threads = 1;
+    rc = tw_ksweep(zs, g_close, NB, zp, ZC, &ko, ref, NULL, NULL, &err);
+    CHECKRC(rc, err);
+    double pnl[ZC], mdd[ZC], expo[ZC];
+    int64_t tr[ZC], wins[ZC], fpos[ZC];
+    tw_client_kout out = {pnl, tr, wins, mdd, expo, fpos};
+    uint64_t id;
+    rc = tw_client_load(c, g_close, NB, &id, &err);
+    CHECKRC(rc, err);
+    for (int loaded = 0; loaded < 2; loaded++) {
+        memset(pnl, 0, sizeof(pnl));
+        rc = tw_client_ksweep(c, "zscore", loaded ? NULL : g_close, NB, id, zp, 3, ZC, &out,
+                              &err);
+        CHECKRC(rc, err);
+        for (int k = 0; k < ZC; k++) {
+            REQUIRE(!memcmp(&pnl[k], &ref[k].pnl, 8) && tr[k] == ref[k].trades);
+            REQUIRE(wins[k] == ref[k].wins && !memcmp(&mdd[k], &ref[k].max_drawdown, 8));
+            REQUIRE(!memcmp(&expo[k], &ref[k].exposure, 8) && fpos[k] == ref[k].open.side);
+        }
+    }
+    REQUIRE(ref[1].trades > 0);
+    /* hma_sar by name, without statistics: SWEEP's bits. */
+    double hp[NC * 6], hpnl[NC];
+    int64_t htr[NC];
+    for (int i = 0; i < NC * 6; i++)
+        hp[i] = (double)g_combos[i];
+    tw_client_kout hout = {hpnl, htr, NULL, NULL, NULL, NULL};
+    for (int loaded = 0; loaded < 2; loaded++) {
+        rc = tw_client_ksweep(c, "hma_sar", loaded ? NULL : g_close, NB, id, hp, 6, NC, &hout,
+                              &err);
+        CHECKRC(rc, err);
+        REQUIRE(!memcmp(hpnl, g_pnl, sizeof(hpnl)) && !memcmp(htr, g_trades, sizeof(htr)));
+    }
+    /* Refusals, each naming what is wrong; the connection stays usable. */
+    rc = tw_client_ksweep(c, "no_such_kernel", g_close, NB, 0, zp, 3, 1, &out, &err);
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "no_such_kernel"));
+    rc = tw_client_ksweep(c, "/tmp/not-preloaded.so", g_close, NB, 0, zp, 3, 1, &out, &err);
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "not-preloaded"));
+    rc = tw_client_ksweep(c, "zscore", g_close, NB, 0, zp, 2, 1, &out, &err);
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "3 params"));
+    double bad[3] = {1, 2.0, 0.5};
+    rc = tw_client_ksweep(c, "zscore", NULL, 0, id, bad, 3, 1, &out, &err);
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "window"));
+    double frac[6] = {3.5, 6, 2, 1, 2, 3};
+    rc = tw_client_ksweep(c, "hma_sar", NULL, 0, id, frac, 6, 1, &hout, &err);
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_BAD_PARAMS && strstr(err.msg, "h_half"));
+    rc = tw_client_ksweep(c, "zscore", NULL, 0, id + 1000, zp, 3, 1, &out, &err);
+    REQUIRE(TW_EWIRE_CODE(rc) == TW_WERR_NO_DATASET);
+    rc = tw_client_ksweep(c, "zscore", NULL, 0, id, zp, 3, 1, &out, &err);
+    CHECKRC(rc, err);
+    REQUIRE(!memcmp(&pnl[0], &ref[0].pnl, 8));
+    rc = tw_client_drop(c, id, &err);
+    CHECKRC(rc, err);
+    char info[16384];
+    rc = tw_client_info(c, info, sizeof(info), &err);
+    REQUIRE(rc > 0 && strstr(info, "\"kernels\":[{\"name\":\"hma_sar\"") &&
+            strstr(info, "\"name\":\"zscore\",\"source\":\"builtin\",\"params\":[\"window\","
+                         "\"entry\",\"exit\"]") && strstr(info, "\"ksweep\":"));
+    tw_client_close(c);
+    printf("%-28s -> ksweep ok\n", addr);
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -820,6 +901,10 @@ int main(int argc, char **argv)
     test_transport(g_addr_tcp);
     test_transport(g_addr_shm);
     test_transport(g_addr_spawn);
+    test_ksweep(g_addr_unix);
+    test_ksweep(g_addr_tcp);
+    test_ksweep(g_addr_shm);
+    test_ksweep(g_addr_spawn);
     test_bad_input();
     test_slow_client();
     test_many_clients();

@@ -41,6 +41,8 @@ static int same_trades(struct tlog *a, struct tlog *b)
 {
     if (a->n != b->n)
         return 0;
+    if (a->n == 0)
+        return 1;
     qsort(a->t, a->n, sizeof(tw_trade), cmp_trade);
     qsort(b->t, b->n, sizeof(tw_trade), cmp_trade);
     for (size_t i = 0; i < a->n; i++) {
@@ -398,8 +400,60 @@ static void test_errors(const double *x, size_t n)
     CHECK(tw_kstream_memsize(zs, g, 0) == 0);
 }
 
+/* A kernel that goes long above 100, short below, and returns 7 (a bad
+ * value) on the bar whose close is above p[0]. */
+static size_t bad_sb(const double *p)
+{
+    (void)p;
+    return 16;
+}
+static int bad_init(void *s, const double *p)
+{
+    memcpy(s, p, sizeof(double));
+    return 0;
+}
+static int bad_step(void *s, double c)
+{
+    double lim;
+    memcpy(&lim, s, sizeof(lim));
+    if (isnan(c))
+        return 0;
+    return c > lim ? 7 : c > 100.0 ? 1 : -1;
+}
+static const tw_kparam bad_params[1] = {{.name = "lim", .lo = 0, .hi = 1e9, .dflt = 1e9}};
+static const tw_kernel_def bad_def = {.abi = TW_KERNEL_ABI, .name = "stopper", .n_params = 1,
+                                      .params = bad_params, .state_bytes = bad_sb,
+                                      .init = bad_init, .step = bad_step};
+
+static void test_stopped(void)
+{
+    const double x[8] = {99, 101, 99, 101, 104, 99, 101, 99};
+    const double g[2] = {103, 1e9}; /* combo 0 stops at bar 4, combo 1 never */
+    tw_kresult r[2];
+    tw_error err;
+    tw_ksweep_opts o;
+    tw_ksweep_opts_init(&o);
+    o.threads = 2;
+    CHECKF(tw_ksweep(&bad_def, x, 8, g, 2, &o, r, NULL, NULL, &err) == 0, "%s", err.msg);
+    CHECK(r[0].stopped == 1 && r[0].trades == 3 && r[0].open.side == 1 && r[0].open.entry_bar == 3);
+    CHECK(r[1].stopped == 0 && r[1].trades == 6 && r[1].open.side == -1);
+    CHECK(kt_same(r[0].exposure, 1.0)); /* 4 bars booked, all in a position */
+    size_t mb = tw_kstream_memsize(&bad_def, g, 2);
+    tw_kstream *ks = aligned_alloc(64, (mb + 63) & ~(size_t)63);
+    REQUIRE(ks);
+    CHECK(tw_kstream_init(ks, mb, &bad_def, g, 2, o.fee, &err) == 0);
+    for (int i = 0; i < 8; i++)
+        CHECK(tw_kstream_push(ks, x[i], NULL, NULL, &err) == 0);
+    for (size_t k = 0; k < 2; k++) {
+        tw_kresult s;
+        CHECK(tw_kstream_get(ks, k, &s) == 0 && same_result(&s, &r[k]));
+    }
+    free(ks);
+}
+
 int main(void)
 {
+    test_stopped();
     test_kbook();
     test_registry();
     size_t n = 20000;

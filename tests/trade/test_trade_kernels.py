@@ -253,3 +253,51 @@ def test_zscore_strategy_process_killed(dataset, uninterrupted, tmp_path):
     check_fills(log, uninterrupted["fills"], seed, marks, rep)
     assert "strategy process's digest matches" in err, err[-3000:]
     check_report_names_kernels(rep, insts)
+
+
+CRASHER = os.path.join(BUILD, "tests", "trade", "libcrasher.so")
+
+
+def test_crash_loop_trips_the_kill_switch(dataset, tmp_path):
+    """A kernel whose step aborts on bar 1500 (tests/trade/crasher.c) in
+    mode = processes: the gateway restarts the strategy, which dies again
+    at the same journal record; at the third death the gateway stops the
+    run (no fourth start), says which record (log and report), and the
+    report is the journal's replay up to that record."""
+    if not os.path.exists(CRASHER):
+        pytest.fail(f"{CRASHER} is not built (target crasher)")
+    w = str(tmp_path)
+    PARAMS["crasher"] = (CRASHER, ["at"], [(1500,)])
+    try:
+        venue, config, insts = setup_run(w, dataset["paths"], {"mode": "processes"},
+                                         kernels=["zscore", "crasher"])
+    finally:
+        del PARAMS["crasher"]
+    import resource
+
+    def no_core():
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    err_path = os.path.join(w, "trader0.err")
+    try:
+        p = subprocess.Popen([TICKWIRE, "trade", "--config", config],
+                             stdout=open(os.path.join(w, "trader0.out"), "w"),
+                             stderr=open(err_path, "w"), preexec_fn=no_core)
+        p.wait(timeout=300)
+    finally:
+        if p.poll() is None:
+            p.kill()
+        venue.stop()
+    err = read(err_path)
+    seqs = re.findall(r"the strategy process crashed at journal record (\d+)", err)
+    assert len(seqs) == 3 and len(set(seqs)) == 1, err[-3000:]
+    m = re.search(r"crash loop: the strategy process died 3 times at journal record (\d+): "
+                  r"kill switch", err)
+    assert m and m.group(1) == seqs[0], err[-3000:]
+    assert len(re.findall(r"strategy process \d+ gone \(killed by signal 6\)", err)) == 3
+    rep = __import__("json").load(open(os.path.join(w, "report.json")))
+    assert rep["crash_loop"] == {"record": int(seqs[0]), "crashes": 3}, rep.get("crash_loop")
+    # The replay stopped before that record: every instance's bars are
+    # those before it (both instruments' bars interleave: about 1500 each).
+    assert 0 < rep["events"]["bars"] < 2 * 1500 + 10, rep["events"]
+    names = {i["name"]: i for i in rep["instances"]}
+    assert names["c_AAA.0"]["kernel"] == "crasher"

@@ -128,6 +128,45 @@ static void on_fill(void *ctx, const tw_xchg_fill *f)
 }
 
 /* The child of --procs: the strategy process. */
+/* --kernels: a generic kernel's trade log (tw_ksweep of one combo). */
+typedef struct klog {
+    tw_trade *t;
+    size_t n, cap;
+} klog;
+
+static void klog_fn(void *ctx, const tw_trade *t)
+{
+    klog *l = ctx;
+    if (l->n < l->cap)
+        l->t[l->n] = *t;
+    l->n++;
+}
+
+/* The sweep's books of one instance: hma_sar by combo (tw_trades) or its
+ * kernel's (tw_ksweep). */
+static int reference(const tw_instance_stats *is, const double *close, size_t n, tw_trade *ref,
+                     size_t *nt, tw_position *open, double *pnl, int64_t *ntr, tw_error *err)
+{
+    if (!is->params)
+        return tw_trades(close, n, is->combo, 0.09, ref, MAX_TRADES, nt, open, pnl, ntr, err);
+    tw_ksweep_opts o;
+    tw_ksweep_opts_init(&o);
+    o.threads = 1;
+    o.fee = 0.09;
+    tw_kresult kr;
+    klog l = { ref, 0, MAX_TRADES };
+    int rc = tw_ksweep(is->kernel, close, n, is->params, 1, &o, &kr, klog_fn, &l, err);
+    if (rc != 0)
+        return rc;
+    if (l.n > l.cap)
+        return tw__err(err, -ENOSPC, "%s: more than %u trades", is->name, MAX_TRADES);
+    *nt = l.n;
+    *open = kr.open;
+    *pnl = kr.pnl;
+    *ntr = kr.trades;
+    return 0;
+}
+
 static int strategy_child(const char *sock, const char *ini)
 {
     tw_trade_config *cfg = NULL;
@@ -180,7 +219,7 @@ int main(int argc, char **argv)
     if (argc == 4 && !strcmp(argv[1], "strategy"))
         return strategy_child(argv[2], argv[3]);
     const char *src = argc > 1 ? argv[1] : ".";
-    int procs = 0, kills = 0;
+    int procs = 0, kills = 0, kernels = 0;
     size_t bars = 150000;
     uint64_t seed = 1;
     int lossy = 0;
@@ -195,6 +234,8 @@ int main(int argc, char **argv)
             seed = (uint64_t)atoll(argv[++i]);
         else if (!strcmp(argv[i], "--lossy"))
             lossy = 1;
+        else if (!strcmp(argv[i], "--kernels"))
+            kernels = 1; /* zscore instances next to hma_sar's */
         else if (!strcmp(argv[i], "--procs"))
             procs = 1;
         else if (!strcmp(argv[i], "--kills") && i + 1 < argc)
@@ -306,6 +347,12 @@ int main(int argc, char **argv)
                           (long long)w[4], (long long)w[5]);
         }
     }
+    for (int s = 0; s < 2 && kernels; s++)
+        k += snprintf(ini + k, sizeof(ini) - (size_t)k,
+                      "[strategy z%s]\ninstrument = %s\nkernel = zscore\n"
+                      "params = window=20,entry=2,exit=0.5\nparams = window=50,entry=1.5,exit=0\n"
+                      "params = window=7,entry=1.25,exit=0.75\n",
+                      s ? "b" : "a", s ? "BBB" : "AAA");
     k += snprintf(ini + k, sizeof(ini) - (size_t)k,
                   "[risk]\nmax_position = 1000000\nmax_total_position = 100000000\n"
                   "max_orders_per_s = 1000000000\nmax_loss = 1e300\n");
@@ -414,10 +461,9 @@ int main(int argc, char **argv)
         tw_position open;
         double pnl;
         int64_t ntr;
-        int rc = tw_trades(close[in], n[in], is.combo, 0.09, ref, MAX_TRADES, &nt, &open, &pnl,
-                           &ntr, &err);
+        int rc = reference(&is, close[in], n[in], ref, &nt, &open, &pnl, &ntr, &err);
         if (rc != 0) {
-            CHECKF(rc == 0, "tw_trades: %s", err.msg);
+            CHECKF(rc == 0, "reference: %s", err.msg);
             break;
         }
         CHECKF(is.trades == ntr, "%s: trades %lld, sweep %lld", is.name, (long long)is.trades,

@@ -35,7 +35,7 @@ static void usage(FILE *f)
             "  --kernel NAME|PATH     also a kernel KSWEEP may name: preloaded, listed by INFO\n"
             "                         (repeatable; the built-ins hma_sar, zscore always are)\n"
             "  --cache-mb N           per worker, a bound dataset's cache of hma_sar's WMA\n"
-            "                         passes for preloaded sweeps (default 64; 0: none)\n"
+            "                         passes for preloaded sweeps (default 256; 0: none)\n"
             "  --max-frame-bytes N    (default 268435456)\n"
             "  --max-bars N           (default 33554432)\n"
             "  --max-combos N         per request (default 1048576)\n"

@@ -232,7 +232,21 @@ def sweep(client, close_or_datasets, grid=None, *, partition_size=None, threads_
     shape (instruments, k) otherwise; or, with as_frame, a pandas DataFrame
     with columns instrument, the six windows, pnl, trades (instrument-major,
     then grid order).  Results are bit-identical to tickwire.sweep() on the
-    same data with the same kernel and fee."""
+    same data with the same kernel and fee.
+
+    Any kernel by name: kernel="zscore", "hma_sar", a plug-in's path that
+    every worker can open, or a tickwire.Kernel (and any tickwire.grid, for
+    hma_sar too): grid is a tickwire.grid, a DataFrame with the kernel's
+    param names, or rows in its param order (None: its default grid).
+    Returns a tickwire.SweepResult for one series (pnl, trades and the
+    statistics, with the params), a dict instrument -> SweepResult for many,
+    or with as_frame one DataFrame with an instrument column; the same bits
+    as tickwire.sweep(..., kernel=...)."""
+    if _named(kernel, grid):
+        if not _is_int(retries) or retries < 0:
+            raise _error(f"retries must be an integer >= 0, got {retries!r}")
+        return _sweep_named(client, close_or_datasets, grid, kernel, partition_size,
+                            threads_per_task, fee, as_frame, retries, progress)
     names, arrays, single, g = validate(
         close_or_datasets, grid, fee=fee, kernel=kernel, isa=isa,
         threads_per_task=threads_per_task, partition_size=partition_size)
@@ -243,19 +257,45 @@ def sweep(client, close_or_datasets, grid=None, *, partition_size=None, threads_
     fee = float(fee)
     n_combos, n_data = g.shape[0], len(arrays)
     parts = partition(g, _n_parts(n_combos, n_data, partition_size, _worker_threads(client)))
+    pnl = np.empty((n_data, n_combos), dtype=np.float64)
+    trades = np.empty((n_data, n_combos), dtype=np.int64)
+
+    def store(d, idx, res):
+        pnl[d, idx], trades[d, idx] = res
+
+    _run_tasks(client, names, arrays, g, parts, _run_partition,
+               (threads_per_task, kernel, isa, fee), store, retries, progress)
+    if as_frame:
+        import pandas as pd
+
+        frame = pd.DataFrame({
+            "instrument": np.repeat(np.array(names, dtype=object), n_combos),
+            **{w: np.tile(g[:, j], n_data) for j, w in enumerate(WINDOWS)},
+            "pnl": pnl.reshape(-1),
+            "trades": trades.reshape(-1),
+        })
+        return frame
+    if single:
+        return pnl[0], trades[0]
+    return pnl, trades
+
+
+def _run_tasks(client, names, arrays, g, parts, task, args, store, retries, progress):
+    """Scatters the datasets, runs task(close, g[part], *args) per dataset
+    and partition, and calls store(d, part_indices, result) as results come;
+    lost tasks are resubmitted (up to retries), a task's own error raised
+    naming the instrument and combos."""
+    n_combos, n_data = g.shape[0], len(arrays)
     # Per-partition combos are task arguments (not scattered) so that the
     # scheduler can re-run a task anywhere after losing a worker: scattered
     # data lives only where it was put.
     part_combos = [np.ascontiguousarray(g[idx]) for idx in parts]
-
-    pnl = np.empty((n_data, n_combos), dtype=np.float64)
-    trades = np.empty((n_data, n_combos), dtype=np.int64)
     token = uuid.uuid4().hex
     data_futs = client.scatter(arrays, broadcast=True, hash=False)
 
     def submit(d, p, attempt):
-        return client.submit(_run_partition, data_futs[d], part_combos[p], threads_per_task,
-                             kernel, isa, fee, key=f"tickwire-sweep-{token}-{d}-{p}-{attempt}",
+        return client.submit(task, data_futs[d], part_combos[p], *args,
+                             key=f"tickwire-sweep-{token}-{d}-{p}-{attempt}",
                              retries=retries, pure=False)
 
     from distributed import as_completed
@@ -274,15 +314,14 @@ def sweep(client, close_or_datasets, grid=None, *, partition_size=None, threads_
                 # A result held by a worker that died after finishing the
                 # task is lost; the scheduler computes it again and result()
                 # waits for that, so no status check may come first.
-                part_pnl, part_trades = fut.result()
+                res = fut.result()
             except BaseException as e:  # a cancelled future's error is a BaseException
                 if isinstance(e, (KeyboardInterrupt, SystemExit)):
                     raise
                 exc = e
             else:
                 exc = None
-                pnl[d, parts[p]] = part_pnl
-                trades[d, parts[p]] = part_trades
+                store(d, parts[p], res)
                 done += 1
                 combos_done += parts[p].size
                 bar.update(done, combos_done)
@@ -310,19 +349,83 @@ def sweep(client, close_or_datasets, grid=None, *, partition_size=None, threads_
         for f in data_futs:
             f.release()
 
+
+# ---- any kernel by name ------------------------------------------------------
+
+def _named(kernel, grid):
+    from tickwire.kernels import Grid, Kernel
+    return isinstance(kernel, Kernel) or kernel not in _KERNELS or isinstance(grid, Grid)
+
+
+def _validate_named(close_or_datasets, grid, kernel, fee, threads_per_task, partition_size):
+    """validate() for a kernel by name: the kernel found here (a built-in,
+    or a plug-in whose path the workers must be able to open too), the
+    grid in its param order, every combo checked by the library (a one-bar
+    sweep), every price as kernel.md's "Inputs"."""
+    k = tickwire.kernel("hma_sar" if kernel in _KERNELS else kernel)
+    params = k.as_params(grid)
+    if params.shape[0] == 0:
+        raise _error(f"grid for {k.name}: no combos")
+    names, arrays, single = datasets_from(close_or_datasets)
+    if len(set(map(repr, names))) != len(names):
+        raise _error("instrument names must be unique")
+    for name, a in zip(names, arrays):
+        bad = ~np.isnan(a) & ~((a > 0.0) & np.isfinite(a))
+        if a.shape[0] == 0:
+            raise _error(f"instrument {name!r}: no bars", tickwire.ENODATA)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise _error(f"instrument {name!r}: bar {i}: price {a[i]!r} is not NaN or finite "
+                         "and > 0", tickwire.EBADPRICE)
+    tickwire.sweep(np.array([100.0]), params, kernel=k, threads=1, stats=False)
+    if isinstance(fee, bool) or not isinstance(fee, (int, float, np.floating, np.integer)) \
+            or not math.isfinite(fee):
+        raise _error(f"fee must be a finite number, got {fee!r}")
+    if not _is_int(threads_per_task) or threads_per_task < 0:
+        raise _error(f"threads_per_task must be an integer >= 0, got {threads_per_task!r}")
+    if partition_size is not None and (not _is_int(partition_size) or partition_size < 1):
+        raise _error(f"partition_size must be an integer >= 1, got {partition_size!r}")
+    return k, names, arrays, single, params
+
+
+def _run_kpartition(close, params, threads, kernel, fee):
+    """The task of a sweep by kernel name: the structured results."""
+    return tickwire.sweep(close, params, kernel=kernel, threads=threads, fee=fee).data
+
+
+def _sweep_named(client, close_or_datasets, grid, kernel, partition_size, threads_per_task,
+                 fee, as_frame, retries, progress):
+    k, names, arrays, single, params = _validate_named(
+        close_or_datasets, grid, kernel, fee, threads_per_task, partition_size)
+    from tickwire.kernels import Grid, SweepResult, STATS_FIELDS
+    n_combos, n_data = params.shape[0], len(arrays)
+    n_parts = _n_parts(n_combos, n_data, partition_size, _worker_threads(client))
+    # Combos of a kernel by name are not costed: contiguous, equal blocks.
+    parts = [p for p in np.array_split(np.arange(n_combos), max(1, min(n_parts, n_combos)))]
+    out = [None] * n_data
+
+    def store(d, idx, res):
+        if out[d] is None:
+            out[d] = np.empty(n_combos, dtype=res.dtype)
+        out[d][idx] = res
+
+    # A plug-in goes to the workers as its path (they open it themselves).
+    name = kernel if isinstance(kernel, str) and kernel not in _KERNELS else k.source
+    _run_tasks(client, names, arrays, params, parts, _run_kpartition,
+               (threads_per_task, name, float(fee)), store, retries, progress)
+    g = Grid(k.param_names, params)
+    results = [SweepResult(k.name, g, r, STATS_FIELDS) for r in out]
     if as_frame:
         import pandas as pd
-
-        frame = pd.DataFrame({
-            "instrument": np.repeat(np.array(names, dtype=object), n_combos),
-            **{w: np.tile(g[:, j], n_data) for j, w in enumerate(WINDOWS)},
-            "pnl": pnl.reshape(-1),
-            "trades": trades.reshape(-1),
-        })
-        return frame
+        frames = []
+        for nm, r in zip(names, results):
+            f = r.to_pandas()
+            f.insert(0, "instrument", nm)
+            frames.append(f)
+        return pd.concat(frames, ignore_index=True)
     if single:
-        return pnl[0], trades[0]
-    return pnl, trades
+        return results[0]
+    return dict(zip(names, results))
 
 
 def _lost(exc):
