@@ -112,7 +112,7 @@ def setup_run(workdir, paths, engine=None, kernels=None):
     venue = live.Venue(TICKWIRE, paths, workdir, args=["--lockstep"])
     lines = ["[engine]", f"report = {os.path.join(workdir, 'report.json')}",
              f"trades = {os.path.join(workdir, 'trades.csv')}", "fee = 0.09"]
-    lines += [f"{k} = {v}" for k, v in (engine or {}).items()]
+    lines += [f"{k} = {v}" for k, v in {"busy_poll": "no", **(engine or {})}.items()]
     lines += ["[session venue]", "host = 127.0.0.1", f"port = {venue.port}", "sender = TRADER",
               "target = VENUE", f"store = {os.path.join(workdir, 'store', 'venue')}",
               "reconnect_min_ms = 20", "reconnect_max_ms = 200"]
