@@ -148,6 +148,13 @@ static int is_closed(tw_tcp_conn *c)
 static int connect_to(tw_tcp_conn *c, uint16_t port_no)
 {
     memset(c, 0, sizeof(*c));
+    /* TW_INTEROP_TCP=off: the connections of the other cases without SACK
+     * and timestamps (for comparing the impaired transfer by hand). */
+    const char *o = getenv("TW_INTEROP_TCP");
+    if (o && !strcmp(o, "off")) {
+        tw_tcp_cfg off = {.no_sack = 1, .no_timestamps = 1};
+        tw_tcp_set_cfg(c, &off);
+    }
     ev_seen = 0;
     int rc = tw_tcp_connect(st, c, TW_NETENV_PEER_IP_BE, port_no, 0, tw__netdrv_now_ns());
     CHECK(rc == 0);
@@ -306,6 +313,11 @@ static int is_established(tw_tcp_conn *c)
 
 static void case_options(void)
 {
+    const char *o = getenv("TW_INTEROP_TCP");
+    if (o && !strcmp(o, "off")) {
+        printf("  [%s] options: skipped (TW_INTEROP_TCP=off)\n", kind);
+        return;
+    }
     char cap[64];
     snprintf(cap, sizeof(cap), "/tmp/tw_opts_%d.txt", (int)getpid());
     if (tw__netenv_sh(1, "command -v tcpdump >/dev/null") != 0) {
