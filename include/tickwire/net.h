@@ -170,6 +170,16 @@ typedef struct tw_net_stats {
     uint64_t cwr_sent;
     uint64_t rate_limited;        /* times the token bucket held data back */
     uint64_t conns_opened, conns_accepted, conns_reset, conns_timeout;
+    /* SACK and timestamps (RFC 2018, 6675, 7323) */
+    uint64_t rx_paws_drop;        /* PAWS: TSval older than TS.Recent (ACKed, dropped) */
+    uint64_t rx_ts_missing;       /* no timestamp on a timestamped connection: dropped */
+    uint64_t rx_sack_blocks;      /* SACK blocks taken into a scoreboard */
+    uint64_t rx_sack_bad;         /* blocks refused: reversed, empty, past snd_max, below snd_una */
+    uint64_t tx_sack_blocks;      /* SACK blocks sent */
+    uint64_t sack_recoveries;     /* RFC 6675 loss recovery episodes */
+    uint64_t sack_retransmits;    /* segments resent by NextSeg (in retransmits too) */
+    uint64_t rescue_retransmits;  /* RFC 6675 rescue retransmissions */
+    uint64_t ts_rtt_samples;      /* RTT samples taken from echoed timestamps */
 } tw_net_stats;
 
 const tw_net_stats *tw_net_get_stats(const tw_net *st);
@@ -216,6 +226,25 @@ const char *tw_tcp_state_name(tw_tcp_state s);
 #define TW_TCP_EV_ECN_CUT   (1u << 7) /* send rate halved after ECE */
 
 typedef void (*tw_tcp_event_cb)(tw_tcp_conn *c, unsigned events, void *user);
+
+/* Per-connection options (all zero = the defaults: SACK and timestamps
+ * offered on connections we open and accepted on those we accept).  Set
+ * with tw_tcp_set_cfg before tw_tcp_connect, or in the accept callback
+ * before returning the handle; they survive the handle's reuse. */
+typedef struct tw_tcp_cfg {
+    uint8_t no_sack;       /* 1 = neither offer nor accept SACK (RFC 2018) */
+    uint8_t no_timestamps; /* 1 = neither offer nor accept timestamps (RFC 7323) */
+    uint8_t pad_[6];
+} tw_tcp_cfg;
+
+/* The SACK scoreboard of the sender (RFC 6675): the peer's SACKed ranges
+ * above snd_una, sorted and disjoint, at most TW_TCP_SACK_BLOCKS of them
+ * (when full, the highest is forgotten: it only costs a resend). */
+#define TW_TCP_SACK_BLOCKS 8
+typedef struct tw_tcp_sackboard {
+    uint32_t n;
+    uint32_t blk[TW_TCP_SACK_BLOCKS][2]; /* [start, end) */
+} tw_tcp_sackboard;
 
 /* Called for a SYN to a listening port: return a zeroed (or released)
  * tw_tcp_conn from caller memory to accept, or NULL to refuse (RST). */
@@ -273,6 +302,20 @@ struct tw_tcp_conn {
     uint32_t ecn_cut_seq;     /* no second cut until snd_una passes this */
     uint32_t challenge_n;     /* challenge ACKs sent since challenge_at_ns */
     uint64_t challenge_at_ns; /* start of the current 1 s rate-limit window */
+    /* Options (tcp_sack.c, tcp_in.c).  Timestamps: TSval = now in ms +
+     * ts_off; ts_recent is the peer's last TSval taken (RFC 7323 4.3),
+     * ts_recent_ns when it was taken (the 24-day PAWS rule). */
+    tw_tcp_cfg cfg;
+    uint32_t ts_off, ts_recent;
+    uint64_t ts_recent_ns;
+    uint32_t last_ack_sent;   /* Last.ACK.sent of RFC 7323 */
+    uint16_t mss_opt;         /* the limit on TCP options + payload per segment */
+    uint16_t pad2_;
+    uint32_t sack_recent_n;   /* receiver: seqs of the latest OOO arrivals, newest first */
+    uint32_t sack_recent[4];
+    tw_tcp_sackboard sb;      /* sender: what the peer SACKed */
+    uint32_t high_rxt;        /* RFC 6675 HighRxt (exclusive end of the last resend) */
+    uint32_t rescue_rxt;      /* RFC 6675 RescueRxt; valid with TF_RESCUE_SET */
     /* prebuilt Ethernet+IPv4+TCP header (54 bytes, no options) */
     uint8_t hdr[56];
     uint32_t hdr_csum_part;   /* pseudo-header + constant fields partial sum */
@@ -299,6 +342,14 @@ int tw_tcp_connect(tw_net *st, tw_tcp_conn *c, uint32_t ip, uint16_t port,
 int tw_tcp_listen(tw_net *st, tw_tcp_listener *l, uint16_t port,
                   tw_tcp_accept_cb accept_cb, void *user);
 void tw_tcp_unlisten(tw_tcp_listener *l);
+
+/* Sets the per-connection options (cfg NULL = defaults).  Takes effect
+ * at the next open of c (tw_tcp_connect, or the accept callback's return). */
+void tw_tcp_set_cfg(tw_tcp_conn *c, const tw_tcp_cfg *cfg);
+
+/* What the handshake agreed: 1 when SACK / timestamps are in use on c. */
+int tw_tcp_sack_on(const tw_tcp_conn *c);
+int tw_tcp_timestamps_on(const tw_tcp_conn *c);
 
 /* Sets the event callback (may be NULL: poll with tw_tcp_events). */
 void tw_tcp_set_callback(tw_tcp_conn *c, tw_tcp_event_cb cb, void *user);

@@ -101,7 +101,26 @@ _Static_assert(sizeof(tw_icmp_echo_hdr) == 8, "ICMP echo header is 8 bytes");
 #define TW_TCPOPT_MSS 2    /* len 4: maximum segment size */
 #define TW_TCPOPT_WSCALE 3 /* len 3: window scale shift */
 #define TW_TCPOPT_SACK_OK 4
-#define TW_TCPOPT_TS 8
+#define TW_TCPOPT_SACK 5   /* len 2 + 8n: SACK blocks (RFC 2018) */
+#define TW_TCPOPT_TS 8     /* len 10: TSval, TSecr (RFC 7323) */
+
+/* TCP options of one segment, as tw_tcp_parse_opts found them. */
+typedef struct tw_tcp_opts {
+    uint16_t mss;          /* 0 = absent */
+    int8_t wscale;         /* -1 = absent; capped at 14 (RFC 7323 2.3) */
+    uint8_t sack_ok;       /* SACK-permitted seen */
+    uint8_t has_ts;
+    uint8_t sack_n;        /* SACK blocks in sack[] (0-4, in wire order) */
+    uint16_t pad_;
+    uint32_t tsval, tsecr;
+    uint32_t sack[4][2];   /* [left, right) as on the wire, not yet checked */
+} tw_tcp_opts;
+
+/* Walks n bytes of TCP options.  Returns 0, or -EBADMSG when an option's
+ * length is wrong (MSS not 4, window scale not 3, SACK-permitted not 2,
+ * timestamps not 10, SACK not 2 + 8k with 1 <= k <= 4, or running past the
+ * end): the segment is then refused.  Unknown options are skipped. */
+int tw_tcp_parse_opts(const uint8_t *o, uint32_t n, tw_tcp_opts *out);
 
 /* TCP header without options (RFC 793). */
 typedef struct __attribute__((packed)) tw_tcp_hdr {

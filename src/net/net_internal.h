@@ -29,6 +29,10 @@
 #define TF_SEND_SYN    (1u << 11) /* (re)send SYN or SYN-ACK */
 #define TF_PERSIST     (1u << 12) /* persist timer armed */
 #define TF_FIN_OOO     (1u << 13) /* peer's FIN seen past a hole, at fin_seq */
+#define TF_SACK        (1u << 14) /* SACK offered (SYN_SENT) / negotiated */
+#define TF_TS          (1u << 15) /* timestamps offered (SYN_SENT) / negotiated */
+#define TF_TS_RECENT   (1u << 16) /* ts_recent holds a value (PAWS armed) */
+#define TF_RESCUE_SET  (1u << 17) /* rescue_rxt defined in this recovery */
 
 #define TW_NET_HDR_LEN 54 /* Ethernet + IPv4 + TCP without options */
 #define TW_NET_MAX_BURST 64
@@ -90,7 +94,44 @@ void tw__tcp_send_rst_reply(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns
 void tw__tcp_build_template(tw_tcp_conn *c);
 uint32_t tw__tcp_rcv_window(const tw_tcp_conn *c);
 void tw__tcp_tokens_refill(tw_tcp_conn *c, uint64_t now_ns);
+/* Our TSval for now_ns (ms clock plus the connection's offset). */
+static inline uint32_t tw__tcp_tsval(const tw_tcp_conn *c, uint64_t now_ns)
+{
+    return (uint32_t)(now_ns / 1000000u) + c->ts_off;
+}
 uint64_t tw__tcp_bucket_cap(const tw_tcp_conn *c);
+
+/* tcp_sack.c */
+/* Takes the peer's SACK blocks into c->sb: each is checked against
+ * [snd_una, snd_max) (a block reversed, empty, wholly below snd_una or
+ * reaching past snd_max is refused and counted in *bad); returns the
+ * number of blocks taken. */
+unsigned tw__sack_update(tw_tcp_sackboard *sb, uint32_t snd_una, uint32_t snd_max,
+                         const uint32_t (*blk)[2], unsigned n, unsigned *bad);
+/* Drops everything below una from the scoreboard (a cumulative ACK). */
+void tw__sack_advance(tw_tcp_sackboard *sb, uint32_t una);
+/* RFC 6675 IsLost as a boundary: every unSACKed byte below the returned
+ * sequence is lost (DupThresh 3 blocks, or more than 2 * mss bytes,
+ * SACKed above it); una when none is. */
+uint32_t tw__sack_lost_end(const tw_tcp_sackboard *sb, uint32_t una, uint32_t mss);
+/* RFC 6675 SetPipe: the bytes in flight. */
+uint32_t tw__sack_pipe(const tw_tcp_sackboard *sb, uint32_t una, uint32_t snd_max,
+                       uint32_t high_rxt, uint32_t mss);
+/* The first unSACKed byte at or above from and below to; *len is the run
+ * of unSACKed bytes from it (capped at mss).  Returns 0, or -1 if none. */
+int tw__sack_next_hole(const tw_tcp_sackboard *sb, uint32_t from, uint32_t to,
+                       uint32_t mss, uint32_t *seq, uint32_t *len);
+/* 1 when seq is inside a SACKed block (then *end is the block's end). */
+int tw__sack_covered(const tw_tcp_sackboard *sb, uint32_t seq, uint32_t *end);
+/* Receiver: notes an out-of-order arrival at seq (most recent first). */
+void tw__sack_note_arrival(tw_tcp_conn *c, uint32_t seq);
+/* Receiver: writes up to max SACK blocks for c's out-of-order ranges
+ * (most recent first) into blk; returns their number. */
+unsigned tw__sack_blocks(const tw_tcp_conn *c, uint32_t (*blk)[2], unsigned max);
+/* Sender, in SACK loss recovery: RFC 6675 NextSeg and the rescue
+ * retransmission, while the congestion window has room.  Returns 1 when
+ * it sent what the window allows (the normal send loop is skipped). */
+int tw__sack_output(tw_tcp_conn *c, uint64_t now_ns);
 
 /* tcp_timer.c */
 void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns);

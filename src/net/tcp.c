@@ -109,9 +109,11 @@ int tw__tcp_conn_open(tw_net *st, tw_tcp_conn *c, uint32_t rip, uint16_t rport,
     /* The handle is the caller's: only its callback survives a reuse. */
     tw_tcp_event_cb cb = c->cb;
     void *user = c->user;
+    tw_tcp_cfg cfg = c->cfg;
     memset(c, 0, sizeof(*c));
     c->cb = cb;
     c->user = user;
+    c->cfg = cfg;
     c->slot = -1;
     if (tw__tcp_slot_alloc(st, c))
         return -EBUSY;
@@ -121,7 +123,11 @@ int tw__tcp_conn_open(tw_net *st, tw_tcp_conn *c, uint32_t rip, uint16_t rport,
     c->remote_port = rport;
     c->local_port = lport;
     c->mss = st->cfg.mss;
+    c->mss_opt = c->mss;
     c->iss = tw__tcp_isn(st, c->local_ip, lport, rip, rport, now_ns);
+    /* A per-connection offset for TSval (RFC 7323 5.4), from the ISN hash
+     * (port numbers swapped so it is not the ISN itself). */
+    c->ts_off = tw__tcp_isn(st, c->local_ip, rport, rip, lport, 0);
     c->snd_una = c->snd_nxt = c->snd_max = c->iss;
     c->snd_end = c->iss + 1; /* data starts after the SYN */
     c->rto_ns = st->cfg.rto_init_ns;
@@ -180,6 +186,10 @@ int tw_tcp_connect(tw_net *st, tw_tcp_conn *c, uint32_t ip, uint16_t port,
     c->flags |= TF_SEND_SYN;
     if (st->cfg.ecn)
         c->flags |= TF_ECN; /* requested; cleared if the SYN-ACK says no */
+    if (!c->cfg.no_sack)
+        c->flags |= TF_SACK; /* offered; the same */
+    if (!c->cfg.no_timestamps)
+        c->flags |= TF_TS;
     st->stats.conns_opened++;
     tw__tcp_output(c, now_ns);
     tw__net_tx_flush(st);
@@ -404,4 +414,22 @@ int tw_tcp_conn_release(tw_tcp_conn *c)
 uint64_t tw_tcp_rate_Bps(const tw_tcp_conn *c)
 {
     return c->rate_Bps;
+}
+
+void tw_tcp_set_cfg(tw_tcp_conn *c, const tw_tcp_cfg *cfg)
+{
+    if (cfg)
+        c->cfg = *cfg;
+    else
+        memset(&c->cfg, 0, sizeof(c->cfg));
+}
+
+int tw_tcp_sack_on(const tw_tcp_conn *c)
+{
+    return c->state != TW_TCP_SYN_SENT && (c->flags & TF_SACK) != 0;
+}
+
+int tw_tcp_timestamps_on(const tw_tcp_conn *c)
+{
+    return c->state != TW_TCP_SYN_SENT && (c->flags & TF_TS) != 0;
 }

@@ -11,60 +11,41 @@ typedef struct seg_info {
     uint32_t dlen;            /* payload bytes */
     uint8_t flags;
     uint8_t ecn;              /* IP ECN bits */
-    uint16_t peer_mss;        /* 0 = no option */
-    int peer_ws;              /* -1 = no option */
+    tw_tcp_opts o;            /* options (tcp_sack.c) */
     const uint8_t *data;
 } seg_info;
 
-/* Walks the options; returns 0, or -EBADMSG when an option's length is
- * bad (the segment is dropped and counted as rx_tcp_bad). */
-static int parse_opts(const uint8_t *o, uint32_t n, seg_info *s)
+/* SYN options: the MSS, window scale, and which of SACK and timestamps
+ * both sides offered (c->flags says what we offer: TF_SACK, TF_TS). */
+static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
 {
-    s->peer_mss = 0;
-    s->peer_ws = -1;
-    uint32_t i = 0;
-    while (i < n) { /* bounded: each step advances i by at least 1 */
-        uint8_t kind = o[i];
-        if (kind == TW_TCPOPT_EOL)
-            break;
-        if (kind == TW_TCPOPT_NOP) {
-            i++;
-            continue;
-        }
-        if (i + 1 >= n)
-            return -EBADMSG;
-        uint8_t len = o[i + 1];
-        if (len < 2 || i + len > n)
-            return -EBADMSG;
-        if (kind == TW_TCPOPT_MSS) {
-            if (len != 4)
-                return -EBADMSG;
-            s->peer_mss = (uint16_t)(o[i + 2] << 8 | o[i + 3]);
-        } else if (kind == TW_TCPOPT_WSCALE) {
-            if (len != 3)
-                return -EBADMSG;
-            s->peer_ws = o[i + 2] > 14 ? 14 : o[i + 2]; /* RFC 7323 2.3 */
-        }
-        i += len;
+    if (!s->o.sack_ok)
+        c->flags &= ~TF_SACK;
+    if (!s->o.has_ts) {
+        c->flags &= ~TF_TS;
+    } else if (c->flags & TF_TS) {
+        c->ts_recent = s->o.tsval;
+        c->ts_recent_ns = now_ns;
+        c->flags |= TF_TS_RECENT;
     }
-    return 0;
-}
-
-static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s)
-{
-    uint16_t mss = s->peer_mss ? s->peer_mss : 536; /* RFC 1122 default */
+    uint16_t mss = s->o.mss ? s->o.mss : 536; /* RFC 1122 default */
     if (mss < 64)
         mss = 64; /* a tiny MSS is a resource attack; refuse to go below */
     if (mss < c->mss)
         c->mss = mss;
-    if (s->peer_ws >= 0) {
-        c->snd_wscale = (uint8_t)s->peer_ws;
+    if (s->o.wscale >= 0) {
+        c->snd_wscale = (uint8_t)s->o.wscale;
     } else {
         /* Scaling only when both sides offer it (RFC 7323 1.3). */
         c->snd_wscale = 0;
         c->rcv_wscale = 0;
     }
-    TW_ASSERT(c->mss >= 64 && c->snd_wscale <= 14 && c->rcv_wscale <= 14);
+    /* Options and payload share the MSS (RFC 6691): with timestamps on
+     * every segment, 12 bytes less of data. */
+    c->mss_opt = c->mss;
+    if (c->flags & TF_TS)
+        c->mss = (uint16_t)(c->mss - 12);
+    TW_ASSERT(c->mss >= 52 && c->snd_wscale <= 14 && c->rcv_wscale <= 14);
 }
 
 static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
@@ -101,7 +82,11 @@ static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
     c->irs = s->seq;
     c->rcv_nxt = c->rx_head = c->rx_tail = s->seq + 1;
     c->rcv_adv = c->rcv_nxt;
-    apply_syn_opts(c, s);
+    if (!c->cfg.no_sack)
+        c->flags |= TF_SACK;
+    if (!c->cfg.no_timestamps)
+        c->flags |= TF_TS;
+    apply_syn_opts(c, s, now_ns);
     c->snd_wnd = s->wnd; /* never scaled in a SYN */
     c->snd_wl1 = s->seq;
     c->snd_wl2 = c->iss;
@@ -191,6 +176,7 @@ static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
     c->ooo[i][1] = e;
     c->ooo_n = n - (j - i) + 1;
     st->stats.rx_tcp_ooo++;
+    tw__sack_note_arrival(c, seq);
     /* Every held range lies past the hole at rx_tail. */
     TW_ASSERT(c->ooo_n <= TW_ARRAY_SIZE(c->ooo) && SEQ_GT(c->ooo[0][0], c->rx_tail));
     return 0;
@@ -221,6 +207,14 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
     if (c->rtt_start_ns && SEQ_GEQ(s->ack, c->rtt_seq)) {
         tw__tcp_rtt_sample(c, now_ns - c->rtt_start_ns);
         c->rtt_start_ns = 0;
+    } else if (!c->rtt_start_ns && (c->flags & TF_TS) && s->o.has_ts && s->o.tsecr) {
+        /* No timed segment (Karn stopped it at a retransmission): the
+         * echoed timestamp still times this ACK (RFC 7323 4.1), in ms. */
+        int32_t ms = (int32_t)(tw__tcp_tsval(c, now_ns) - s->o.tsecr);
+        if (ms >= 0) {
+            tw__tcp_rtt_sample(c, (uint64_t)ms * 1000000u);
+            st->stats.ts_rtt_samples++;
+        }
     }
     uint32_t old_data_una = tcp_data_una(c);
     c->snd_una = s->ack;
@@ -231,6 +225,9 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
         if (SEQ_GEQ(s->ack, c->recover)) {
             c->flags &= ~TF_IN_RECOVERY;
             c->cwnd = c->ssthresh;
+        } else if (c->flags & TF_SACK) {
+            /* RFC 6675: a partial ACK keeps cwnd; NextSeg picks the
+             * holes (tcp_out.c). */
         } else {
             /* NewReno partial ACK (RFC 6582): resend the next hole. */
             retransmit_head(c, now_ns);
@@ -294,6 +291,17 @@ static void fast_retransmit(tw_tcp_conn *c, uint64_t now_ns)
     c->flags |= TF_IN_RECOVERY;
     c->rtt_start_ns = 0; /* Karn */
     st->stats.fast_retransmits++;
+    if (c->flags & TF_SACK) {
+        /* RFC 6675 5 (4.2): cwnd = ssthresh, the first segment resent
+         * now; HighRxt marks it; RescueRxt undefined. */
+        c->cwnd = c->ssthresh;
+        c->flags &= ~TF_RESCUE_SET;
+        c->snd_nxt = c->snd_max;
+        st->stats.sack_recoveries++;
+        uint32_t end = SEQ_LT(c->snd_max, c->snd_end) ? c->snd_max : c->snd_end;
+        uint32_t len = end - c->snd_una > c->mss ? c->mss : end - c->snd_una;
+        c->high_rxt = c->snd_una + (SEQ_LT(c->snd_una, end) ? len : 0);
+    }
     retransmit_head(c, now_ns);
     tw__tcp_arm_rto(c, now_ns);
 }
@@ -344,7 +352,7 @@ static void syn_sent_input(tw_tcp_conn *c, const tw_net_parsed *pp,
     c->irs = s->seq;
     c->rcv_nxt = c->rx_head = c->rx_tail = s->seq + 1;
     c->rcv_adv = c->rcv_nxt;
-    apply_syn_opts(c, s);
+    apply_syn_opts(c, s, now_ns);
     /* RFC 3168 6.1.1: the ECN-setup SYN-ACK has ECE and not CWR. */
     if ((s->flags & (TW_TCP_ECE | TW_TCP_CWR)) != TW_TCP_ECE)
         c->flags &= ~TF_ECN;
@@ -386,7 +394,7 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
     s.dlen = pp->payload_len;
     s.data = pp->payload;
     s.ecn = pp->ip->tos & TW_IP_ECN_MASK;
-    if (parse_opts(pp->tcp_opts, pp->tcp_opts_len, &s) ||
+    if (tw_tcp_parse_opts(pp->tcp_opts, pp->tcp_opts_len, &s.o) ||
         ((s.flags & TW_TCP_SYN) && (s.flags & (TW_TCP_FIN | TW_TCP_RST))) ||
         tw_be16(th->sport_be) == 0 || tw_be16(th->dport_be) == 0) {
         st->stats.rx_tcp_bad++;
@@ -409,6 +417,27 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
         c->flags |= TF_SEND_SYN;
         c->snd_nxt = c->iss;
         return;
+    }
+
+    /* 0. Timestamps (RFC 7323 3.2, 5.3 R1): on a timestamped connection
+     * a segment other than RST without one is dropped; one whose TSval is
+     * older than TS.Recent is an old duplicate (PAWS): acknowledged and
+     * dropped, unless TS.Recent is over 24 days old (then it is no
+     * longer trusted, 5.5).  A RST is judged by its sequence number only. */
+    if ((c->flags & TF_TS) && !(s.flags & TW_TCP_RST)) {
+        if (!s.o.has_ts) {
+            st->stats.rx_ts_missing++;
+            return;
+        }
+        if ((c->flags & TF_TS_RECENT) && (int32_t)(s.o.tsval - c->ts_recent) < 0) {
+            if (now_ns - c->ts_recent_ns > 24ull * 86400 * 1000000000ull) {
+                c->flags &= ~TF_TS_RECENT;
+            } else {
+                st->stats.rx_paws_drop++;
+                challenge_ack(c, now_ns);
+                return;
+            }
+        }
     }
 
     /* 1. Sequence check (RFC 793 p.69), on every segment. */
@@ -454,6 +483,15 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
             return;
         }
         c->flags |= TF_ACK_NOW;
+    }
+    /* R3 of RFC 7323 5.3: TS.Recent follows the segments that reach our
+     * last acknowledgement (so a delayed ACK does not let a later segment
+     * push it past the one the peer will echo). */
+    if ((c->flags & TF_TS) && s.o.has_ts && SEQ_LEQ(s.seq, c->last_ack_sent) &&
+        (!(c->flags & TF_TS_RECENT) || (int32_t)(s.o.tsval - c->ts_recent) >= 0)) {
+        c->ts_recent = s.o.tsval;
+        c->ts_recent_ns = now_ns;
+        c->flags |= TF_TS_RECENT;
     }
     /* The peer is alive (only segments that passed the window check count,
      * so forged ones cannot keep a dead connection open). */
@@ -529,6 +567,17 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
         c->flags |= TF_ECE_ECHO | TF_ACK_NOW;
     }
     uint32_t new_wnd = s.wnd << c->snd_wscale;
+    if (c->flags & TF_SACK) {
+        uint32_t una = SEQ_GT(s.ack, c->snd_una) ? s.ack : c->snd_una;
+        tw__sack_advance(&c->sb, una);
+        if (s.o.sack_n) {
+            unsigned bad;
+            st->stats.rx_sack_blocks +=
+                tw__sack_update(&c->sb, una, c->snd_max,
+                                (const uint32_t(*)[2])s.o.sack, s.o.sack_n, &bad);
+            st->stats.rx_sack_bad += bad;
+        }
+    }
     if (SEQ_GT(s.ack, c->snd_una)) {
         on_new_ack(c, &s, now_ns);
         if (c->state == TW_TCP_CLOSED)
@@ -538,9 +587,13 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
                SEQ_GT(c->snd_max, c->snd_una)) {
         /* RFC 5681 duplicate ACK. */
         c->dupacks++;
-        if (c->dupacks == 3 && !(c->flags & TF_IN_RECOVERY))
+        /* With SACK (RFC 6675 5): also as soon as the scoreboard says
+         * the first segment is lost. */
+        int lost = (c->flags & TF_SACK) &&
+                   SEQ_GT(tw__sack_lost_end(&c->sb, c->snd_una, c->mss), c->snd_una);
+        if ((c->dupacks == 3 || lost) && !(c->flags & TF_IN_RECOVERY))
             fast_retransmit(c, now_ns);
-        else if (c->dupacks > 3 && (c->flags & TF_IN_RECOVERY))
+        else if (c->dupacks > 3 && (c->flags & TF_IN_RECOVERY) && !(c->flags & TF_SACK))
             c->cwnd += c->mss; /* window inflation: more may go out */
     }
     /* An answer to a zero-window probe proves the peer alive. */

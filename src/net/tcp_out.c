@@ -63,6 +63,91 @@ void tw__tcp_tokens_refill(tw_tcp_conn *c, uint64_t now_ns)
     c->tokens = (c->tokens > cap - add) ? cap : c->tokens + add;
 }
 
+static uint32_t put_ts(const tw_tcp_conn *c, uint8_t *o, uint64_t now_ns)
+{
+    uint32_t v = tw__tcp_tsval(c, now_ns), e = c->ts_recent;
+    o[0] = TW_TCPOPT_TS;
+    o[1] = 10;
+    for (int i = 0; i < 4; i++) {
+        o[2 + i] = (uint8_t)(v >> (24 - 8 * i));
+        o[6 + i] = (uint8_t)(e >> (24 - 8 * i));
+    }
+    return 10;
+}
+
+/* SYN and SYN-ACK options, laid out as Linux does (20 bytes with all):
+ *   MSS(4) | SACK-permitted(2) TS(10) | NOP WS(3)
+ * or NOP NOP in place of SACK-permitted without SACK, NOP NOP SACK-OK
+ * without timestamps, and MSS NOP WS (8 bytes) with neither.  A SYN
+ * offers what the connection's cfg allows (TF_SACK, TF_TS set at
+ * connect); a SYN-ACK only what both sides offered. */
+static uint32_t put_syn_opts(tw_tcp_conn *c, uint8_t *o, uint64_t now_ns)
+{
+    uint32_t n = 0;
+    o[n++] = TW_TCPOPT_MSS;
+    o[n++] = 4;
+    o[n++] = (uint8_t)(c->st->cfg.mss >> 8);
+    o[n++] = (uint8_t)c->st->cfg.mss;
+    if (c->flags & TF_TS) {
+        if (c->flags & TF_SACK) {
+            o[n++] = TW_TCPOPT_SACK_OK;
+            o[n++] = 2;
+        } else {
+            o[n++] = TW_TCPOPT_NOP;
+            o[n++] = TW_TCPOPT_NOP;
+        }
+        n += put_ts(c, o + n, now_ns);
+    } else if (c->flags & TF_SACK) {
+        o[n++] = TW_TCPOPT_NOP;
+        o[n++] = TW_TCPOPT_NOP;
+        o[n++] = TW_TCPOPT_SACK_OK;
+        o[n++] = 2;
+    }
+    o[n++] = TW_TCPOPT_NOP;
+    o[n++] = TW_TCPOPT_WSCALE;
+    o[n++] = 3;
+    o[n++] = c->rcv_wscale;
+    TW_ASSERT(n % 4 == 0 && n <= 20);
+    return n;
+}
+
+/* Options of a segment after the handshake: NOP NOP TS (12 bytes) on a
+ * timestamped connection (not on RST, RFC 7323 5.2), then SACK blocks
+ * for held out-of-order data (NOP NOP SACK, 2 + 8k bytes; k <= 3 with
+ * timestamps, 4 without), as many as fit beside len payload bytes. */
+static uint32_t put_opts(tw_tcp_conn *c, uint8_t *o, uint32_t len, uint8_t flags,
+                         uint64_t now_ns)
+{
+    uint32_t n = 0;
+    if ((c->flags & TF_TS) && !(flags & TW_TCP_RST)) {
+        o[n++] = TW_TCPOPT_NOP;
+        o[n++] = TW_TCPOPT_NOP;
+        n += put_ts(c, o + n, now_ns);
+    }
+    if ((c->flags & TF_SACK) && c->ooo_n && (flags & TW_TCP_ACK) &&
+        !(flags & TW_TCP_RST)) {
+        uint32_t room = c->mss_opt > n + len + 4 ? c->mss_opt - n - len - 4 : 0;
+        unsigned max = (c->flags & TF_TS) ? 3 : 4;
+        if (room / 8 < max)
+            max = room / 8;
+        uint32_t blk[4][2];
+        unsigned k = max ? tw__sack_blocks(c, blk, max) : 0;
+        if (k) {
+            o[n++] = TW_TCPOPT_NOP;
+            o[n++] = TW_TCPOPT_NOP;
+            o[n++] = TW_TCPOPT_SACK;
+            o[n++] = (uint8_t)(2 + 8 * k);
+            for (unsigned b = 0; b < k; b++)
+                for (int e = 0; e < 2; e++)
+                    for (int i = 0; i < 4; i++)
+                        o[n++] = (uint8_t)(blk[b][e] >> (24 - 8 * i));
+            c->st->stats.tx_sack_blocks += k;
+        }
+    }
+    TW_ASSERT(n % 4 == 0 && n <= 40);
+    return n;
+}
+
 int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
                      uint64_t now_ns)
 {
@@ -86,15 +171,7 @@ int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
     uint32_t optlen = 0;
     uint32_t win;
     if (flags & TW_TCP_SYN) {
-        opt[0] = TW_TCPOPT_MSS;
-        opt[1] = 4;
-        opt[2] = (uint8_t)(st->cfg.mss >> 8);
-        opt[3] = (uint8_t)st->cfg.mss;
-        opt[4] = TW_TCPOPT_NOP;
-        opt[5] = TW_TCPOPT_WSCALE;
-        opt[6] = 3;
-        opt[7] = c->rcv_wscale;
-        optlen = 8;
+        optlen = put_syn_opts(c, opt, now_ns);
         /* RFC 7323: the window in a SYN is never scaled. */
         win = tw__tcp_rcv_window(c);
         if (win > 65535)
@@ -102,6 +179,7 @@ int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
         if (c->flags & TF_ECN)
             flags |= (flags & TW_TCP_ACK) ? TW_TCP_ECE : (TW_TCP_ECE | TW_TCP_CWR);
     } else {
+        optlen = put_opts(c, opt, len, flags, now_ns);
         win = tw__tcp_rcv_window(c) >> c->rcv_wscale;
         if (win > 65535)
             win = 65535;
@@ -158,6 +236,7 @@ int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
         if ((flags & TW_TCP_SYN) || SEQ_GT(edge, c->rcv_adv))
             c->rcv_adv = edge;
         c->flags &= ~(TF_ACK_NOW | TF_WND_UPDATE);
+        c->last_ack_sent = c->rcv_nxt;
         c->delack_at_ns = 0;
         c->unacked_segs = 0;
     }
@@ -261,8 +340,21 @@ void tw__tcp_output(tw_tcp_conn *c, uint64_t now_ns)
     if (data_state(c->state)) {
         uint32_t wnd = c->snd_wnd < c->cwnd ? c->snd_wnd : c->cwnd;
         int sent_any = 0;
+        if ((c->flags & (TF_SACK | TF_IN_RECOVERY)) == (TF_SACK | TF_IN_RECOVERY) &&
+            c->state != TW_TCP_CLOSED)
+            tw__sack_output(c, now_ns);
         /* Bounded: at most one pass over the ring's bytes. */
-        while (SEQ_LT(c->snd_nxt, c->snd_end)) {
+        while (!(c->flags & TF_IN_RECOVERY && c->flags & TF_SACK) &&
+               SEQ_LT(c->snd_nxt, c->snd_end)) {
+            /* Going back after an RTO: what the peer SACKed since is
+             * skipped (the scoreboard was emptied at the RTO, so a
+             * receiver that reneged gets everything again). */
+            uint32_t sk;
+            if ((c->flags & TF_SACK) && SEQ_LT(c->snd_nxt, c->snd_max) &&
+                tw__sack_covered(&c->sb, c->snd_nxt, &sk)) {
+                c->snd_nxt = SEQ_LT(sk, c->snd_end) ? sk : c->snd_end;
+                continue;
+            }
             uint32_t inflight = c->snd_nxt - c->snd_una;
             uint32_t usable = wnd > inflight ? wnd - inflight : 0;
             if (!usable)
@@ -272,6 +364,12 @@ void tw__tcp_output(tw_tcp_conn *c, uint64_t now_ns)
                 len = c->mss;
             if (len > usable)
                 len = usable;
+            if ((c->flags & TF_SACK) && SEQ_LT(c->snd_nxt, c->snd_max)) {
+                uint32_t hs, hl; /* stop at the next SACKed block */
+                if (!tw__sack_next_hole(&c->sb, c->snd_nxt, c->snd_nxt + len, len, &hs, &hl) &&
+                    hs == c->snd_nxt)
+                    len = hl;
+            }
             tw__tcp_tokens_refill(c, now_ns);
             if (c->tokens < len) {
                 uint64_t need = len - c->tokens;

@@ -66,6 +66,10 @@ static void on_rto(tw_tcp_conn *c, uint64_t now_ns)
     c->cwnd = c->mss;
     c->dupacks = 0;
     c->flags &= ~TF_IN_RECOVERY;
+    /* RFC 2018 8: after an RTO the receiver may have reneged; start the
+     * scoreboard again from what it reports next. */
+    c->sb.n = 0;
+    c->high_rxt = c->snd_una;
     if (c->state == TW_TCP_SYN_SENT || c->state == TW_TCP_SYN_RCVD) {
         c->flags |= TF_SEND_SYN;
         c->snd_nxt = c->iss;

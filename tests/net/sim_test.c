@@ -129,12 +129,22 @@ typedef struct side {
 
 static side A, B;
 
+/* --tcp: which TCP options the two stacks use.  off: neither SACK nor
+ * timestamps (the behaviour with a peer that offers neither); on: both
+ * (the default of tw_tcp_cfg); mixed: each side drops each one by a coin
+ * from a hash of the seed, so one side offering and the other not is
+ * covered.  --lossy: every seed impaired, with 1-5% loss each way. */
+enum { TCP_OFF, TCP_ON, TCP_MIXED };
+static int g_tcp = TCP_OFF, g_lossy;
+static tw_tcp_cfg g_cfg_b; /* the accepting side's options for this seed */
+
 /* What the seeds exercised, summed: the run fails if a large batch never
  * reached one of these paths (the simulation would be testing less than
  * it claims). */
 static struct {
     uint64_t corrupt_caught, ooo, fast, rto, zwp, ce_rx, ecn_cuts, dup_seen, part, qdrop,
         challenge, keepalive, ooo_full, kernel_like;
+    uint64_t sack_rec, sack_retx, rescue, sack_blk, ts_rtt, sack_on, ts_on;
     uint64_t max_gap_ns, max_gap_seed; /* longest stretch without progress */
 } tally;
 static tw_tcp_listener L;
@@ -145,6 +155,7 @@ static tw_tcp_conn *on_accept(tw_tcp_listener *l, uint32_t ip, uint16_t port, vo
     if (B.have_conn)
         return NULL; /* one connection per run */
     B.have_conn = 1;
+    tw_tcp_set_cfg(&B.conn, &g_cfg_b);
     return &B.conn;
 }
 
@@ -275,9 +286,15 @@ static void run_seed(uint64_t seed, uint64_t bytes)
     tw_error err;
     SIM_CHECK(tw_sim_net_open(&net, seed, 8192, &err) == 0, "sim open: %s", err.msg);
     int severity = (int)rndn(4) != 0; /* a quarter of seeds: clean links */
+    if (g_lossy)
+        severity = 1;
     tw_sim_link_config la, lb;
     random_link(&la, severity);
     random_link(&lb, severity);
+    if (g_lossy) {
+        la.loss_ppm = 10000 + (uint32_t)(seed * 7919 % 40001);
+        lb.loss_ppm = 10000 + (uint32_t)(seed * 104729 % 40001);
+    }
     /* A quarter of the impaired seeds have the shape of the kernel peer
      * that found the out-of-order bug over AF_PACKET: a sender with far
      * more queued than the receiver's window (it fills the window behind
@@ -345,6 +362,20 @@ static void run_seed(uint64_t seed, uint64_t bytes)
     A.peer_total = B.total;
     B.peer_total = A.total;
     SIM_CHECK(tw_tcp_listen(B.st, &L, 5000, on_accept, NULL) == 0, "listen");
+    tw_tcp_cfg cfg_a;
+    memset(&cfg_a, 0, sizeof(cfg_a));
+    memset(&g_cfg_b, 0, sizeof(g_cfg_b));
+    if (g_tcp == TCP_OFF) {
+        cfg_a.no_sack = cfg_a.no_timestamps = 1;
+        g_cfg_b = cfg_a;
+    } else if (g_tcp == TCP_MIXED) {
+        uint64_t h = kh >> 40; /* not the bits kernel_like used */
+        cfg_a.no_sack = h & 1;
+        cfg_a.no_timestamps = h >> 1 & 1;
+        g_cfg_b.no_sack = h >> 2 & 1;
+        g_cfg_b.no_timestamps = h >> 3 & 1;
+    }
+    tw_tcp_set_cfg(&A.conn, &cfg_a);
     uint64_t now = 1000000000ull;
     SIM_CHECK(tw_tcp_connect(A.st, &A.conn, 0x0a000002, 5000, 0, now) == 0, "connect");
     A.have_conn = 1;
@@ -452,6 +483,18 @@ static void run_seed(uint64_t seed, uint64_t bytes)
     SIM_CHECK(!(A.ev_all & TW_TCP_EV_TIMEOUT) && !(B.ev_all & TW_TCP_EV_TIMEOUT), "timeout");
     SIM_CHECK((A.ev_all & TW_TCP_EV_CLOSED) || (A.ev_all & TW_TCP_EV_RESET), "A never closed");
     SIM_CHECK(A.connected && B.connected, "never connected");
+    /* The handshake agreed what both offered, the same on both sides. */
+    int want_sack = !cfg_a.no_sack && !g_cfg_b.no_sack;
+    int want_ts = !cfg_a.no_timestamps && !g_cfg_b.no_timestamps;
+    SIM_CHECK(tw_tcp_sack_on(&A.conn) == want_sack && tw_tcp_sack_on(&B.conn) == want_sack,
+              "SACK agreed A %d B %d, both offered %d", tw_tcp_sack_on(&A.conn),
+              tw_tcp_sack_on(&B.conn), want_sack);
+    SIM_CHECK(tw_tcp_timestamps_on(&A.conn) == want_ts &&
+                  tw_tcp_timestamps_on(&B.conn) == want_ts,
+              "timestamps agreed A %d B %d, both offered %d", tw_tcp_timestamps_on(&A.conn),
+              tw_tcp_timestamps_on(&B.conn), want_ts);
+    tally.sack_on += want_sack;
+    tally.ts_on += want_ts;
     /* Release everything; no buffer may be outside its pool. */
     SIM_CHECK(tw_tcp_conn_release(&A.conn) == 0 && tw_tcp_conn_release(&B.conn) == 0, "release");
     poll_all(&A, now);
@@ -474,6 +517,18 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         tally.dup_seen += s2[i]->rx_tcp_dup;
         tally.challenge += s2[i]->challenge_acks;
         tally.keepalive += s2[i]->keepalive_probes;
+        tally.sack_rec += s2[i]->sack_recoveries;
+        tally.sack_retx += s2[i]->sack_retransmits;
+        tally.rescue += s2[i]->rescue_retransmits;
+        tally.sack_blk += s2[i]->rx_sack_blocks;
+        tally.ts_rtt += s2[i]->ts_rtt_samples;
+        if (!want_sack)
+            SIM_CHECK(!s2[i]->tx_sack_blocks && !s2[i]->rx_sack_blocks &&
+                          !s2[i]->sack_recoveries,
+                      "SACK used on a connection that did not agree it");
+        if (!want_ts)
+            SIM_CHECK(!s2[i]->ts_rtt_samples && !s2[i]->rx_paws_drop,
+                      "timestamps used on a connection that did not agree them");
     }
     for (int i = 0; i < 2; i++)
         tally.ooo_full += s2[i]->rx_tcp_ooo_drop;
@@ -539,9 +594,24 @@ int main(int argc, char **argv)
             seeds = 1;
         } else if (!strcmp(argv[i], "-v"))
             g_verbose = 1;
+        else if (!strcmp(argv[i], "--lossy"))
+            g_lossy = 1;
+        else if (!strcmp(argv[i], "--tcp") && i + 1 < argc) {
+            i++;
+            if (!strcmp(argv[i], "on"))
+                g_tcp = TCP_ON;
+            else if (!strcmp(argv[i], "mixed"))
+                g_tcp = TCP_MIXED;
+            else if (!strcmp(argv[i], "off"))
+                g_tcp = TCP_OFF;
+            else {
+                fprintf(stderr, "net_sim_test: --tcp takes off, on or mixed, not '%s'\n", argv[i]);
+                return 2;
+            }
+        }
         else {
             fprintf(stderr, "usage: net_sim_test [--seeds N] [--first S] [--bytes B] "
-                            "[--seed S] [-v]\n");
+                            "[--seed S] [-v] [--tcp off|on|mixed] [--lossy]\n");
             return 2;
         }
     }
@@ -561,12 +631,26 @@ int main(int argc, char **argv)
            "longest wait without progress %.3f s virtual (seed %llu)\n",
            (unsigned long long)tally.kernel_like, (unsigned long long)tally.ooo_full,
            (double)tally.max_gap_ns / 1e9, (unsigned long long)tally.max_gap_seed);
-    if (seeds >= 100) {
+    printf("net_sim_test: SACK on %llu seeds, timestamps on %llu; SACK recoveries %llu, "
+           "NextSeg resends %llu, rescues %llu, SACK blocks taken %llu, timestamp RTT samples %llu\n",
+           (unsigned long long)tally.sack_on, (unsigned long long)tally.ts_on,
+           (unsigned long long)tally.sack_rec, (unsigned long long)tally.sack_retx,
+           (unsigned long long)tally.rescue, (unsigned long long)tally.sack_blk,
+           (unsigned long long)tally.ts_rtt);
+    if (seeds >= 100 && g_tcp != TCP_OFF) {
+        g_seed = first;
+        SIM_CHECK(tally.sack_on && tally.ts_on && tally.sack_rec && tally.sack_retx &&
+                      tally.rescue && tally.sack_blk && tally.ts_rtt,
+                  "a batch of %llu seeds left a SACK or timestamp path unexercised",
+                  (unsigned long long)seeds);
+    }
+    if (seeds >= 100 && !g_lossy) {
         g_seed = first;
         SIM_CHECK(tally.corrupt_caught && tally.ooo && tally.dup_seen && tally.fast && tally.rto &&
                   tally.zwp && tally.keepalive && tally.ce_rx && tally.ecn_cuts && tally.part &&
-                  tally.qdrop && tally.kernel_like && tally.ooo_full,
-              "a batch of %llu seeds left a path unexercised (see the line above)",
+                  tally.qdrop && tally.kernel_like && (tally.ooo_full || g_tcp != TCP_OFF),
+              "a batch of %llu seeds left a path unexercised (see the line above; with SACK "
+              "the out-of-order list rarely fills)",
               (unsigned long long)seeds);
     }
     printf("net_sim_test: %llu seeds passed (%llu..%llu), about %llu bytes each way\n",

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -147,6 +148,15 @@ static int is_closed(tw_tcp_conn *c)
 static int connect_to(tw_tcp_conn *c, uint16_t port_no)
 {
     memset(c, 0, sizeof(*c));
+    /* TW_INTEROP_TCP=off: the connections of the other cases without SACK
+     * and timestamps; =sack or =ts: with only that one (for comparing the
+     * impaired transfer by hand). */
+    const char *o = getenv("TW_INTEROP_TCP");
+    if (o) {
+        tw_tcp_cfg off = {.no_sack = strcmp(o, "off") == 0 || strcmp(o, "ts") == 0,
+                          .no_timestamps = strcmp(o, "off") == 0 || strcmp(o, "sack") == 0};
+        tw_tcp_set_cfg(c, &off);
+    }
     ev_seen = 0;
     int rc = tw_tcp_connect(st, c, TW_NETENV_PEER_IP_BE, port_no, 0, tw__netdrv_now_ns());
     CHECK(rc == 0);
@@ -278,6 +288,165 @@ static void case_echo_close(void)
         finish_conn(&c);
     }
     CHECK(peer_finish(&pr, 0) == 0);
+}
+
+
+/* SACK and timestamps with the kernel, negotiated both ways: the stack
+ * connecting to the kernel, the kernel connecting to the stack, then the
+ * stack with both off.  tcpdump on the kernel's side of the veth pair
+ * prints the handshakes' options: the first four SYNs carry sackOK and
+ * TS, the last two neither.  Skipped (with a line) without tcpdump. */
+static tw_tcp_conn opt_acc_conn;
+static int opt_acc_used;
+static tw_tcp_conn *opt_acc(tw_tcp_listener *l, uint32_t ip, uint16_t rport, void *u)
+{
+    (void)l; (void)ip; (void)rport; (void)u;
+    if (opt_acc_used)
+        return NULL;
+    opt_acc_used = 1;
+    memset(&opt_acc_conn, 0, sizeof(opt_acc_conn));
+    return &opt_acc_conn;
+}
+
+static int is_established(tw_tcp_conn *c)
+{
+    return tw_tcp_get_state(c) == TW_TCP_ESTABLISHED;
+}
+
+static void case_options(void)
+{
+    const char *o = getenv("TW_INTEROP_TCP");
+    if (o && strcmp(o, "on")) {
+        printf("  [%s] options: skipped (TW_INTEROP_TCP=%s)\n", kind, o);
+        return;
+    }
+    char cap[64];
+    snprintf(cap, sizeof(cap), "/tmp/tw_opts_%d.txt", (int)getpid());
+    if (tw__netenv_sh(1, "command -v tcpdump >/dev/null") != 0) {
+        printf("  [%s] options: SKIP: no tcpdump (negotiation still checked)\n", kind);
+        cap[0] = 0;
+    } else {
+        unlink(cap);
+        tw__netenv_sh(1, "ip netns exec %s tcpdump -i %s -nn -l -c 6 "
+                         "'tcp[tcpflags] & tcp-syn != 0' >%s 2>&1 &", env.ns, env.peer, cap);
+        /* Until it listens (its first line on stderr). */
+        for (int i = 0; i < 500 && tw__netenv_sh(1, "grep -q 'listening on' %s", cap) != 0; i++)
+            tw__netdrv_turn(&drv, 1, 10000000);
+    }
+    /* 1. Stack to kernel. */
+    uint16_t pn = next_port++;
+    char pbuf[16];
+    snprintf(pbuf, sizeof(pbuf), "%u", pn);
+    char *args[] = {(char *)"echo", pbuf, NULL};
+    peer pr;
+    REQUIRE(peer_start(&pr, args) == 0);
+    static tw_tcp_conn c;
+    if (connect_to(&c, pn) == 0) {
+        printf("  [%s] options: to the kernel: SACK %d, timestamps %d, mss %u\n", kind,
+               tw_tcp_sack_on(&c), tw_tcp_timestamps_on(&c), c.mss);
+        CHECK(tw_tcp_sack_on(&c) && tw_tcp_timestamps_on(&c));
+        CHECK(tw_tcp_close(&c, tw__netdrv_now_ns()) == 0);
+        run_until(&c, is_closed, 20.0);
+        finish_conn(&c);
+    }
+    CHECK(peer_finish(&pr, 0) == 0);
+    /* 2. Kernel to stack: its rttclient against the stack echoing. */
+    static tw_tcp_listener l;
+    opt_acc_used = 0;
+    uint16_t lp = next_port++;
+    REQUIRE(tw_tcp_listen(st, &l, lp, opt_acc, NULL) == 0);
+    char lbuf[16];
+    snprintf(lbuf, sizeof(lbuf), "%u", lp);
+    char *cargs[] = {kpeer_path, (char *)"rttclient", (char *)TW_NETENV_STACK_IP, lbuf,
+                     (char *)"200", (char *)"64", (char *)"block", NULL};
+    int fds[2];
+    REQUIRE(pipe(fds) == 0);
+    peer cl;
+    cl.pid = tw__netenv_spawn(&env, cargs, fds[1]);
+    close(fds[1]);
+    cl.out = fds[0];
+    REQUIRE(cl.pid > 0);
+    uint64_t dl = tw__netdrv_now_ns() + 10000000000ull;
+    while (!opt_acc_used && tw__netdrv_now_ns() < dl)
+        tw__netdrv_turn(&drv, 1, 1000000);
+    CHECK(opt_acc_used);
+    if (opt_acc_used) {
+        run_until(&opt_acc_conn, is_established, 10.0);
+        printf("  [%s] options: from the kernel: SACK %d, timestamps %d, mss %u\n", kind,
+               tw_tcp_sack_on(&opt_acc_conn), tw_tcp_timestamps_on(&opt_acc_conn),
+               opt_acc_conn.mss);
+        CHECK(tw_tcp_sack_on(&opt_acc_conn) && tw_tcp_timestamps_on(&opt_acc_conn));
+        /* Echo until the client closes. */
+        dl = tw__netdrv_now_ns() + 20000000000ull;
+        while (tw__netdrv_now_ns() < dl && tw_tcp_get_state(&opt_acc_conn) == TW_TCP_ESTABLISHED) {
+            const uint8_t *p;
+            size_t n;
+            tw__netdrv_turn(&drv, 1, 1000000);
+            while (tw_tcp_recv_peek(&opt_acc_conn, &p, &n) > 0) {
+                long w = tw_tcp_send(&opt_acc_conn, p, n, tw__netdrv_now_ns());
+                if (w <= 0)
+                    break;
+                tw_tcp_recv_consume(&opt_acc_conn, (size_t)w);
+            }
+        }
+        CHECK(peer_finish(&cl, 1) == 0);
+        printf("  [%s] options: kernel client: %s\n", kind, cl.line);
+        CHECK(!strncmp(cl.line, "rtt ", 4));
+        tw_tcp_close(&opt_acc_conn, tw__netdrv_now_ns());
+        run_until(&opt_acc_conn, is_closed, 20.0);
+        finish_conn(&opt_acc_conn);
+    } else {
+        kill(cl.pid, SIGKILL);
+        peer_finish(&cl, 0);
+    }
+    tw_tcp_unlisten(&l);
+    /* 3. Both off on our side: today's handshake. */
+    pn = next_port++;
+    snprintf(pbuf, sizeof(pbuf), "%u", pn);
+    REQUIRE(peer_start(&pr, args) == 0);
+    memset(&c, 0, sizeof(c));
+    tw_tcp_cfg off = {.no_sack = 1, .no_timestamps = 1};
+    tw_tcp_set_cfg(&c, &off);
+    ev_seen = 0;
+    CHECK(tw_tcp_connect(st, &c, TW_NETENV_PEER_IP_BE, pn, 0, tw__netdrv_now_ns()) == 0);
+    run_until(&c, established_or_dead, 10.0);
+    CHECK(tw_tcp_get_state(&c) == TW_TCP_ESTABLISHED);
+    printf("  [%s] options: off: SACK %d, timestamps %d, mss %u\n", kind, tw_tcp_sack_on(&c),
+           tw_tcp_timestamps_on(&c), c.mss);
+    CHECK(!tw_tcp_sack_on(&c) && !tw_tcp_timestamps_on(&c));
+    CHECK(tw_tcp_close(&c, tw__netdrv_now_ns()) == 0);
+    run_until(&c, is_closed, 20.0);
+    finish_conn(&c);
+    CHECK(peer_finish(&pr, 0) == 0);
+    if (!cap[0])
+        return;
+    /* The capture: six SYNs (each handshake's SYN and SYN-ACK). */
+    for (int i = 0; i < 300 && tw__netenv_sh(1, "test $(grep -c 'Flags \\[S' %s) -ge 6", cap); i++)
+        tw__netdrv_turn(&drv, 1, 10000000);
+    FILE *f = fopen(cap, "r");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    char line[512];
+    int k = 0, with = 0, without = 0;
+    while (fgets(line, sizeof(line), f)) {
+        if (!strstr(line, "Flags [S"))
+            continue;
+        line[strcspn(line, "\n")] = 0;
+        printf("  [%s] options: tcpdump: %s\n", kind, line);
+        int both = strstr(line, "sackOK") && strstr(line, "TS val");
+        int none = !strstr(line, "sackOK") && !strstr(line, "TS val");
+        if (k < 4)
+            with += both;
+        else
+            without += none;
+        k++;
+    }
+    fclose(f);
+    unlink(cap);
+    printf("  [%s] options: %d SYNs seen, %d of the first 4 with sackOK and TS, %d of the "
+           "last 2 with neither\n", kind, k, with, without);
+    CHECK(k == 6 && with == 4 && without == 2);
 }
 
 static void case_rst(void)
@@ -447,6 +616,14 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
            (unsigned long long)S->retransmits, (unsigned long long)S->fast_retransmits,
            (unsigned long long)S->rx_tcp_ooo, (unsigned long long)S->rx_tcp_dup,
            (unsigned long long)(S->rx_tcp_cksum_bad + S->rx_ip_cksum_bad));
+    printf("  [%s] %s: rto %llu; SACK recoveries %llu, NextSeg resends %llu, rescues %llu, "
+           "blocks in %llu (refused %llu) out %llu; timestamps: RTT samples %llu, PAWS drops "
+           "%llu, missing %llu\n", kind, label, (unsigned long long)S->rto_fires,
+           (unsigned long long)S->sack_recoveries, (unsigned long long)S->sack_retransmits,
+           (unsigned long long)S->rescue_retransmits, (unsigned long long)S->rx_sack_blocks,
+           (unsigned long long)S->rx_sack_bad, (unsigned long long)S->tx_sack_blocks,
+           (unsigned long long)S->ts_rtt_samples, (unsigned long long)S->rx_paws_drop,
+           (unsigned long long)S->rx_ts_missing);
     printf("  [%s] %s: events %#x, rx_rst %llu, rx_rst_ignored %llu, tx_rst %llu\n", kind, label,
            ev_seen, (unsigned long long)S->rx_rst, (unsigned long long)S->rx_rst_ignored,
            (unsigned long long)S->tx_rst);
@@ -568,6 +745,7 @@ int main(int argc, char **argv)
     printf("net_tcp_interop %s on %s (stack %s, kernel %s in %s)\n", kind, env.host,
            TW_NETENV_STACK_IP, TW_NETENV_PEER_IP, env.ns);
     case_echo_close();
+    case_options();
     case_rst();
     if (bulk_mb > 0)
         bulk("bulk", (uint64_t)(bulk_mb * 1048576.0), 0);

@@ -1,0 +1,435 @@
+/* Unit tests of SACK and timestamps: option parsing and the sender's
+ * scoreboard (table-driven), the handshake's negotiation both ways and off
+ * per connection, the receiver's SACK blocks (most recent first), PAWS
+ * (an old duplicate refused, the RST exception, the 24-day rule) and RTT
+ * samples from echoed timestamps.  Scripted peer (rawpeer.h), virtual time. */
+#include "net/net_internal.h"
+#include "rawpeer.h"
+
+#define PEER_PORT 40000
+#define US_PORT 80
+#define PEER_ISN 1000u
+
+/* ---- option parsing ---------------------------------------------------- */
+
+typedef struct opt_case {
+    const char *name;
+    uint8_t o[44];
+    uint32_t n;
+    int rc;            /* 0 or -EBADMSG */
+    uint16_t mss;
+    int ws;
+    int sack_ok, has_ts;
+    uint32_t tsval, tsecr;
+    unsigned sack_n;
+    uint32_t first_left, last_right; /* sack[0][0], sack[sack_n-1][1] */
+} opt_case;
+
+#define B4(x) (uint8_t)((x) >> 24), (uint8_t)((x) >> 16), (uint8_t)((x) >> 8), (uint8_t)(x)
+
+static const opt_case opt_cases[] = {
+    {"linux SYN", {2, 4, 0x05, 0xb4, 4, 2, 8, 10, B4(7), B4(0), 1, 3, 3, 7}, 20, 0,
+     1460, 7, 1, 1, 7, 0, 0, 0, 0},
+    {"old SYN", {2, 4, 0x05, 0xb4, 1, 3, 3, 0}, 8, 0, 1460, 0, 0, 0, 0, 0, 0, 0, 0},
+    {"ts data", {1, 1, 8, 10, B4(0x11223344), B4(0x55667788)}, 12, 0, 0, -1, 0, 1,
+     0x11223344, 0x55667788, 0, 0, 0},
+    {"one block", {1, 1, 5, 10, B4(100), B4(200)}, 12, 0, 0, -1, 0, 0, 0, 0, 1, 100, 200},
+    {"four blocks", {1, 1, 5, 34, B4(1), B4(2), B4(3), B4(4), B4(5), B4(6), B4(7), B4(8)}, 36,
+     0, 0, -1, 0, 0, 0, 0, 4, 1, 8},
+    {"reversed block parses (checked later)", {1, 1, 5, 10, B4(200), B4(100)}, 12, 0, 0, -1,
+     0, 0, 0, 0, 1, 200, 100},
+    {"five blocks", {5, 42}, 44, -EBADMSG, 0, -1, 0, 0, 0, 0, 0, 0, 0},
+    {"sack length 9", {5, 9, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0}, 12, -EBADMSG, 0, -1, 0, 0, 0, 0, 0,
+     0, 0},
+    {"sack empty", {5, 2, 1, 1}, 4, -EBADMSG, 0, -1, 0, 0, 0, 0, 0, 0, 0},
+    {"ts length 8", {8, 8, 0, 0, 0, 0, 0, 0}, 8, -EBADMSG, 0, -1, 0, 0, 0, 0, 0, 0, 0},
+    {"sack-ok length 3", {4, 3, 0, 1}, 4, -EBADMSG, 0, -1, 0, 0, 0, 0, 0, 0, 0},
+    {"past the end", {1, 1, 8, 10, 0, 0}, 6, -EBADMSG, 0, -1, 0, 0, 0, 0, 0, 0, 0},
+    {"kind without length", {1, 1, 1, 8}, 4, -EBADMSG, 0, -1, 0, 0, 0, 0, 0, 0, 0},
+    {"length 1", {30, 1, 1, 1}, 4, -EBADMSG, 0, -1, 0, 0, 0, 0, 0, 0, 0},
+    {"unknown skipped", {30, 4, 9, 9, 4, 2, 1, 1}, 8, 0, 0, -1, 1, 0, 0, 0, 0, 0, 0},
+    {"EOL ends", {0, 5, 42}, 3, 0, 0, -1, 0, 0, 0, 0, 0, 0, 0},
+    {"ws capped", {3, 3, 20, 0}, 4, 0, 0, 14, 0, 0, 0, 0, 0, 0, 0},
+};
+
+static void t_parse_opts(void)
+{
+    for (size_t i = 0; i < TW_ARRAY_SIZE(opt_cases); i++) {
+        const opt_case *k = &opt_cases[i];
+        tw_tcp_opts o;
+        int rc = tw_tcp_parse_opts(k->o, k->n, &o);
+        CHECKF(rc == k->rc, "%s: rc %d want %d", k->name, rc, k->rc);
+        if (rc)
+            continue;
+        CHECKF(o.mss == k->mss && o.wscale == k->ws && o.sack_ok == k->sack_ok &&
+                   o.has_ts == k->has_ts && o.sack_n == k->sack_n,
+               "%s: mss %u ws %d sack_ok %u ts %u blocks %u", k->name, o.mss, o.wscale,
+               o.sack_ok, o.has_ts, o.sack_n);
+        if (k->has_ts)
+            CHECKF(o.tsval == k->tsval && o.tsecr == k->tsecr, "%s: ts %u %u", k->name,
+                   o.tsval, o.tsecr);
+        if (k->sack_n)
+            CHECKF(o.sack[0][0] == k->first_left && o.sack[k->sack_n - 1][1] == k->last_right,
+                   "%s: blocks", k->name);
+    }
+}
+
+/* ---- the scoreboard ---------------------------------------------------- */
+
+typedef struct sb_case {
+    const char *name;
+    uint32_t una, max;
+    unsigned n;
+    uint32_t blk[4][2];
+    unsigned taken, bad;
+    unsigned want_n;
+    uint32_t want[4][2];
+} sb_case;
+
+#define U 100000u /* snd_una of the cases */
+
+static const sb_case sb_cases[] = {
+    {"one block", U, U + 10000, 1, {{U + 1000, U + 2000}}, 1, 0, 1, {{U + 1000, U + 2000}}},
+    {"past snd_max", U, U + 10000, 1, {{U + 9000, U + 10001}}, 0, 1, 0, {{0}}},
+    {"reversed", U, U + 10000, 1, {{U + 2000, U + 1000}}, 0, 1, 0, {{0}}},
+    {"empty", U, U + 10000, 1, {{U + 2000, U + 2000}}, 0, 1, 0, {{0}}},
+    {"below snd_una (D-SACK)", U, U + 10000, 1, {{U - 2000, U}}, 0, 1, 0, {{0}}},
+    {"across snd_una: trimmed", U, U + 10000, 1, {{U - 500, U + 500}}, 1, 0, 1, {{U, U + 500}}},
+    {"overlapping merged", U, U + 10000, 3,
+     {{U + 1000, U + 2000}, {U + 1500, U + 3000}, {U + 3000, U + 3500}}, 3, 0, 1,
+     {{U + 1000, U + 3500}}},
+    {"disjoint sorted", U, U + 10000, 3,
+     {{U + 5000, U + 6000}, {U + 1000, U + 2000}, {U + 3000, U + 4000}}, 3, 0, 3,
+     {{U + 1000, U + 2000}, {U + 3000, U + 4000}, {U + 5000, U + 6000}}},
+    {"mixed good and bad", U, U + 10000, 4,
+     {{U + 1000, U + 2000}, {U + 20000, U + 30000}, {U + 4000, U + 3000}, {U + 5000, U + 6000}},
+     2, 2, 2, {{U + 1000, U + 2000}, {U + 5000, U + 6000}}},
+    {"wrapping sequence space", 0xfffff000u, 0x00001000u, 1, {{0xfffff800u, 0x00000800u}}, 1, 0,
+     1, {{0xfffff800u, 0x00000800u}}},
+};
+
+static void t_scoreboard(void)
+{
+    for (size_t i = 0; i < TW_ARRAY_SIZE(sb_cases); i++) {
+        const sb_case *k = &sb_cases[i];
+        tw_tcp_sackboard sb;
+        memset(&sb, 0, sizeof(sb));
+        unsigned bad;
+        unsigned t = tw__sack_update(&sb, k->una, k->max, k->blk, k->n, &bad);
+        CHECKF(t == k->taken && bad == k->bad, "%s: taken %u bad %u", k->name, t, bad);
+        CHECKF(sb.n == k->want_n, "%s: %u blocks, want %u", k->name, sb.n, k->want_n);
+        for (unsigned b = 0; b < sb.n && b < k->want_n; b++)
+            CHECKF(sb.blk[b][0] == k->want[b][0] && sb.blk[b][1] == k->want[b][1],
+                   "%s: block %u [%u, %u)", k->name, b, sb.blk[b][0] - U, sb.blk[b][1] - U);
+    }
+    /* More blocks than the board holds: bounded, sorted, the lowest kept. */
+    tw_tcp_sackboard sb;
+    memset(&sb, 0, sizeof(sb));
+    for (uint32_t b = 12; b-- > 0;) {
+        uint32_t blk[1][2] = {{U + 1000 * (2 * b + 1), U + 1000 * (2 * b + 2)}};
+        unsigned bad;
+        tw__sack_update(&sb, U, U + 100000, blk, 1, &bad);
+    }
+    CHECKF(sb.n == TW_TCP_SACK_BLOCKS, "board holds %u", sb.n);
+    for (unsigned b = 0; b < sb.n; b++)
+        CHECKF(sb.blk[b][0] == U + 1000 * (2 * b + 1), "block %u kept in order", b);
+    /* A cumulative ACK trims. */
+    tw__sack_advance(&sb, U + 3500);
+    CHECKF(sb.n == TW_TCP_SACK_BLOCKS - 1 && sb.blk[0][0] == U + 3500 &&
+               sb.blk[0][1] == U + 4000, "advance trims: %u [%u, %u)", sb.n,
+           sb.blk[0][0] - U, sb.blk[0][1] - U);
+
+    /* IsLost, SetPipe, NextSeg on a window of 10 segments of 1000 bytes:
+     * segments 1 and 5 lost, the others SACKed. */
+    const uint32_t mss = 1000;
+    memset(&sb, 0, sizeof(sb));
+    uint32_t blk[2][2] = {{U + 1000, U + 5000}, {U + 6000, U + 10000}};
+    unsigned bad;
+    tw__sack_update(&sb, U, U + 10000, blk, 2, &bad);
+    uint32_t lost = tw__sack_lost_end(&sb, U, mss);
+    CHECKF(lost == U + 6000, "lost below %u", lost - U); /* 4000 bytes SACKed above hole 2 */
+    CHECKF(tw__sack_pipe(&sb, U, U + 10000, U, mss) == 0, "pipe 0 with both holes lost");
+    CHECKF(tw__sack_pipe(&sb, U, U + 10000, U + 1000, mss) == 1000, "pipe counts a resend");
+    uint32_t seq, len;
+    CHECKF(!tw__sack_next_hole(&sb, U + 1000, lost, mss, &seq, &len) && seq == U + 5000 &&
+               len == 1000, "next hole %u+%u", seq - U, len);
+    CHECKF(tw__sack_next_hole(&sb, U + 6000, lost, mss, &seq, &len) == -1, "no hole left");
+    /* One block of 2 segments above one hole: not lost yet (DupThresh). */
+    memset(&sb, 0, sizeof(sb));
+    uint32_t b2[1][2] = {{U + 1000, U + 3000}};
+    tw__sack_update(&sb, U, U + 3000, b2, 1, &bad);
+    CHECKF(tw__sack_lost_end(&sb, U, mss) == U, "2 segments SACKed: not lost");
+    CHECKF(tw__sack_pipe(&sb, U, U + 3000, U, mss) == 1000, "pipe 1000");
+}
+
+/* ---- through the stack ------------------------------------------------- */
+
+static tw_tcp_conn g_conn;
+static tw_tcp_cfg g_cfg;
+static tw_tcp_conn *acc(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *u)
+{
+    (void)l; (void)ip; (void)port; (void)u;
+    tw_tcp_set_cfg(&g_conn, &g_cfg);
+    return &g_conn;
+}
+
+/* The next segment from the stack with its options parsed. */
+static int seg_opts(rawpeer *r, seg *s, tw_tcp_opts *o)
+{
+    uint8_t b[2048];
+    uint32_t n;
+    while (rp_recv(r, b, &n)) {
+        if (!rp_decode(b, n, s))
+            continue;
+        tw_net_parsed pp;
+        CHECK(tw_net_parse(b, n, &pp) >= 0);
+        CHECK(tw_tcp_parse_opts(pp.tcp_opts, pp.tcp_opts_len, o) == 0);
+        return 1;
+    }
+    return 0;
+}
+
+/* Peer's options: NOP NOP TS [NOP NOP SACK blocks...]. */
+static uint32_t peer_opts(uint8_t *o, int ts, uint32_t tsval, uint32_t tsecr)
+{
+    uint32_t n = 0;
+    if (ts) {
+        uint8_t t[12] = {1, 1, 8, 10, B4(tsval), B4(tsecr)};
+        memcpy(o, t, 12);
+        n = 12;
+    }
+    return n;
+}
+
+static void send_opts(rawpeer *r, uint32_t seq, uint32_t ack, uint8_t flags, const void *d,
+                      uint32_t dlen, const uint8_t *o, uint32_t on)
+{
+    uint8_t f[2048];
+    uint32_t n = rp_build(f, PEER_PORT, US_PORT, seq, ack, flags, 65535, d, dlen, o, on, 0, 0);
+    rp_send_raw(r, f, n);
+}
+
+/* Passive open with a Linux SYN (MSS, SACK-permitted, TS, WS); returns
+ * the stack's ISS and its SYN-ACK's options in *o. */
+static uint32_t open_ts(rawpeer *r, tw_tcp_listener *l, tw_tcp_opts *o, uint32_t tsval)
+{
+    memset(&g_conn, 0, sizeof(g_conn));
+    CHECK(tw_tcp_listen(r->st, l, US_PORT, acc, NULL) == 0);
+    const uint8_t syn[20] = {2, 4, 0x05, 0xb4, 4, 2, 8, 10, B4(tsval), B4(0), 1, 3, 3, 7};
+    send_opts(r, PEER_ISN, 0, TW_TCP_SYN, NULL, 0, syn, 20);
+    seg s;
+    CHECKF(seg_opts(r, &s, o) && s.flags == (TW_TCP_SYN | TW_TCP_ACK), "SYN-ACK");
+    uint8_t po[12];
+    uint32_t pn = peer_opts(po, o->has_ts, tsval + 1, o->tsval);
+    send_opts(r, PEER_ISN + 1, s.seq + 1, TW_TCP_ACK, NULL, 0, po, pn);
+    CHECKF(g_conn.state == TW_TCP_ESTABLISHED, "established: %s", tw_tcp_state_name(g_conn.state));
+    return s.seq;
+}
+
+static void t_negotiation(void)
+{
+    /* Both offered: SYN-ACK carries SACK-permitted and TS echoing ours. */
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    memset(&g_cfg, 0, sizeof(g_cfg));
+    open_ts(&r, &l, &o, 4242);
+    CHECKF(o.sack_ok && o.has_ts && o.tsecr == 4242 && o.mss == 1460 && o.wscale >= 0,
+           "SYN-ACK options sack %u ts %u ecr %u", o.sack_ok, o.has_ts, o.tsecr);
+    CHECKF(o.tsval == (uint32_t)(r.now / 1000000) + g_conn.ts_off, "TSval from now (ms)");
+    CHECK(tw_tcp_sack_on(&g_conn) && tw_tcp_timestamps_on(&g_conn));
+    CHECKF(g_conn.mss == 1460 - 12, "MSS less the timestamp option: %u", g_conn.mss);
+    /* A data segment of ours: NOP NOP TS, TSecr = the peer's last TSval. */
+    CHECK(tw_tcp_send(&g_conn, "x", 1, r.now) == 1);
+    rp_run(&r, 0);
+    seg s;
+    CHECKF(seg_opts(&r, &s, &o) && s.dlen == 1 && o.has_ts && o.tsecr == 4243, "data TS ecr %u",
+           o.tsecr);
+    rp_close(&r);
+
+    /* Off on our side: SYN-ACK as before (MSS, WS only). */
+    rp_open(&r, NULL);
+    g_cfg.no_sack = g_cfg.no_timestamps = 1;
+    open_ts(&r, &l, &o, 10);
+    CHECKF(!o.sack_ok && !o.has_ts && o.mss == 1460, "no SACK/TS when off");
+    CHECK(!tw_tcp_sack_on(&g_conn) && !tw_tcp_timestamps_on(&g_conn) && g_conn.mss == 1460);
+    rp_close(&r);
+
+    /* Active open: our SYN offers both; a SYN-ACK without them turns both off. */
+    rp_open(&r, NULL);
+    tw_tcp_conn c;
+    memset(&c, 0, sizeof(c));
+    CHECK(tw_tcp_connect(r.st, &c, PEER_IP, 7000, 0, r.now) == 0);
+    CHECKF(seg_opts(&r, &s, &o) && s.flags == TW_TCP_SYN && o.sack_ok && o.has_ts &&
+               o.tsecr == 0, "SYN offers SACK and TS");
+    const uint8_t plain[8] = {2, 4, 0x05, 0xb4, 1, 3, 3, 0};
+    uint8_t f[2048];
+    uint32_t n = rp_build(f, 7000, s.sport, 5000, s.seq + 1, TW_TCP_SYN | TW_TCP_ACK, 65535,
+                          NULL, 0, plain, 8, 0, 0);
+    rp_send_raw(&r, f, n);
+    CHECK(c.state == TW_TCP_ESTABLISHED && !tw_tcp_sack_on(&c) && !tw_tcp_timestamps_on(&c));
+    CHECKF(seg_opts(&r, &s, &o) && !o.has_ts && !o.sack_n, "handshake ACK without options");
+    CHECK(c.mss == 1460);
+    rp_close(&r);
+}
+
+static void t_sack_blocks_sent(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    memset(&g_cfg, 0, sizeof(g_cfg));
+    uint32_t iss = open_ts(&r, &l, &o, 100);
+    uint8_t d[100];
+    memset(d, 'a', sizeof(d));
+    uint8_t po[12];
+    /* Holes at 0-100, 200-300, 400-500: segments at 100, 300, 500, 700. */
+    const uint32_t at[4] = {100, 300, 500, 700};
+    seg s;
+    for (int i = 0; i < 4; i++) {
+        peer_opts(po, 1, 200 + (uint32_t)i, 0);
+        send_opts(&r, PEER_ISN + 1 + at[i], iss + 1, TW_TCP_ACK, d, 100, po, 12);
+        rp_run(&r, 0);
+        CHECKF(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 1, "dup ACK %d", i);
+        unsigned want = i + 1 < 3 ? (unsigned)i + 1 : 3; /* 3 blocks beside TS */
+        CHECKF(o.sack_n == want, "ACK %d has %u blocks, want %u", i, o.sack_n, want);
+        CHECKF(o.sack[0][0] == PEER_ISN + 1 + at[i] && o.sack[0][1] == PEER_ISN + 1 + at[i] + 100,
+               "most recent first (ACK %d)", i);
+        if (i >= 1)
+            CHECKF(o.sack[1][0] == PEER_ISN + 1 + at[i - 1], "then the one before");
+    }
+    /* Filling the first hole joins 0-200 to the stream: the blocks left. */
+    peer_opts(po, 1, 210, 0);
+    send_opts(&r, PEER_ISN + 1, iss + 1, TW_TCP_ACK, d, 100, po, 12);
+    rp_run(&r, 0);
+    CHECKF(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 1 + 200 && o.sack_n == 3 &&
+               o.sack[0][0] == PEER_ISN + 1 + 700, "after the fill: ack %u blocks %u",
+           s.ack - PEER_ISN - 1, o.sack_n);
+    CHECK(tw_net_get_stats(r.st)->tx_sack_blocks >= 9);
+    rp_close(&r);
+}
+
+static void t_paws(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    memset(&g_cfg, 0, sizeof(g_cfg));
+    uint32_t iss = open_ts(&r, &l, &o, 5000);
+    uint8_t po[12];
+    seg s;
+    /* In-order data with TSval 6000: taken, TS.Recent = 6000. */
+    peer_opts(po, 1, 6000, o.tsval);
+    send_opts(&r, PEER_ISN + 1, iss + 1, TW_TCP_ACK | TW_TCP_PSH, "abc", 3, po, 12);
+    rp_run(&r, 1);
+    CHECKF(tw_tcp_readable(&g_conn) == 3 && g_conn.ts_recent == 6000, "data taken, recent %u",
+           g_conn.ts_recent);
+    CHECK(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 4 && o.tsecr == 6000);
+    /* An old duplicate: in the window (new sequence numbers) but TSval
+     * 5500 < TS.Recent: refused, acknowledged, not delivered. */
+    peer_opts(po, 1, 5500, 0);
+    send_opts(&r, PEER_ISN + 4, iss + 1, TW_TCP_ACK | TW_TCP_PSH, "OLD", 3, po, 12);
+    rp_run(&r, 1);
+    CHECKF(tw_tcp_readable(&g_conn) == 3, "old duplicate not delivered");
+    CHECKF(tw_net_get_stats(r.st)->rx_paws_drop == 1, "PAWS drop counted");
+    CHECKF(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 4 && !s.dlen, "PAWS answered with ACK");
+    /* No timestamp at all on a timestamped connection: dropped. */
+    send_opts(&r, PEER_ISN + 4, iss + 1, TW_TCP_ACK | TW_TCP_PSH, "NTS", 3, NULL, 0);
+    CHECKF(tw_tcp_readable(&g_conn) == 3 && tw_net_get_stats(r.st)->rx_ts_missing == 1,
+           "missing TS dropped");
+    /* The same data with a current TSval: taken. */
+    peer_opts(po, 1, 6001, 0);
+    send_opts(&r, PEER_ISN + 4, iss + 1, TW_TCP_ACK | TW_TCP_PSH, "new", 3, po, 12);
+    CHECKF(tw_tcp_readable(&g_conn) == 6, "current TSval taken");
+    rp_run(&r, 1); /* its ACK: Last.ACK.sent moves to the new data's end */
+    rp_drain(&r);
+    /* 24 days and more idle: TS.Recent no longer trusted, an older TSval
+     * (the peer's clock wrapped, or it rebooted) is taken. */
+    r.now += 25ull * 86400 * 1000000000ull;
+    peer_opts(po, 1, 10, 0);
+    send_opts(&r, PEER_ISN + 7, iss + 1, TW_TCP_ACK | TW_TCP_PSH, "ok!", 3, po, 12);
+    CHECKF(tw_tcp_readable(&g_conn) == 9 && g_conn.ts_recent == 10, "24-day rule: readable %zu",
+           tw_tcp_readable(&g_conn));
+    CHECK(tw_net_get_stats(r.st)->rx_paws_drop == 1);
+    /* RST exception: a RST with an old TSval (or none) at rcv_nxt resets. */
+    peer_opts(po, 1, 1, 0);
+    send_opts(&r, PEER_ISN + 10, 0, TW_TCP_RST, NULL, 0, po, 12);
+    CHECKF(g_conn.state == TW_TCP_CLOSED, "RST with an old TSval resets: %s",
+           tw_tcp_state_name(g_conn.state));
+    rp_close(&r);
+}
+
+static void t_ts_rtt_and_sack_recovery(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    memset(&g_cfg, 0, sizeof(g_cfg));
+    uint32_t iss = open_ts(&r, &l, &o, 100);
+    /* Ten segments out; the peer loses the first and the fifth and SACKs
+     * the rest, three dup ACKs. */
+    static uint8_t buf[14480];
+    for (size_t i = 0; i < sizeof(buf); i++)
+        buf[i] = (uint8_t)i;
+    CHECK(tw_tcp_send(&g_conn, buf, sizeof(buf), r.now) == (long)sizeof(buf));
+    rp_run(&r, 0);
+    seg s;
+    uint32_t mss = g_conn.mss, n = 0, tsv = 0;
+    while (seg_opts(&r, &s, &o))
+        if (s.dlen) {
+            n++;
+            tsv = o.tsval;
+        }
+    CHECKF(n == 10 && mss == 1448, "10 segments of %u (%u)", mss, n);
+    uint8_t po[40];
+    uint32_t base = iss + 1;
+    for (int k = 0; k < 3; k++) {
+        uint32_t pn = peer_opts(po, 1, 200 + (uint32_t)k, tsv);
+        uint32_t b[2][2] = {{base + mss, base + 4 * mss}, {base + 5 * mss, base + (6u + k) * mss}};
+        uint8_t sk[20] = {1, 1, 5, 18, B4(b[1][0]), B4(b[1][1]), B4(b[0][0]), B4(b[0][1])};
+        memcpy(po + pn, sk, 20);
+        r.now += 2000000; /* 2 ms after the segments left */
+        send_opts(&r, PEER_ISN + 1, base, TW_TCP_ACK, NULL, 0, po, pn + 20);
+    }
+    const tw_net_stats *st = tw_net_get_stats(r.st);
+    CHECKF(st->sack_recoveries == 1 && st->rx_sack_blocks == 6, "recovery %llu blocks %llu",
+           (unsigned long long)st->sack_recoveries, (unsigned long long)st->rx_sack_blocks);
+    rp_run(&r, 0);
+    /* Resent: the first hole, then the second (lost by the SACKed bytes
+     * above it): nothing SACKed goes again. */
+    int got1 = 0, got5 = 0, other = 0;
+    while (seg_opts(&r, &s, &o))
+        if (s.dlen) {
+            if (s.seq == base)
+                got1++;
+            else if (s.seq == base + 4 * mss)
+                got5++;
+            else if (SEQ_LT(s.seq, base + 8 * mss))
+                other++;
+        }
+    CHECKF(got1 == 1 && got5 == 1 && other == 0, "resent holes: first %d fifth %d other %d",
+           got1, got5, other);
+    /* The ACK of everything echoes the retransmission's TSval, 3 ms later:
+     * a timestamp RTT sample although Karn stopped the timed one. */
+    uint32_t pn = peer_opts(po, 1, 300, tw__tcp_tsval(&g_conn, r.now));
+    r.now += 3000000;
+    send_opts(&r, PEER_ISN + 1, base + (uint32_t)sizeof(buf), TW_TCP_ACK, NULL, 0, po, pn);
+    CHECKF(tw_tcp_unacked(&g_conn) == 0 && !(g_conn.flags & TF_IN_RECOVERY), "recovered");
+    CHECKF(st->ts_rtt_samples == 1, "TS RTT samples %llu", (unsigned long long)st->ts_rtt_samples);
+    rp_close(&r);
+}
+
+int main(void)
+{
+    t_parse_opts();
+    t_scoreboard();
+    t_negotiation();
+    t_sack_blocks_sent();
+    t_paws();
+    t_ts_rtt_and_sack_recovery();
+    return tw_check_done("net_sack_test");
+}
