@@ -362,7 +362,12 @@ def _validate_named(close_or_datasets, grid, kernel, fee, threads_per_task, part
     or a plug-in whose path the workers must be able to open too), the
     grid in its param order, every combo checked by the library (a one-bar
     sweep), every price as kernel.md's "Inputs"."""
-    k = tickwire.kernel("hma_sar" if kernel in _KERNELS else kernel)
+    try:
+        k = tickwire.kernel("hma_sar" if kernel in _KERNELS else kernel)
+    except tickwire.TickwireError as e:
+        raise _error(f"kernel must be one of {', '.join(_KERNELS)} (hma_sar's variants), a "
+                     f"built-in kernel's name or a plug-in's path, got {kernel!r}: {e}",
+                     e.code) from None
     params = k.as_params(grid)
     if params.shape[0] == 0:
         raise _error(f"grid for {k.name}: no combos")
