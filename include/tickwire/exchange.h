@@ -34,7 +34,11 @@
 #include "tickwire/common.h"
 #include "tickwire/fix.h"
 #include "tickwire/fix_session.h"
-#include "tickwire/net.h"
+#include "tickwire/util.h"
+
+/* The stack the venue can serve on (tickwire/net.h); a pointer is all this
+ * header needs. */
+typedef struct tw_net tw_net;
 
 #ifdef __cplusplus
 extern "C" {

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 
 #include "exchange/exchange_internal.h"
+#include "tickwire/util.h"
 
 #define DEF_MAX_SESSIONS 64
 #define DEF_MAX_CONNS 64
@@ -52,18 +53,6 @@ void tw__xchg_log(tw_xchg *x, const xs_sess *s, const char *fmt, ...)
     x->cfg.on_log(x->cfg.ctx, s ? s->comp_id : "-", x->log_line);
 }
 
-/* A value that can go into a FIX field of ours: printable ASCII, no SOH,
- * bounded. */
-static int fix_text_ok(const char *v, size_t n, size_t max)
-{
-    if (n == 0 || n > max)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)v[i] <= ' ' || (unsigned char)v[i] >= 127)
-            return 0;
-    return 1;
-}
-
 /* A CompID that may name a store file: [A-Za-z0-9_.-], not starting with
  * '.', at most XS_COMPID_MAX bytes. */
 static int comp_id_ok(const char *v, size_t n)
@@ -92,7 +81,7 @@ int tw_xchg_create(tw_xchg **out, const tw_xchg_cfg *cfg, tw_error *err)
         return tw__err(err, -EINVAL, "exchange: %u symbols (at most 4096)", cfg->n_symbols);
     for (unsigned i = 0; i < cfg->n_symbols; i++) {
         const tw_xchg_symbol *y = &cfg->symbols[i];
-        if (!y->name || !fix_text_ok(y->name, strlen(y->name), XS_ID_MAX))
+        if (!y->name || !tw_text_ok(y->name, strlen(y->name), XS_ID_MAX, 0))
             return tw__err(err, -EINVAL,
                            "exchange: symbol %u: name must be 1-%d printable characters", i,
                            XS_ID_MAX);
@@ -523,16 +512,11 @@ static void identify(tw_xchg *x, xs_conn *c, const char *msg, size_t len, int64_
 /* What a Heartbeat answers, from its TestReqID. */
 enum { HB_NONE = 0, HB_BAR, HB_OPEN };
 
+/* The number from d up to the SOH that ends its field (before e). */
 static int parse_u64(const char *d, const char *e, uint64_t *out)
 {
-    uint64_t v = 0;
-    int nd = 0;
-    for (; d < e && *d >= '0' && *d <= '9' && nd < 18; d++, nd++)
-        v = v * 10 + (uint64_t)(*d - '0');
-    if (nd == 0 || d >= e || *d != '\x01')
-        return -1;
-    *out = v;
-    return 0;
+    const char *soh = memchr(d, '\x01', (size_t)(e - d));
+    return soh ? tw_parse_u64(d, (size_t)(soh - d), out) : -EINVAL;
 }
 
 /* A Heartbeat with TestReqID bar-<i> (HB_BAR, *bar = i) or "open"

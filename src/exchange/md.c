@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exchange/exchange_internal.h"
+#include "tickwire/util.h"
 
 /* SessionRejectReason (373) and MDReqRejReason (281) values used here. */
 #define REJ_REQUIRED 1
@@ -121,16 +122,6 @@ static int sym_index(const tw_xchg *x, const char *v, size_t n)
     return -1;
 }
 
-static int field_ok(const tw_fix_field *f)
-{
-    if (f->len == 0 || f->len > XS_ID_MAX)
-        return 0;
-    for (uint32_t i = 0; i < f->len; i++)
-        if ((unsigned char)f->val[i] < ' ' || (unsigned char)f->val[i] >= 127)
-            return 0;
-    return 1;
-}
-
 void tw__xchg_on_md_request(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now_ns)
 {
     x->st.md_requests++;
@@ -140,7 +131,7 @@ void tw__xchg_on_md_request(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t
         tw__xchg_session_reject(x, s, m, 262, REJ_REQUIRED, "MDReqID(262) missing", now_ns);
         return;
     }
-    if (!field_ok(req)) {
+    if (!tw_text_ok(req->val, req->len, XS_ID_MAX, TW_TEXT_SPACE)) {
         tw__xchg_session_reject(x, s, m, 262, REJ_VALUE,
                                 "MDReqID(262) longer than 64 or not printable", now_ns);
         return;

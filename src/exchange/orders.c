@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "exchange/exchange_internal.h"
+#include "tickwire/util.h"
 
 #define REJ_REQUIRED 1
 #define REJ_VALUE 5
@@ -40,10 +41,9 @@ static void hash2(const char *p, size_t n, uint64_t *h1, uint64_t *h2)
     /* Two FNV-1a streams with different bases, each finished by a
      * splitmix round: a false duplicate needs both 64-bit values to
      * collide. */
-    uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull ^ n;
+    uint64_t a = tw_fnv1a64(TW_FNV1A64_INIT, p, n), b = 0x84222325cbf29ce4ull ^ n;
     for (size_t i = 0; i < n; i++) {
-        a = (a ^ (unsigned char)p[i]) * 0x100000001b3ull;
-        b = (b ^ (unsigned char)p[i]) * 0x100000001b3ull;
+        b = (b ^ (unsigned char)p[i]) * TW_FNV1A64_PRIME;
         b ^= b >> 29;
     }
     *h1 = mix(a) | 1; /* never 0: 0 marks a free slot */
@@ -176,12 +176,7 @@ static void fill_order(tw_xchg *x, xs_sess *s, const order_in *o, unsigned si,
 
 static int text_ok(const tw_fix_field *f)
 {
-    if (f->len > XS_ID_MAX)
-        return 0;
-    for (uint32_t i = 0; i < f->len; i++)
-        if ((unsigned char)f->val[i] < ' ' || (unsigned char)f->val[i] >= 127)
-            return 0;
-    return 1;
+    return tw_text_ok(f->val, f->len, XS_ID_MAX, TW_TEXT_SPACE);
 }
 
 void tw__xchg_on_order(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup, int64_t now_ns)
