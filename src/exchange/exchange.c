@@ -299,7 +299,7 @@ int64_t tw_xchg_poll(tw_xchg *x, int64_t now_ns)
         for (unsigned i = 0; i < x->n_sess; i++)
             left += x->sess[i]->conn != NULL;
         if (!left || now_ns - x->logout_at_ns >= LOGOUT_WAIT_NS) {
-            x->run = RUN_DONE;
+            tw__xchg_run_to(x, RUN_DONE);
             for (unsigned i = 0; i < x->cfg.max_conns; i++)
                 tw__xchg_drop_conn(x, &x->conns[i], now_ns);
         }

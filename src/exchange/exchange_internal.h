@@ -176,6 +176,8 @@ xs_order *tw__xchg_order_find(xs_sess *s, const char *id, size_t len, uint64_t *
 void tw__xchg_on_app(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup, int64_t now_ns);
 
 /* ---- run.c: the life cycle and the bar clock. */
+/* Moves the run to `next` (forward only; verified). */
+void tw__xchg_run_to(tw_xchg *x, xs_run next);
 /* 1 if s has a connection and its session is ACTIVE. */
 int tw__xchg_active(const xs_sess *s);
 /* Closed (340=3) to every session that had Open, as soon as it can take it. */

@@ -10,6 +10,16 @@
 
 #define PACED_BURST 64 /* bars per turn at most (flat out) */
 
+void tw__xchg_run_to(tw_xchg *x, xs_run next)
+{
+    /* The run only goes forward: WAITING -> BARS -> CLOSED -> LOGOUT ->
+     * DONE, a stop jumping ahead to LOGOUT. */
+    TW_VERIFY(next > x->run && next <= RUN_DONE);
+    TW_VERIFY(next != RUN_BARS || x->run == RUN_WAITING);
+    TW_VERIFY(next != RUN_DONE || x->run == RUN_LOGOUT);
+    x->run = next;
+}
+
 static int backlog_high(const tw_xchg *x, const xs_sess *s)
 {
     const xs_conn *c = s->conn;
@@ -35,7 +45,7 @@ void tw__xchg_send_closed_where_due(tw_xchg *x, int64_t now_ns)
 
 static void close_run(tw_xchg *x, int64_t now_ns)
 {
-    x->run = RUN_CLOSED;
+    tw__xchg_run_to(x, RUN_CLOSED);
     x->closed_at_ns = now_ns;
     tw__xchg_log(x, NULL, "last bar sent (%llu bars): trading session closed",
                  (unsigned long long)x->n_bars);
@@ -44,7 +54,7 @@ static void close_run(tw_xchg *x, int64_t now_ns)
 
 void tw__xchg_start_logout(tw_xchg *x, int64_t now_ns)
 {
-    x->run = RUN_LOGOUT;
+    tw__xchg_run_to(x, RUN_LOGOUT);
     x->logout_at_ns = now_ns;
     for (unsigned i = 0; i < x->n_sess; i++) {
         xs_sess *s = x->sess[i];
@@ -65,7 +75,7 @@ void tw__xchg_advance(tw_xchg *x, int64_t now_ns)
             ready += x->sess[i]->n_sub > 0 && x->sess[i]->ready && tw__xchg_active(x->sess[i]);
         if (ready < x->cfg.min_sessions)
             return;
-        x->run = RUN_BARS;
+        tw__xchg_run_to(x, RUN_BARS);
         x->bars_t0_ns = now_ns;
         tw__xchg_log(x, NULL, "%u session(s) subscribed: bars start", ready);
     }
