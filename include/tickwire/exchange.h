@@ -242,9 +242,9 @@ int tw_xchg_net_open(tw_xchg_net **out, tw_xchg *x, tw_net *st, uint16_t port,
  * tw_net_poll, and again after tw_xchg_poll (what the venue wrote in
  * between waits for it).  Returns the number of connections that did
  * something. */
-unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns);
+unsigned tw_xchg_net_poll(tw_xchg_net *xn, int64_t now_ns);
 /* Unlistens and aborts every connection (the venue is told they closed). */
-void tw_xchg_net_close(tw_xchg_net *xn, uint64_t now_ns);
+void tw_xchg_net_close(tw_xchg_net *xn, int64_t now_ns);
 
 /* ---- over kernel TCP ------------------------------------------------------ */
 
