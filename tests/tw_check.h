@@ -16,7 +16,13 @@
 
 #include <stdio.h>
 
+/* One counter per test program: static, unless the program's files share
+ * it (TW_CHECK_SHARED: one file defines `int tw_check_failures;`). */
+#ifdef TW_CHECK_SHARED
+extern int tw_check_failures;
+#else
 static int tw_check_failures;
+#endif
 
 #define CHECK(c)                                                                   \
     do {                                                                           \

@@ -31,10 +31,16 @@
 #ifndef TICKWIRE_EXCHANGE_H
 #define TICKWIRE_EXCHANGE_H
 
+#include <signal.h>
+
 #include "tickwire/common.h"
 #include "tickwire/fix.h"
 #include "tickwire/fix_session.h"
-#include "tickwire/net.h"
+#include "tickwire/util.h"
+
+/* The stack the venue can serve on (tickwire/net.h); a pointer is all this
+ * header needs. */
+typedef struct tw_net tw_net;
 
 #ifdef __cplusplus
 extern "C" {
@@ -236,9 +242,24 @@ int tw_xchg_net_open(tw_xchg_net **out, tw_xchg *x, tw_net *st, uint16_t port,
  * tw_net_poll, and again after tw_xchg_poll (what the venue wrote in
  * between waits for it).  Returns the number of connections that did
  * something. */
-unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns);
+unsigned tw_xchg_net_poll(tw_xchg_net *xn, int64_t now_ns);
 /* Unlistens and aborts every connection (the venue is told they closed). */
-void tw_xchg_net_close(tw_xchg_net *xn, uint64_t now_ns);
+void tw_xchg_net_close(tw_xchg_net *xn, int64_t now_ns);
+
+/* ---- over kernel TCP ------------------------------------------------------ */
+
+/* A non-blocking IPv4 listening socket on host:port (port 0: any; the one
+ * taken in *bound).  Returns 0 with *fd set, or a negative errno-style code
+ * with err naming what failed. */
+int tw_xchg_tcp_listen(const char *host, uint16_t port, int *fd, uint16_t *bound,
+                       tw_error *err);
+/* Serves the venue on listening socket lfd (which it closes) until the
+ * venue is done, or *signals asks (1: a clean stop, 2 or more: quit now).
+ * What the venue writes during a call is gathered per connection and sent
+ * with one send() when the call returns.  Returns 0, or a negative code
+ * with err filled (out of memory, poll failed). */
+int tw_xchg_tcp_run(tw_xchg *x, int lfd, unsigned max_conns,
+                    const volatile sig_atomic_t *signals, tw_error *err);
 
 #ifdef __cplusplus
 }

@@ -126,9 +126,6 @@ uint32_t tw_fix_store_lower_bound(const tw_fix_store *s, uint64_t seq);
 int tw_fix_store_read(const tw_fix_store *s, uint32_t i, char *buf, size_t cap,
                       tw_fix_stored *out);
 
-/* CRC-32C (Castagnoli), exposed for tests. */
-uint32_t tw_crc32c(uint32_t crc, const void *p, size_t n);
-
 /* -------------------------------------------------------------- session */
 
 typedef enum tw_fix_state {

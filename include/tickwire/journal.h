@@ -8,7 +8,7 @@
  * gateway writes it; a restarted strategy reads it from the first record
  * to rebuild its state (the strategy core is deterministic), then follows
  * it while the gateway goes on appending.  The same spirit as the FIX
- * store (fix_session.h), and its CRC-32C (tw_crc32c).
+ * store (fix_session.h), and the same CRC-32C (tw_crc32c, util.h).
  *
  * File layout (little-endian; a journal is read on the machine that wrote
  * it):

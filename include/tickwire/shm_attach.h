@@ -54,6 +54,7 @@
 #include "tickwire/common.h"
 #include "tickwire/journal.h"
 #include "tickwire/ring.h"
+#include "tickwire/util.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -239,7 +240,7 @@ typedef struct tw_attach_gw {
     int killed;          /* KILLING: SIGKILL sent */
     tw_journal *journal;
     pthread_mutex_t jlock; /* serialises journal appends across cores */
-    char sock_path[108];
+    char sock_path[TW_UNIX_PATH_MAX];
     /* Counters (control thread). */
     uint64_t attaches, detaches;
     uint64_t hangups;       /* detaches first seen as the socket's hangup */

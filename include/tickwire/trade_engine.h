@@ -33,8 +33,11 @@
 #ifndef TICKWIRE_TRADE_ENGINE_H
 #define TICKWIRE_TRADE_ENGINE_H
 
-#include "tickwire/port.h"
 #include "tickwire/trade.h"
+#include "tickwire/util.h"
+
+/* A port (tickwire/port.h); a pointer is all this header needs. */
+typedef struct tw_port tw_port;
 
 #ifdef __cplusplus
 extern "C" {
@@ -173,7 +176,7 @@ void tw_trade_engine_summary(const tw_trade_engine *e, FILE *f);
  * the strategy process (the journal's path + ".sock", or "@tickwire-HEX"
  * in the abstract namespace when that is too long for a socket).  Known
  * before the engine exists (the spawned argv names it).  Returns its
- * length; buf holds at least 108 bytes. */
+ * length; buf holds at least TW_UNIX_PATH_MAX bytes. */
 size_t tw_trade_engine_attach_sock(const tw_trade_config *cfg, char *buf);
 
 /* The strategy process of mode = processes (`tickwire trade --attach SOCK
@@ -197,6 +200,8 @@ void tw_trade_engine_destroy(tw_trade_engine *e);
  * buf (at least TW_TRADE_CLORDID_MAX bytes); returns its length.  And
  * back: 0 with *run_id and *id set, -EINVAL if s is not one of ours. */
 #define TW_TRADE_CLORDID_MAX 40
+/* Run ids are 48 bits: 12 hex digits in the ClOrdID. */
+#define TW_TRADE_RUN_ID_MASK 0xffffffffffffull
 size_t tw_trade_clordid(char *buf, char kind, uint64_t run_id, uint64_t id);
 int tw_trade_clordid_parse(const char *s, size_t len, char *kind, uint64_t *run_id,
                            uint64_t *id);

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "capture/capture_internal.h"
+#include "tickwire/util.h"
 
 #define WRITER_BUF_MIN (128u * 1024u) /* room for the largest EPB twice over */
 #define WRITER_BUF_DEFAULT (256u * 1024u)
@@ -84,16 +85,12 @@ int tw_capture_config_init(tw_capture_config *cfg, const char *path)
     return 0;
 }
 
-static int parse_u64(const char *s, size_t n, uint64_t *v, int allow_suffix)
+/* A decimal number, with a k/m/g (binary) multiplier when allow_suffix. */
+static int parse_size(const char *s, size_t n, uint64_t *v, int allow_suffix)
 {
-    if (n == 0 || n > 24)
-        return -1;
-    char tmp[32];
-    memcpy(tmp, s, n);
-    tmp[n] = 0;
-    uint64_t mul = 1;
+    uint64_t mul = 1, x;
     if (allow_suffix && n > 1) {
-        char c = tmp[n - 1];
+        char c = s[n - 1];
         if (c == 'k' || c == 'K')
             mul = 1ull << 10;
         else if (c == 'm' || c == 'M')
@@ -101,16 +98,11 @@ static int parse_u64(const char *s, size_t n, uint64_t *v, int allow_suffix)
         else if (c == 'g' || c == 'G')
             mul = 1ull << 30;
         if (mul != 1)
-            tmp[n - 1] = 0;
+            n--;
     }
-    if (tmp[0] < '0' || tmp[0] > '9')
-        return -1;
-    char *end;
-    errno = 0;
-    unsigned long long x = strtoull(tmp, &end, 10);
-    if (errno || *end || x > UINT64_MAX / mul)
-        return -1;
-    *v = (uint64_t)x * mul;
+    if (tw_parse_u64(s, n, &x) != 0 || x > UINT64_MAX / mul)
+        return -EINVAL;
+    *v = x * mul;
     return 0;
 }
 
@@ -140,19 +132,19 @@ int tw_capture_config_parse(tw_capture_config *cfg, const char *spec, tw_error *
 #define KEY(s) (kl == sizeof(s) - 1 && !memcmp(p, s, kl))
 #define BAD(why) tw__err(err, -EINVAL, "capture: %.*s=%.*s: %s", (int)kl, p, (int)vl, v, why)
         if (KEY("snap")) {
-            if (parse_u64(v, vl, &x, 0) || x < 1 || x > TW_CAPTURE_SNAP_MAX)
+            if (parse_size(v, vl, &x, 0) || x < 1 || x > TW_CAPTURE_SNAP_MAX)
                 return BAD("want a byte count in [1, 65520]");
             cfg->snap_len = (uint32_t)x;
         } else if (KEY("slots")) {
-            if (parse_u64(v, vl, &x, 0) || x < 2 || x > TW_RING_COUNT_MAX || (x & (x - 1)))
+            if (parse_size(v, vl, &x, 0) || x < 2 || x > TW_RING_COUNT_MAX || (x & (x - 1)))
                 return BAD("want a power of two in [2, 2^30]");
             cfg->ring_slots = (uint32_t)x;
         } else if (KEY("size")) {
-            if (parse_u64(v, vl, &x, 1) || x == 0)
+            if (parse_size(v, vl, &x, 1) || x == 0)
                 return BAD("want a file size in bytes, with k, M or G allowed (1M)");
             cfg->file_max_bytes = x;
         } else if (KEY("files")) {
-            if (parse_u64(v, vl, &x, 0) || x > 1000000)
+            if (parse_size(v, vl, &x, 0) || x > 1000000)
                 return BAD("want a file count (0 = keep all)");
             cfg->files_max = (uint32_t)x;
         } else if (KEY("dir")) {
@@ -175,7 +167,7 @@ int tw_capture_config_parse(tw_capture_config *cfg, const char *spec, tw_error *
                 return BAD("want a dotted-quad IPv4 address (not 0.0.0.0)");
             cfg->filter.ip = ntohl(a.s_addr);
         } else if (KEY("port")) {
-            if (parse_u64(v, vl, &x, 0) || x < 1 || x > 65535)
+            if (parse_size(v, vl, &x, 0) || x < 1 || x > 65535)
                 return BAD("want a TCP port in [1, 65535]");
             cfg->filter.tcp_port = (uint16_t)x;
         } else if (KEY("nonip")) {
@@ -184,11 +176,11 @@ int tw_capture_config_parse(tw_capture_config *cfg, const char *spec, tw_error *
             cfg->filter.flags = (uint16_t)((cfg->filter.flags & ~TW_CAPTURE_F_NON_IP) |
                                            (v[0] == '1' ? TW_CAPTURE_F_NON_IP : 0));
         } else if (KEY("cpu")) {
-            if (parse_u64(v, vl, &x, 0) || x >= CPU_SETSIZE)
+            if (parse_size(v, vl, &x, 0) || x >= CPU_SETSIZE)
                 return BAD("want a CPU number");
             cfg->writer_cpu = (int)x;
         } else if (KEY("idle")) {
-            if (parse_u64(v, vl, &x, 0) || x < 1 || x > 1000000)
+            if (parse_size(v, vl, &x, 0) || x < 1 || x > 1000000)
                 return BAD("want the writer's idle sleep in us, 1..1000000");
             cfg->writer_idle_ns = (int64_t)x * 1000;
         } else {

@@ -8,6 +8,7 @@
 
 #include "tickwire/wire_io.h"
 #include "tickwire/engine.h"
+#include "tickwire/util.h"
 
 /* Counters reported by INFO.  Relaxed atomics: they are statistics, read
  * by INFO with no ordering against anything else. */
@@ -62,7 +63,7 @@ struct tw_engine {
     tw_wire_limits lim;
     int epfd, unix_fd, tcp_fd, stop_fd, done_fd;
     int tcp_port;
-    char unix_path[108];
+    char unix_path[TW_UNIX_PATH_MAX];
     tw_isa kernel_isa;       /* what each worker's sweeper runs */
     unsigned kernel_threads; /* threads per sweep */
     atomic_int stopping;

@@ -120,37 +120,78 @@ struct tw_xchg {
     char log_line[256];
 };
 
+/* ---- output.c: everything above sends through here. */
 void tw__xchg_log(tw_xchg *x, const xs_sess *s, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
-
-/* Ends a session's connection from our side (fault, idle, shutdown). */
-void tw__xchg_drop_conn(tw_xchg *x, xs_conn *c, int64_t now_ns);
-
-/* The application messages of a logged-on session (orders.c, md.c). */
-void tw__xchg_on_app(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup, int64_t now_ns);
-void tw__xchg_on_md_request(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now_ns);
-void tw__xchg_on_order(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup, int64_t now_ns);
-void tw__xchg_on_cancel(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now_ns);
-
+/* Begins a message of type `type` on s's session (NULL: it cannot send). */
+tw_fix_wbuf *tw__xchg_begin(tw_xchg *x, xs_sess *s, const char *type, int64_t now_ns);
+/* Finishes and sends the message tw__xchg_begin started; counts a
+ * failure. */
+int tw__xchg_send(tw_xchg *x, xs_sess *s, int64_t now_ns);
 /* Session Reject (35=3) of message m: reason (373), the tag at fault. */
 void tw__xchg_session_reject(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, uint32_t tag,
                              int reason, const char *text, int64_t now_ns);
-/* Finishes and sends the message tw_fix_session_begin started; counts a
- * failure. */
-int tw__xchg_send(tw_xchg *x, xs_sess *s, int64_t now_ns);
+/* TradingSessionStatus (h) with status 340. */
+int tw__xchg_send_status(tw_xchg *x, xs_sess *s, char status, int64_t now_ns);
+/* Detaches c from its session (which sees a disconnect), no close. */
+void tw__xchg_unbind(tw_xchg *x, xs_conn *c, int64_t now_ns);
+/* Ends a session's connection from our side (fault, idle, shutdown). */
+void tw__xchg_drop_conn(tw_xchg *x, xs_conn *c, int64_t now_ns);
 
-/* Bars (md.c): formats bar i's entries, sends them (and the barrier's
- * TestRequest) to every subscribed session; TradingSessionStatus. */
-void tw__xchg_emit_bar(tw_xchg *x, uint64_t i, int64_t now_ns);
+/* ---- barrier.c */
+/* What a Heartbeat answers, from its TestReqID. */
+enum { HB_NONE = 0, HB_BAR, HB_OPEN };
+typedef struct xs_heartbeat {
+    int kind;            /* HB_* */
+    uint64_t bar;        /* HB_BAR: the bar it answers */
+    uint64_t seq;        /* its MsgSeqNum */
+    uint64_t seq_before; /* the session's next_in before it went in */
+} xs_heartbeat;
+/* Looks at a framed message's raw bytes for one of our Heartbeats (a scan,
+ * not a parse: it runs on every message a trader sends); fills hb. */
+void tw__xchg_heartbeat_scan(const char *msg, size_t len, xs_heartbeat *hb);
+/* The session took hb (ACTIVE, bound): passes the barrier or readiness
+ * now, or once its gap has closed. */
+void tw__xchg_barrier_heartbeat(tw_xchg *x, xs_sess *s, const xs_heartbeat *hb);
+/* s has answered the current bar's TestRequest. */
+void tw__xchg_ack(tw_xchg *x, xs_sess *s);
 int tw__xchg_send_test_request(tw_xchg *x, xs_sess *s, int64_t now_ns);
 /* TestRequest 112=open after a session's first subscription: bars wait
  * for its answer, so every V the trader sent before it is in. */
 #define XS_OPEN_ID "open"
 int tw__xchg_send_open_request(tw_xchg *x, xs_sess *s, int64_t now_ns);
-int tw__xchg_send_status(tw_xchg *x, xs_sess *s, char status, int64_t now_ns);
 
+/* ---- md.c, orders.c: the application messages of a logged-on session. */
+void tw__xchg_on_md_request(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now_ns);
+void tw__xchg_on_order(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup, int64_t now_ns);
+void tw__xchg_on_cancel(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now_ns);
+/* Bars (md.c): formats bar i's entries, sends them (and the barrier's
+ * TestRequest) to every subscribed session. */
+void tw__xchg_emit_bar(tw_xchg *x, uint64_t i, int64_t now_ns);
 /* The ClOrdID table (orders.c). */
 xs_order *tw__xchg_order_find(xs_sess *s, const char *id, size_t len, uint64_t *h1,
                               uint64_t *h2);
+
+/* ---- app.c: the router. */
+void tw__xchg_on_app(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup, int64_t now_ns);
+
+/* ---- run.c: the life cycle and the bar clock. */
+/* Moves the run to `next` (forward only; verified). */
+void tw__xchg_run_to(tw_xchg *x, xs_run next);
+/* 1 if s has a connection and its session is ACTIVE. */
+int tw__xchg_active(const xs_sess *s);
+/* Closed (340=3) to every session that had Open, as soon as it can take it. */
+void tw__xchg_send_closed_where_due(tw_xchg *x, int64_t now_ns);
+void tw__xchg_start_logout(tw_xchg *x, int64_t now_ns);
+/* The bar clock and the barrier's release. */
+void tw__xchg_advance(tw_xchg *x, int64_t now_ns);
+
+/* ---- conn.c */
+/* A CompID that may name a store file. */
+int tw__xchg_comp_id_ok(const char *v, size_t n);
+/* Closes a session's store and frees it. */
+void tw__xchg_sess_free(xs_sess *s);
+/* Returns slots of connections closed during the call that is ending. */
+void tw__xchg_reap(tw_xchg *x);
 
 #endif

@@ -4,20 +4,12 @@
 #include <string.h>
 
 #include "exchange/exchange_internal.h"
+#include "tickwire/util.h"
 
 /* Decimal digits only, at most 18 of them (no sign, no spaces). */
 static int num(const char *s, size_t n, uint64_t *v)
 {
-    if (n == 0 || n > 18)
-        return -1;
-    uint64_t r = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (s[i] < '0' || s[i] > '9')
-            return -1;
-        r = r * 10 + (uint64_t)(s[i] - '0');
-    }
-    *v = r;
-    return 0;
+    return n > 18 ? -ERANGE : tw_parse_u64(s, n, v);
 }
 
 int tw_xchg_fault_parse(const char *s, tw_xchg_fault *out, tw_error *err)

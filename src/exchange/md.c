@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "exchange/exchange_internal.h"
+#include "tickwire/util.h"
 
 /* SessionRejectReason (373) and MDReqRejReason (281) values used here. */
 #define REJ_REQUIRED 1
@@ -23,54 +24,12 @@
 #define MDREJ_UPDATE_TYPE '6'
 #define MDREJ_ENTRY_TYPE '8'
 
-int tw__xchg_send(tw_xchg *x, xs_sess *s, int64_t now_ns)
-{
-    int rc = tw_fix_session_send(&s->fs, now_ns);
-    if (rc != 0) {
-        x->st.send_errors++;
-        tw__xchg_log(x, s, "send failed: %s", tw_strerror(rc));
-    }
-    return rc;
-}
-
-static tw_fix_wbuf *begin(tw_xchg *x, xs_sess *s, const char *type, int64_t now_ns)
-{
-    return tw_fix_session_begin(&s->fs, type, now_ns);
-}
-
-static uint64_t msg_seq(const tw_fix_msg *m)
-{
-    const tw_fix_field *f = tw_fix_get(m, 34);
-    int64_t v = 0;
-    if (!f || tw_fix_to_i64(f->val, f->len, &v) != 0 || v < 0)
-        return 0;
-    return (uint64_t)v;
-}
-
-void tw__xchg_session_reject(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, uint32_t tag,
-                             int reason, const char *text, int64_t now_ns)
-{
-    x->st.session_rejects++;
-    tw__xchg_log(x, s, "Reject 35=%.*s: %s", (int)(m->msg_type_len < 8 ? m->msg_type_len : 8),
-                 m->msg_type, text);
-    tw_fix_wbuf *w = begin(x, s, "3", now_ns);
-    if (!w)
-        return;
-    tw_fix_put_u64(w, 45, msg_seq(m));
-    if (tag)
-        tw_fix_put_u64(w, 371, tag);
-    tw_fix_put_str(w, 372, m->msg_type, m->msg_type_len);
-    tw_fix_put_u64(w, 373, (uint64_t)reason);
-    tw_fix_put_cstr(w, 58, text);
-    tw__xchg_send(x, s, now_ns);
-}
-
 static void md_reject(tw_xchg *x, xs_sess *s, const tw_fix_field *req, char reason,
                       const char *text, int64_t now_ns)
 {
     x->st.md_rejects++;
     tw__xchg_log(x, s, "MarketDataRequestReject: %s", text);
-    tw_fix_wbuf *w = begin(x, s, "Y", now_ns);
+    tw_fix_wbuf *w = tw__xchg_begin(x, s, "Y", now_ns);
     if (!w)
         return;
     tw_fix_put_str(w, 262, req->val, req->len);
@@ -79,56 +38,12 @@ static void md_reject(tw_xchg *x, xs_sess *s, const tw_fix_field *req, char reas
     tw__xchg_send(x, s, now_ns);
 }
 
-int tw__xchg_send_status(tw_xchg *x, xs_sess *s, char status, int64_t now_ns)
-{
-    tw_fix_wbuf *w = begin(x, s, "h", now_ns);
-    if (!w)
-        return -ENOTCONN;
-    tw_fix_put_cstr(w, 336, x->cfg.lockstep ? "REPLAY" : "PACED");
-    tw_fix_put_char(w, 340, status);
-    return tw__xchg_send(x, s, now_ns);
-}
-
-int tw__xchg_send_test_request(tw_xchg *x, xs_sess *s, int64_t now_ns)
-{
-    TW_ASSERT(x->cur_bar >= 0);
-    char id[32] = "bar-";
-    size_t n = 4 + tw_fix_fmt_u64(id + 4, (uint64_t)x->cur_bar);
-    tw_fix_wbuf *w = begin(x, s, "1", now_ns);
-    if (!w)
-        return -ENOTCONN;
-    tw_fix_put_str(w, 112, id, n);
-    int rc = tw__xchg_send(x, s, now_ns);
-    if (rc == 0)
-        x->st.barrier_test_requests++;
-    return rc;
-}
-
-int tw__xchg_send_open_request(tw_xchg *x, xs_sess *s, int64_t now_ns)
-{
-    tw_fix_wbuf *w = begin(x, s, "1", now_ns);
-    if (!w)
-        return -ENOTCONN;
-    tw_fix_put_cstr(w, 112, XS_OPEN_ID);
-    return tw__xchg_send(x, s, now_ns);
-}
-
 static int sym_index(const tw_xchg *x, const char *v, size_t n)
 {
     for (unsigned i = 0; i < x->n_sym; i++)
         if (x->sym_name_len[i] == n && !memcmp(x->sym_name[i], v, n))
             return (int)i;
     return -1;
-}
-
-static int field_ok(const tw_fix_field *f)
-{
-    if (f->len == 0 || f->len > XS_ID_MAX)
-        return 0;
-    for (uint32_t i = 0; i < f->len; i++)
-        if ((unsigned char)f->val[i] < ' ' || (unsigned char)f->val[i] >= 127)
-            return 0;
-    return 1;
 }
 
 void tw__xchg_on_md_request(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now_ns)
@@ -140,7 +55,7 @@ void tw__xchg_on_md_request(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t
         tw__xchg_session_reject(x, s, m, 262, REJ_REQUIRED, "MDReqID(262) missing", now_ns);
         return;
     }
-    if (!field_ok(req)) {
+    if (!tw_text_ok(req->val, req->len, XS_ID_MAX, TW_TEXT_SPACE)) {
         tw__xchg_session_reject(x, s, m, 262, REJ_VALUE,
                                 "MDReqID(262) longer than 64 or not printable", now_ns);
         return;
@@ -310,7 +225,7 @@ static unsigned send_bar(tw_xchg *x, xs_sess *s, uint64_t i, int64_t now_ns)
         }
         if (k == 0)
             break;
-        tw_fix_wbuf *w = begin(x, s, "X", now_ns);
+        tw_fix_wbuf *w = tw__xchg_begin(x, s, "X", now_ns);
         if (!w)
             return sent;
         const char *req = s->md_req[chunk[0]];

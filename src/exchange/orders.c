@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "exchange/exchange_internal.h"
+#include "tickwire/util.h"
 
 #define REJ_REQUIRED 1
 #define REJ_VALUE 5
@@ -40,10 +41,9 @@ static void hash2(const char *p, size_t n, uint64_t *h1, uint64_t *h2)
     /* Two FNV-1a streams with different bases, each finished by a
      * splitmix round: a false duplicate needs both 64-bit values to
      * collide. */
-    uint64_t a = 0xcbf29ce484222325ull, b = 0x84222325cbf29ce4ull ^ n;
+    uint64_t a = tw_fnv1a64(TW_FNV1A64_INIT, p, n), b = 0x84222325cbf29ce4ull ^ n;
     for (size_t i = 0; i < n; i++) {
-        a = (a ^ (unsigned char)p[i]) * 0x100000001b3ull;
-        b = (b ^ (unsigned char)p[i]) * 0x100000001b3ull;
+        b = (b ^ (unsigned char)p[i]) * TW_FNV1A64_PRIME;
         b ^= b >> 29;
     }
     *h1 = mix(a) | 1; /* never 0: 0 marks a free slot */
@@ -73,11 +73,6 @@ typedef struct order_in {
     int64_t qty;
 } order_in;
 
-static tw_fix_wbuf *begin(tw_xchg *x, xs_sess *s, const char *type, int64_t now_ns)
-{
-    return tw_fix_session_begin(&s->fs, type, now_ns);
-}
-
 static size_t fmt_id(char *out, char letter, const char *run, uint64_t n)
 {
     size_t k = 0, rl = strlen(run);
@@ -96,7 +91,7 @@ static tw_fix_wbuf *er_begin(tw_xchg *x, xs_sess *s, const order_in *o, uint64_t
                              char exec_type, char ord_status, char *oid, char *eid,
                              int64_t now_ns)
 {
-    tw_fix_wbuf *w = begin(x, s, "8", now_ns);
+    tw_fix_wbuf *w = tw__xchg_begin(x, s, "8", now_ns);
     if (!w)
         return NULL;
     fmt_id(oid, 'O', x->run_hex, order_no);
@@ -176,12 +171,7 @@ static void fill_order(tw_xchg *x, xs_sess *s, const order_in *o, unsigned si,
 
 static int text_ok(const tw_fix_field *f)
 {
-    if (f->len > XS_ID_MAX)
-        return 0;
-    for (uint32_t i = 0; i < f->len; i++)
-        if ((unsigned char)f->val[i] < ' ' || (unsigned char)f->val[i] >= 127)
-            return 0;
-    return 1;
+    return tw_text_ok(f->val, f->len, XS_ID_MAX, TW_TEXT_SPACE);
 }
 
 void tw__xchg_on_order(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup, int64_t now_ns)
@@ -304,7 +294,7 @@ void tw__xchg_on_cancel(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now
     uint64_t h1, h2;
     xs_order *o = tw__xchg_order_find(s, orig->val, orig->len, &h1, &h2);
     x->st.cancels++;
-    tw_fix_wbuf *w = begin(x, s, "9", now_ns);
+    tw_fix_wbuf *w = tw__xchg_begin(x, s, "9", now_ns);
     if (!w)
         return;
     char oid[48];
@@ -321,36 +311,5 @@ void tw__xchg_on_cancel(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now
     tw_fix_put_cstr(w, 58, o->h1 ? (o->status == '2' ? "too late to cancel: order filled"
                                                      : "too late to cancel: order rejected")
                                  : "unknown order");
-    tw__xchg_send(x, s, now_ns);
-}
-
-void tw__xchg_on_app(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup, int64_t now_ns)
-{
-    char t = m->msg_type_len == 1 ? m->msg_type[0] : 0;
-    switch (t) {
-    case 'V':
-        tw__xchg_on_md_request(x, s, m, now_ns);
-        return;
-    case 'D':
-        tw__xchg_on_order(x, s, m, possdup, now_ns);
-        return;
-    case 'F':
-        tw__xchg_on_cancel(x, s, m, now_ns);
-        return;
-    default:
-        break;
-    }
-    x->st.business_rejects++;
-    tw__xchg_log(x, s, "BusinessMessageReject: 35=%.*s not supported",
-                 (int)(m->msg_type_len < 8 ? m->msg_type_len : 8), m->msg_type);
-    tw_fix_wbuf *w = begin(x, s, "j", now_ns);
-    if (!w)
-        return;
-    const tw_fix_field *seq = tw_fix_get(m, 34);
-    if (seq)
-        tw_fix_put_str(w, 45, seq->val, seq->len);
-    tw_fix_put_str(w, 372, m->msg_type, m->msg_type_len);
-    tw_fix_put_char(w, 380, '3');
-    tw_fix_put_cstr(w, 58, "unsupported message type");
     tw__xchg_send(x, s, now_ns);
 }

@@ -9,7 +9,7 @@
 #include "exchange/exchange_internal.h"
 #include "tickwire/net.h"
 
-#define CLOSE_FLUSH_NS 2000000000ull /* a closing connection's output gets this long */
+#define CLOSE_FLUSH_NS 2000000000ll /* a closing connection's output gets this long */
 
 typedef struct xn_conn {
     tw_tcp_conn tcp;         /* the stack's connection (caller memory) */
@@ -17,7 +17,7 @@ typedef struct xn_conn {
     tw_xchg_conn *xc;        /* the venue's handle; NULL once either side closed */
     int used;                /* slot holds a connection not yet released */
     int closing;             /* the venue closed: flush, then FIN */
-    uint64_t closing_since_ns;
+    int64_t closing_since_ns;
     char *out;               /* bytes the retransmit ring could not take yet */
     size_t out_len;
 } xn_conn;
@@ -29,7 +29,7 @@ struct tw_xchg_net {
     xn_conn *c;
     unsigned n;
     size_t out_cap;
-    uint64_t now_ns;
+    int64_t now_ns; /* monotonic: the time of the call in progress */
     char *out_mem;
 };
 
@@ -74,7 +74,7 @@ static tw_tcp_conn *n_accept(tw_tcp_listener *l, uint32_t ip, uint16_t port, voi
         c->out = out;
         c->xn = xn;
         tw_fix_stream io = {.write = n_write, .close = n_close, .ctx = c};
-        if (tw_xchg_conn_open(xn->x, &io, n_backlog, (int64_t)xn->now_ns, &c->xc) != 0)
+        if (tw_xchg_conn_open(xn->x, &io, n_backlog, xn->now_ns, &c->xc) != 0)
             return NULL; /* the venue is full: refused (RST) */
         c->used = 1;
         return &c->tcp;
@@ -117,11 +117,11 @@ int tw_xchg_net_open(tw_xchg_net **out, tw_xchg *x, tw_net *st, uint16_t port,
     return 0;
 }
 
-static void flush(xn_conn *c, uint64_t now_ns)
+static void flush(xn_conn *c, int64_t now_ns)
 {
     size_t off = 0;
     while (off < c->out_len) {
-        long k = tw_tcp_send(&c->tcp, c->out + off, c->out_len - off, now_ns);
+        long k = tw_tcp_send(&c->tcp, c->out + off, c->out_len - off, (uint64_t)now_ns);
         if (k <= 0)
             break;
         off += (size_t)k;
@@ -130,7 +130,7 @@ static void flush(xn_conn *c, uint64_t now_ns)
     c->out_len -= off;
 }
 
-unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns)
+unsigned tw_xchg_net_poll(tw_xchg_net *xn, int64_t now_ns)
 {
     xn->now_ns = now_ns;
     unsigned busy = 0;
@@ -146,12 +146,12 @@ unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns)
         }
         /* Received bytes go to the venue unless the slow fault holds them
          * in the stack's ring (whose window then closes). */
-        while (c->xc && tw_xchg_conn_read_at(c->xc) <= (int64_t)now_ns &&
+        while (c->xc && tw_xchg_conn_read_at(c->xc) <= now_ns &&
                tw_tcp_readable(&c->tcp) > 0) {
             const uint8_t *p;
             size_t len;
             tw_tcp_recv_peek(&c->tcp, &p, &len);
-            size_t k = tw_xchg_conn_input(xn->x, c->xc, p, len, (int64_t)now_ns);
+            size_t k = tw_xchg_conn_input(xn->x, c->xc, p, len, now_ns);
             tw_tcp_recv_consume(&c->tcp, k);
             busy++;
             if (k < len)
@@ -165,7 +165,7 @@ unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns)
         if (c->out_len)
             flush(c, now_ns); /* what the venue wrote while reading */
         if (c->xc && (gone || (peer_fin && tw_tcp_readable(&c->tcp) == 0))) {
-            tw_xchg_conn_closed(xn->x, c->xc, (int64_t)now_ns);
+            tw_xchg_conn_closed(xn->x, c->xc, now_ns);
             c->xc = NULL;
             c->closing = 1;
             c->closing_since_ns = now_ns;
@@ -173,14 +173,14 @@ unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns)
         if (c->closing && stt != TW_TCP_CLOSED) {
             if (c->out_len == 0 && (stt == TW_TCP_ESTABLISHED || stt == TW_TCP_CLOSE_WAIT ||
                                     stt == TW_TCP_SYN_RCVD))
-                tw_tcp_close(&c->tcp, now_ns);
+                tw_tcp_close(&c->tcp, (uint64_t)now_ns);
             else if (now_ns - c->closing_since_ns > CLOSE_FLUSH_NS &&
                      (c->out_len || stt == TW_TCP_FIN_WAIT_1 || stt == TW_TCP_LAST_ACK))
-                tw_tcp_abort(&c->tcp, now_ns);
+                tw_tcp_abort(&c->tcp, (uint64_t)now_ns);
         }
         if (tw_tcp_get_state(&c->tcp) == TW_TCP_CLOSED) {
             if (c->xc) {
-                tw_xchg_conn_closed(xn->x, c->xc, (int64_t)now_ns);
+                tw_xchg_conn_closed(xn->x, c->xc, now_ns);
                 c->xc = NULL;
             }
             if (tw_tcp_conn_release(&c->tcp) == 0) {
@@ -193,7 +193,7 @@ unsigned tw_xchg_net_poll(tw_xchg_net *xn, uint64_t now_ns)
     return busy;
 }
 
-void tw_xchg_net_close(tw_xchg_net *xn, uint64_t now_ns)
+void tw_xchg_net_close(tw_xchg_net *xn, int64_t now_ns)
 {
     if (!xn)
         return;
@@ -203,8 +203,8 @@ void tw_xchg_net_close(tw_xchg_net *xn, uint64_t now_ns)
         if (!c->used)
             continue;
         if (c->xc)
-            tw_xchg_conn_closed(xn->x, c->xc, (int64_t)now_ns);
-        tw_tcp_abort(&c->tcp, now_ns);
+            tw_xchg_conn_closed(xn->x, c->xc, now_ns);
+        tw_tcp_abort(&c->tcp, (uint64_t)now_ns);
         tw_tcp_conn_release(&c->tcp);
     }
     free(xn->c);

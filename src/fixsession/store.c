@@ -14,100 +14,7 @@
 #include <unistd.h>
 
 #include "tickwire/fix_session.h"
-#include "fixsession/store_internal.h"
-
-/* The slicing-by-8 table and the choice of the hardware instruction, made
- * once per process under pthread_once: every thread that gets past
- * crc_once sees both complete (pthread_once orders them). */
-static uint32_t crc_table[8][256];
-static int crc_hw;
-static pthread_once_t crc_once = PTHREAD_ONCE_INIT;
-
-static void crc_init(void)
-{
-    for (uint32_t i = 0; i < 256; i++) {
-        uint32_t c = i;
-        for (int k = 0; k < 8; k++)
-            c = (c >> 1) ^ (0x82F63B78u & (0u - (c & 1)));
-        crc_table[0][i] = c;
-    }
-    for (uint32_t i = 0; i < 256; i++)
-        for (int t = 1; t < 8; t++)
-            crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^ crc_table[0][crc_table[t - 1][i] & 255];
-    crc_hw = __builtin_cpu_supports("sse4.2") ? 1 : 0;
-}
-
-/* The SSE4.2 crc32 instruction computes CRC-32C directly, 8 bytes per
- * instruction; chosen at run time, the table version is the fallback and
- * the reference the tests compare it with. */
-__attribute__((target("sse4.2"))) static uint32_t crc32c_hw(uint32_t crc, const void *p, size_t n)
-{
-    const unsigned char *b = p;
-    uint64_t c = ~crc;
-    while (n >= 8) {
-        uint64_t v;
-        memcpy(&v, b, 8);
-        c = __builtin_ia32_crc32di(c, v);
-        b += 8;
-        n -= 8;
-    }
-    uint32_t c32 = (uint32_t)c;
-    while (n--)
-        c32 = __builtin_ia32_crc32qi(c32, *b++);
-    return ~c32;
-}
-
-uint32_t tw_crc32c(uint32_t crc, const void *p, size_t n)
-{
-    pthread_once(&crc_once, crc_init);
-    if (crc_hw)
-        return crc32c_hw(crc, p, n);
-    return tw__crc32c_sw(crc, p, n);
-}
-
-uint32_t tw__crc32c_sw(uint32_t crc, const void *p, size_t n)
-{
-    pthread_once(&crc_once, crc_init);
-    const unsigned char *b = p;
-    crc = ~crc;
-    /* Slicing-by-8: store records are small, this is plenty. */
-    while (n >= 8) {
-        uint32_t lo = crc ^ ((uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
-                             (uint32_t)b[3] << 24);
-        crc = crc_table[7][lo & 255] ^ crc_table[6][(lo >> 8) & 255] ^
-              crc_table[5][(lo >> 16) & 255] ^ crc_table[4][lo >> 24] ^ crc_table[3][b[4]] ^
-              crc_table[2][b[5]] ^ crc_table[1][b[6]] ^ crc_table[0][b[7]];
-        b += 8;
-        n -= 8;
-    }
-    while (n--)
-        crc = (crc >> 8) ^ crc_table[0][(crc ^ *b++) & 255];
-    return ~crc;
-}
-
-static uint32_t rd32(const unsigned char *p)
-{
-    return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint64_t rd64(const unsigned char *p)
-{
-    return (uint64_t)rd32(p) | (uint64_t)rd32(p + 4) << 32;
-}
-
-static void wr32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)v;
-    p[1] = (unsigned char)(v >> 8);
-    p[2] = (unsigned char)(v >> 16);
-    p[3] = (unsigned char)(v >> 24);
-}
-
-static void wr64(unsigned char *p, uint64_t v)
-{
-    wr32(p, (uint32_t)v);
-    wr32(p + 4, (uint32_t)(v >> 32));
-}
+#include "tickwire/util.h"
 
 static int index_push(tw_fix_store *s, uint64_t seq, uint64_t off, uint32_t len)
 {
@@ -139,7 +46,7 @@ static size_t valid_record(const unsigned char *p, size_t size, size_t off)
 {
     if (size - off < TW_FIX_REC_HDR)
         return 0;
-    uint32_t w0 = rd32(p + off), len = rd32(p + off + 4), crc = rd32(p + off + 8);
+    uint32_t w0 = tw_load_le32(p + off), len = tw_load_le32(p + off + 4), crc = tw_load_le32(p + off + 8);
     uint32_t type = w0 & 255;
     if ((w0 & ~255u) != TW_FIX_REC_MAGIC || type < TW_FIX_REC_SEQS || type > TW_FIX_REC_RESET)
         return 0;
@@ -164,22 +71,22 @@ static int all_zero(const unsigned char *p, size_t n)
  * for a record whose payload does not match its type. */
 static int apply(tw_fix_store *s, const unsigned char *p, uint64_t off)
 {
-    uint32_t type = rd32(p) & 255, len = rd32(p + 4);
+    uint32_t type = tw_load_le32(p) & 255, len = tw_load_le32(p + 4);
     const unsigned char *pl = p + TW_FIX_REC_HDR;
     switch (type) {
     case TW_FIX_REC_SEQS:
         if (len != 16)
             return -TW_EFORMAT;
-        s->next_out = rd64(pl);
-        s->next_in = rd64(pl + 8);
+        s->next_out = tw_load_le64(pl);
+        s->next_in = tw_load_le64(pl + 8);
         while (s->n > 0 && s->ents[s->n - 1].seq >= s->next_out)
             s->n--;
         return 0;
     case TW_FIX_REC_MSG: {
         if (len < 20)
             return -TW_EFORMAT;
-        uint64_t seq = rd64(pl);
-        uint32_t tl = rd32(pl + 16);
+        uint64_t seq = tw_load_le64(pl);
+        uint32_t tl = tw_load_le32(pl + 16);
         if (tl == 0 || tl > 8 || 20 + tl > len || seq == 0)
             return -TW_EFORMAT;
         int rc = index_push(s, seq, off + TW_FIX_REC_HDR, len);
@@ -390,12 +297,12 @@ static int append(tw_fix_store *s, uint32_t type, struct iovec *iov, int niov)
     for (int i = 1; i < niov; i++)
         len += iov[i].iov_len;
     TW_VERIFY(len <= TW_FIX_REC_MAX);
-    wr32(h, TW_FIX_REC_MAGIC | type);
-    wr32(h + 4, (uint32_t)len);
+    tw_store_le32(h, TW_FIX_REC_MAGIC | type);
+    tw_store_le32(h + 4, (uint32_t)len);
     uint32_t c = tw_crc32c(0, h, 8);
     for (int i = 1; i < niov; i++)
         c = tw_crc32c(c, iov[i].iov_base, iov[i].iov_len);
-    wr32(h + 8, c);
+    tw_store_le32(h + 8, c);
     size_t total = TW_FIX_REC_HDR + len;
     if (s->map)
         return append_mapped(s, iov, niov, total);
@@ -426,8 +333,8 @@ static int append(tw_fix_store *s, uint32_t type, struct iovec *iov, int niov)
 int tw_fix_store_set_seqs(tw_fix_store *s, uint64_t next_out, uint64_t next_in)
 {
     unsigned char h[TW_FIX_REC_HDR], pl[16];
-    wr64(pl, next_out);
-    wr64(pl + 8, next_in);
+    tw_store_le64(pl, next_out);
+    tw_store_le64(pl + 8, next_in);
     struct iovec iov[2] = { { h, sizeof(h) }, { pl, sizeof(pl) } };
     int rc = append(s, TW_FIX_REC_SEQS, iov, 2);
     if (rc == 0) {
@@ -448,9 +355,9 @@ int tw_fix_store_add_msg(tw_fix_store *s, uint64_t seq, int64_t orig_sending_ns,
     if (seq == 0 || type_len == 0 || type_len > 8 || body_len > TW_FIX_REC_MAX - 64)
         return -EINVAL;
     unsigned char h[TW_FIX_REC_HDR], fx[20];
-    wr64(fx, seq);
-    wr64(fx + 8, (uint64_t)orig_sending_ns);
-    wr32(fx + 16, (uint32_t)type_len);
+    tw_store_le64(fx, seq);
+    tw_store_le64(fx + 8, (uint64_t)orig_sending_ns);
+    tw_store_le32(fx + 16, (uint32_t)type_len);
     struct iovec iov[4] = { { h, sizeof(h) }, { fx, sizeof(fx) },
                             { (void *)msg_type, type_len }, { (void *)body, body_len } };
     uint64_t off = s->size + TW_FIX_REC_HDR;
@@ -507,11 +414,11 @@ int tw_fix_store_read(const tw_fix_store *s, uint32_t i, char *buf, size_t cap,
             return -TW_EFORMAT;
     }
     const unsigned char *p = (const unsigned char *)buf;
-    uint32_t tl = rd32(p + 16);
-    if (rd64(p) != e->seq || tl == 0 || tl > 8 || 20 + tl > e->len)
+    uint32_t tl = tw_load_le32(p + 16);
+    if (tw_load_le64(p) != e->seq || tl == 0 || tl > 8 || 20 + tl > e->len)
         return -TW_EFORMAT;
     out->seq = e->seq;
-    out->orig_sending_ns = (int64_t)rd64(p + 8);
+    out->orig_sending_ns = (int64_t)tw_load_le64(p + 8);
     out->type = buf + 20;
     out->type_len = tl;
     out->body = buf + 20 + tl;

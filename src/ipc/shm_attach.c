@@ -20,7 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "tickwire/fix_session.h" /* tw_crc32c */
+#include "tickwire/util.h" /* tw_crc32c */
 #include "tickwire/shm_attach.h"
 
 #define HDRB TW_ATTACH_HDR_BYTES

@@ -20,7 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tickwire/fix_session.h" /* tw_crc32c: one CRC-32C for the project */
+#include "tickwire/util.h" /* tw_crc32c */
 #include "tickwire/journal.h"
 
 #define HDR TW_JOURNAL_HDR_BYTES

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "strategy/strategy_internal.h"
+#include "tickwire/util.h"
 
 static size_t align64(size_t n) { return (n + 63) & ~(size_t)63; }
 
@@ -338,11 +339,7 @@ typedef struct fnv {
 
 static void mix(fnv *f, const void *p, size_t n)
 {
-    const unsigned char *b = p;
-    for (size_t i = 0; i < n; i++) {
-        f->h ^= b[i];
-        f->h *= UINT64_C(0x100000001b3);
-    }
+    f->h = tw_fnv1a64(f->h, p, n);
 }
 static void mix_u64(fnv *f, uint64_t v) { mix(f, &v, sizeof(v)); }
 static void mix_i64(fnv *f, int64_t v) { mix(f, &v, sizeof(v)); }
@@ -356,7 +353,7 @@ static void mix_bucket(fnv *f, const bucket *b)
 
 uint64_t tw_strategy_digest(const tw_strategy *s)
 {
-    fnv f = { UINT64_C(0xcbf29ce484222325) };
+    fnv f = { TW_FNV1A64_INIT };
     for (uint32_t k = 0; k < s->n_instruments; k++) {
         const instr_state *in = &s->instr[k];
         mix_i64(&f, in->last_bar);

@@ -18,6 +18,7 @@
 
 #include "tickwire/reactor.h"
 #include "tickwire/trade.h"
+#include "tickwire/util.h"
 
 /* libinih's line buffer (INI_MAX_LINE, Debian's build: 200) holds a line
  * plus "\r\n\0". */
@@ -220,13 +221,7 @@ static const char *check_name(const char *s)
 /* Printable, no blank: host names, CompIDs. */
 static int graph_text(const char *s, size_t max)
 {
-    size_t n = strlen(s);
-    if (n == 0 || n >= max)
-        return 0;
-    for (size_t i = 0; i < n; i++)
-        if ((unsigned char)s[i] <= 0x20 || (unsigned char)s[i] >= 0x7f)
-            return 0;
-    return 1;
+    return tw_text_ok(s, strlen(s), max - 1, 0);
 }
 
 static int parse_ip4(const char *s, uint32_t *ip, uint32_t *prefix)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "trade/engine_internal.h"
+#include "tickwire/util.h"
 
 #define CTL_SLOTS 64
 #define STEP_SLEEP_NS 2000000ll     /* the control loop's nap between steps */
@@ -278,13 +279,11 @@ size_t tw_trade_engine_attach_sock(const tw_trade_config *cfg, char *buf)
     char j[TW_TRADE_STR_MAX + 16];
     tw__journal_path(cfg, j, sizeof(j));
     size_t n = strlen(j);
-    if (n + 5 < 108)
-        return (size_t)snprintf(buf, 108, "%s.sock", j);
+    if (n + 5 < TW_UNIX_PATH_MAX)
+        return (size_t)snprintf(buf, TW_UNIX_PATH_MAX, "%s.sock", j);
     /* Too long for sun_path: the abstract namespace, named by the path. */
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)j[i]) * 1099511628211ull;
-    return (size_t)snprintf(buf, 108, "@tickwire-%016llx", (unsigned long long)h);
+    uint64_t h = tw_fnv1a64(TW_FNV1A64_INIT, j, n);
+    return (size_t)snprintf(buf, TW_UNIX_PATH_MAX, "@tickwire-%016llx", (unsigned long long)h);
 }
 
 static int attach_open(tw_trade_engine *e, tw_error *err)
@@ -592,7 +591,7 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
     if (!e->opts.end_wait_ms)
         e->opts.end_wait_ms = 5000;
     e->run_id = e->opts.run_id ? e->opts.run_id : (uint64_t)(tw_clock_epoch_ns() / 1000000);
-    e->run_id &= 0xffffffffffffull; /* 12 hex digits in the ClOrdID */
+    e->run_id &= TW_TRADE_RUN_ID_MASK;
     e->strat_bell.fd = -1;
     e->log = stderr;
     int rc;

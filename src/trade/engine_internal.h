@@ -17,6 +17,7 @@
 #include "tickwire/shm_attach.h"
 #include "tickwire/strategy.h"
 #include "tickwire/trade_engine.h"
+#include "tickwire/util.h"
 
 /* ---- doorbell --------------------------------------------------------------
  *
@@ -274,7 +275,7 @@ struct tw_trade_engine {
     int procs;             /* [engine] mode = processes */
     int have_att;
     tw_attach_gw att;
-    char att_sock[108];
+    char att_sock[TW_UNIX_PATH_MAX];
     pid_t child;           /* the strategy process we spawned (0: none) */
     pid_t standby;         /* the next one, spawned ahead, waiting on standby_fd (0: none) */
     int standby_fd;        /* our end of its go socket (a byte: go; EOF: exit) */

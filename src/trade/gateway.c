@@ -32,6 +32,7 @@
 #include "tickwire/capture.h"
 #include "tickwire/decimal.h"
 #include "tickwire/fix.h"
+#include "tickwire/util.h"
 #include "trade/engine_internal.h"
 
 #define RX_CAP (128u << 10)
@@ -163,17 +164,9 @@ static void logf_(tw__gw *g, const char *fmt, ...)
     fflush(g->e->log);
 }
 
-static uint64_t fnv(const char *p, size_t n)
-{
-    uint64_t h = 1469598103934665603ull;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ (uint8_t)p[i]) * 1099511628211ull;
-    return h;
-}
-
 static uint32_t sym_find(const tw__gw *g, const char *p, size_t n)
 {
-    uint32_t h = (uint32_t)fnv(p, n) & g->hash_mask;
+    uint32_t h = (uint32_t)tw_fnv1a64(TW_FNV1A64_INIT, p, n) & g->hash_mask;
     for (uint32_t k = 0; k <= g->hash_mask; k++, h = (h + 1) & g->hash_mask) {
         uint32_t v = g->hash[h];
         if (v == 0)
@@ -183,20 +176,6 @@ static uint32_t sym_find(const tw__gw *g, const char *p, size_t n)
             return v - 1;
     }
     return UINT32_MAX;
-}
-
-static int parse_u64(const char *p, size_t n, uint64_t *out)
-{
-    if (n == 0 || n > 19)
-        return -1;
-    uint64_t v = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (p[i] < '0' || p[i] > '9')
-            return -1;
-        v = v * 10 + (uint64_t)(p[i] - '0');
-    }
-    *out = v;
-    return 0;
 }
 
 static int parse_i64(const tw_fix_field *f, int64_t *out)
@@ -315,7 +294,7 @@ static void open_remove(tw__gw *g, uint64_t id)
 /* 1 if seen before; else remembers it and returns 0. */
 static int exec_seen(tw__gw *g, const char *p, size_t n)
 {
-    uint64_t h = fnv(p, n) | 1u;
+    uint64_t h = tw_fnv1a64(TW_FNV1A64_INIT, p, n) | 1u;
     const uint32_t mask = EXEC_IDS - 1;
     for (int gen = 0; gen < 2; gen++) {
         const uint64_t *t = g->exec_ids[gen];
@@ -398,7 +377,7 @@ static int order_of(tw__gw *g, const tw_fix_field *f, uint64_t *id)
               f ? f->val : "");
         return -1;
     }
-    if (run != (g->e->run_id & 0xffffffffffffull)) {
+    if (run != (g->e->run_id & TW_TRADE_RUN_ID_MASK)) {
         g->st.foreign_execs++;
         logf_(g, "an execution of another run's order %.*s: ignored", (int)f->len, f->val);
         return -1;
@@ -465,7 +444,7 @@ static void on_bar_entry(tw__gw *g, const tw_fix_field *sym, const tw_fix_field 
 {
     uint64_t bar;
     uint32_t local;
-    if (!sym || !idx || parse_u64(idx->val, idx->len, &bar) != 0 ||
+    if (!sym || !idx || tw_parse_u64(idx->val, idx->len, &bar) != 0 ||
         (local = sym_find(g, sym->val, sym->len)) == UINT32_MAX) {
         g->st.bad_app_msgs++;
         logf_(g, "an X entry without a known 55 or a numeric 278: ignored");
@@ -514,7 +493,7 @@ static void on_md_entries(tw__gw *g, const tw_fix_decoded *d, int possdup)
             continue; /* not a New Trade entry: not a bar */
         uint64_t bar;
         uint32_t local;
-        if (parse_u64(en->entry_id.p, en->entry_id.len, &bar) != 0 ||
+        if (tw_parse_u64(en->entry_id.p, en->entry_id.len, &bar) != 0 ||
             (local = sym_find(g, en->symbol.p, en->symbol.len)) == UINT32_MAX) {
             g->st.bad_app_msgs++;
             logf_(g, "an X entry without a known 55 or a numeric 278: ignored");
@@ -686,7 +665,7 @@ static int on_test_request(void *ctx, tw_fix_session *s, const char *id, size_t 
     tw__gw *g = ctx;
     (void)s;
     uint64_t i;
-    if (len < 5 || memcmp(id, "bar-", 4) != 0 || parse_u64(id + 4, len - 4, &i) != 0)
+    if (len < 5 || memcmp(id, "bar-", 4) != 0 || tw_parse_u64(id + 4, len - 4, &i) != 0)
         return 0;
     if (stopping(g))
         return 1; /* no more bars: never answered */
@@ -1368,21 +1347,6 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
 
 /* ---- set-up ------------------------------------------------------------------------------------ */
 
-static int mkdir_parent(const char *path)
-{
-    char buf[TW_TRADE_STR_MAX];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    return 0;
-}
-
 static void *ring_alloc(uint32_t slots, uint32_t slot_size, void **mem)
 {
     size_t bytes = tw_ring_memsize(slots, slot_size);
@@ -1433,7 +1397,7 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
         goto nomem;
     for (uint32_t k = 0; k < g->n_sym; k++) {
         const char *s = cfg->strategy_instruments[g->sym_instr[k]].symbol;
-        uint32_t h = (uint32_t)fnv(s, strlen(s)) & g->hash_mask;
+        uint32_t h = (uint32_t)tw_fnv1a64(TW_FNV1A64_INIT, s, strlen(s)) & g->hash_mask;
         while (g->hash[h])
             h = (h + 1) & g->hash_mask;
         g->hash[h] = k + 1;
@@ -1468,7 +1432,7 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
         return tw__err(err, rc, "session %s: eventfd: %s", sc->name, strerror(-rc));
     }
     /* The store. */
-    if ((rc = mkdir_parent(sc->store)) != 0) {
+    if ((rc = tw_mkdir_parents(sc->store)) != 0) {
         tw__gw_destroy(g);
         return tw__err(err, rc, "session %s: store %s: cannot create its directory: %s",
                        sc->name, sc->store, strerror(-rc));

@@ -41,6 +41,7 @@
 #include <unistd.h>
 
 #include "trade/engine_internal.h"
+#include "tickwire/util.h"
 
 #define META_MAGIC "TWTRADE1"
 #define READ_BURST 512
@@ -102,48 +103,45 @@ void tw__journal_end(tw_trade_engine *e, int clean)
 
 /* ---- the configuration's digest --------------------------------------------- */
 
-static uint64_t fnv(uint64_t h, const void *p, size_t n)
-{
-    const uint8_t *b = p;
-    for (size_t i = 0; i < n; i++)
-        h = (h ^ b[i]) * 1099511628211ull;
-    return h;
-}
+/* The basis the digest has always started from (not FNV's own): the
+ * event logs' META keeps digests made with it, and recovery compares. */
+#define CFG_DIGEST_BASIS 1469598103934665603ull
+
 
 /* What decides the strategy's intents and their ClOrdIDs: sessions,
  * instruments, instances (name, instrument, combo), fee, risk. */
 uint64_t tw__cfg_digest(const tw_trade_config *c)
 {
-    uint64_t h = 1469598103934665603ull;
-    h = fnv(h, &c->n_sessions, sizeof(c->n_sessions));
+    uint64_t h = CFG_DIGEST_BASIS;
+    h = tw_fnv1a64(h, &c->n_sessions, sizeof(c->n_sessions));
     for (uint32_t i = 0; i < c->n_sessions; i++)
-        h = fnv(h, c->sessions[i].name, strlen(c->sessions[i].name) + 1);
+        h = tw_fnv1a64(h, c->sessions[i].name, strlen(c->sessions[i].name) + 1);
     for (uint32_t i = 0; i < c->n_instruments; i++) {
-        h = fnv(h, c->strategy_instruments[i].symbol, strlen(c->strategy_instruments[i].symbol) + 1);
-        h = fnv(h, &c->strategy_instruments[i].session, sizeof(c->strategy_instruments[i].session));
+        h = tw_fnv1a64(h, c->strategy_instruments[i].symbol, strlen(c->strategy_instruments[i].symbol) + 1);
+        h = tw_fnv1a64(h, &c->strategy_instruments[i].session, sizeof(c->strategy_instruments[i].session));
     }
     for (uint32_t i = 0; i < c->n_instances; i++) {
         const tw_instance_cfg *in = &c->instances[i];
-        h = fnv(h, in->name, strlen(in->name) + 1);
-        h = fnv(h, &in->instrument, sizeof(in->instrument));
-        h = fnv(h, in->combo, sizeof(in->combo));
+        h = tw_fnv1a64(h, in->name, strlen(in->name) + 1);
+        h = tw_fnv1a64(h, &in->instrument, sizeof(in->instrument));
+        h = tw_fnv1a64(h, in->combo, sizeof(in->combo));
         if (in->kernel) {
             /* kernel = given: its name, ABI and params decide too (a
              * config without kernel = hashes as it always did). */
-            h = fnv(h, in->kernel->name, strlen(in->kernel->name) + 1);
-            h = fnv(h, &in->kernel->abi, sizeof(in->kernel->abi));
-            h = fnv(h, in->params, in->kernel->n_params * sizeof(double));
+            h = tw_fnv1a64(h, in->kernel->name, strlen(in->kernel->name) + 1);
+            h = tw_fnv1a64(h, &in->kernel->abi, sizeof(in->kernel->abi));
+            h = tw_fnv1a64(h, in->params, in->kernel->n_params * sizeof(double));
         }
     }
-    h = fnv(h, &c->engine.fee, sizeof(c->engine.fee));
+    h = tw_fnv1a64(h, &c->engine.fee, sizeof(c->engine.fee));
     const tw_risk_cfg *r = &c->risk;
     int64_t ri[] = {r->max_position, r->max_total_position, r->max_orders_per_s,
                     r->max_session_orders_per_s, (int64_t)r->on_loss, (int64_t)r->max_open_orders};
-    h = fnv(h, ri, sizeof(ri));
-    h = fnv(h, &r->max_instance_loss, sizeof(double));
-    h = fnv(h, &r->max_total_loss, sizeof(double));
+    h = tw_fnv1a64(h, ri, sizeof(ri));
+    h = tw_fnv1a64(h, &r->max_instance_loss, sizeof(double));
+    h = tw_fnv1a64(h, &r->max_total_loss, sizeof(double));
     for (uint32_t i = 0; i < c->n_sessions; i++)
-        h = fnv(h, &c->session_orders_per_s[i], sizeof(int64_t));
+        h = tw_fnv1a64(h, &c->session_orders_per_s[i], sizeof(int64_t));
     return h;
 }
 
@@ -210,21 +208,6 @@ static uint64_t out_id(const tw_out *o)
 }
 
 /* ---- start ---------------------------------------------------------------------- */
-
-static int mkdirs(const char *path)
-{
-    char buf[TW_TRADE_STR_MAX + 16];
-    snprintf(buf, sizeof(buf), "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = 0;
-        if (mkdir(buf, 0755) != 0 && errno != EEXIST)
-            return -errno;
-        *p = '/';
-    }
-    return 0;
-}
 
 static int open_fresh(tw_trade_engine *e, tw_error *err)
 {
@@ -527,7 +510,7 @@ int tw__journal_start(tw_trade_engine *e, tw_error *err)
         return tw__err(err, -rc, "mutex: %s", strerror(rc));
     e->have_jmu = 1;
     tw__journal_path(cfg, e->journal_path, sizeof(e->journal_path));
-    if ((rc = mkdirs(e->journal_path)) != 0)
+    if ((rc = tw_mkdir_parents(e->journal_path)) != 0)
         return tw__err(err, rc, "journal %s: cannot create its directory: %s", e->journal_path,
                        strerror(-rc));
     if (e->opts.reset_seqs && unlink(e->journal_path) != 0 && errno != ENOENT)

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "tickwire/util.h"
 #include "tickwire/wire.h"
 
 void tw_wire_limits_init(tw_wire_limits *l)
@@ -60,20 +61,6 @@ __attribute__((constructor)) static void register_wire_errors(void)
     TW_VERIFY(tw__strerror_register(TW_EWIRE + 1, TW_WERR_COUNT - 1, wire_rc_strerror) == 0);
 }
 
-static uint32_t rd32(const uint8_t *p)
-{
-    uint32_t v;
-    memcpy(&v, p, 4);
-    return v;
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-    uint64_t v;
-    memcpy(&v, p, 8);
-    return v;
-}
-
 /* The n_bars and n_combos limits, as BAD() when broken. */
 #define LIMITS()                                                                        \
     do {                                                                                \
@@ -96,7 +83,7 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
     memset(req, 0, sizeof(*req));
     if (len < TW_WIRE_PREFIX_BYTES)
         return -2;
-    uint32_t body = rd32(buf);
+    uint32_t body = tw_load_le32(buf);
     if (body == 0)
         return BAD(TW_WERR_BAD_FRAME, "empty frame (length 0)");
     if (body > lim->max_frame_bytes)
@@ -120,39 +107,39 @@ int64_t tw_wire_parse(const uint8_t *buf, size_t len, const tw_wire_limits *lim,
     switch (op) {
     case TW_OP_SWEEP:
     case TW_OP_ECHO:
-        req->n_bars = rd32(b + 1);
-        req->n_combos = rd32(b + 5);
+        req->n_bars = tw_load_le32(b + 1);
+        req->n_combos = tw_load_le32(b + 5);
         LIMITS();
         want += 8ull * req->n_bars + (uint64_t)TW_WIRE_COMBO_BYTES * req->n_combos;
         break;
     case TW_OP_LOAD:
-        req->n_bars = rd32(b + 1);
+        req->n_bars = tw_load_le32(b + 1);
         if (req->n_bars > lim->max_bars)
             return BAD(TW_WERR_TOO_LARGE, "n_bars %u exceeds the limit of %u",
                        req->n_bars, lim->max_bars);
         want += 8ull * req->n_bars;
         break;
     case TW_OP_SWEEP_LOADED:
-        req->dataset = rd64(b + 1);
-        req->n_combos = rd32(b + 9);
+        req->dataset = tw_load_le64(b + 1);
+        req->n_combos = tw_load_le32(b + 9);
         if (req->n_combos > lim->max_combos)
             return BAD(TW_WERR_TOO_LARGE, "n_combos %u exceeds the limit of %u",
                        req->n_combos, lim->max_combos);
         want += (uint64_t)TW_WIRE_COMBO_BYTES * req->n_combos;
         break;
     case TW_OP_DROP:
-        req->dataset = rd64(b + 1);
+        req->dataset = tw_load_le64(b + 1);
         break;
     case TW_OP_SHM_ATTACH:
-        req->ring_bytes = rd32(b + 1);
+        req->ring_bytes = tw_load_le32(b + 1);
         break;
     case TW_OP_KSWEEP:
         req->flags = b[1];
         req->name_len = b[2];
         req->n_params = b[3];
-        req->dataset = rd64(b + 4);
-        req->n_bars = rd32(b + 12);
-        req->n_combos = rd32(b + 16);
+        req->dataset = tw_load_le64(b + 4);
+        req->n_bars = tw_load_le32(b + 12);
+        req->n_combos = tw_load_le32(b + 16);
         if (req->flags & ~TW_KSWEEP_FLAGS)
             return BAD(TW_WERR_BAD_FRAME, "KSWEEP flags 0x%02x: unknown bits", req->flags);
         if (req->name_len == 0)

@@ -8,7 +8,7 @@
 #include <sys/resource.h>
 
 #include "journal_test_util.h"
-#include "tickwire/fix_session.h" /* tw_crc32c */
+#include "tickwire/util.h" /* tw_crc32c */
 #include "tw_check.h"
 
 #define HDR TW_JOURNAL_HDR_BYTES

@@ -29,16 +29,16 @@ unsigned tw__simvenue_turn(tw__simvenue *sv, int64_t now_ns)
 {
     unsigned work = tw_sim_net_advance(sv->net, (uint64_t)now_ns);
     work += tw_net_poll(sv->vst, (uint64_t)now_ns);
-    work += tw_xchg_net_poll(sv->xn, (uint64_t)now_ns);
+    work += tw_xchg_net_poll(sv->xn, now_ns);
     (void)tw_xchg_poll(sv->x, now_ns);
-    work += tw_xchg_net_poll(sv->xn, (uint64_t)now_ns); /* what the venue just wrote */
+    work += tw_xchg_net_poll(sv->xn, now_ns); /* what the venue just wrote */
     return work;
 }
 
 void tw__simvenue_close(tw__simvenue *sv, int64_t now_ns)
 {
     if (sv->xn)
-        tw_xchg_net_close(sv->xn, (uint64_t)now_ns);
+        tw_xchg_net_close(sv->xn, now_ns);
     if (sv->vst)
         tw_net_close(sv->vst);
     if (sv->x)

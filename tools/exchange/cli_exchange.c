@@ -21,6 +21,25 @@
 #include "tickwire/fix_build.h"
 #include "tickwire/kernel.h"
 
+/* Over kernel TCP: the library's loop; the listening line on stdout. */
+static int run_tcp(tw_xchg *x, const xcli_opts *o)
+{
+    tw_error err = {0};
+    int lfd;
+    uint16_t bound;
+    if (tw_xchg_tcp_listen(o->host, o->port, &lfd, &bound, &err) != 0) {
+        fprintf(stderr, "tickwire exchange: --listen: %s\n", err.msg);
+        return 1;
+    }
+    printf("tickwire exchange: listening on %s:%u (kernel TCP)\n", o->host, bound);
+    fflush(stdout);
+    if (tw_xchg_tcp_run(x, lfd, o->max_conns, &tw__xcli_signals, &err) != 0) {
+        fprintf(stderr, "tickwire exchange: %s\n", err.msg);
+        return 1;
+    }
+    return 0;
+}
+
 int tw__cli_exchange(int argc, char **argv);
 
 #define MAX_SYMBOLS 256
@@ -416,7 +435,7 @@ int tw__cli_exchange(int argc, char **argv)
                 cfg.lockstep ? "lockstep" : cfg.bar_interval_ns ? "paced" : "flat out",
                 cfg.sender_comp_id ? cfg.sender_comp_id : "VENUE", store);
     }
-    rc = o.port_spec ? tw__xcli_run_stack(x, &o) : tw__xcli_run_tcp(x, &o);
+    rc = o.port_spec ? tw__xcli_run_stack(x, &o) : run_tcp(x, &o);
     char sum[1024];
     tw_xchg_summary(x, sum, sizeof(sum));
     printf("tickwire exchange: %s%s\n", tw__xcli_signals ? "stopped by signal: " : "", sum);

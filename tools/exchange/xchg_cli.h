@@ -1,5 +1,5 @@
 /* What the files of `tickwire exchange` share: the parsed command line and
- * the two transport loops (kernel TCP, this project's userspace stack). */
+ * the userspace-stack loop. */
 #ifndef TW_TOOLS_XCHG_CLI_H
 #define TW_TOOLS_XCHG_CLI_H
 
@@ -24,12 +24,9 @@ typedef struct xcli_opts {
 /* Set by SIGTERM/SIGINT: 1 asks for a clean stop, 2 or more to quit now. */
 extern volatile sig_atomic_t tw__xcli_signals;
 
-/* Serves the venue over kernel TCP until it is done (or signalled twice).
- * Prints the listening line on stdout once listening.  Returns 0, or 1
- * after printing why it could not listen. */
-int tw__xcli_run_tcp(tw_xchg *x, const xcli_opts *o);
-
-/* The same over the userspace stack on o->port_spec with o->ip. */
+/* Serves the venue over the userspace stack on o->port_spec with o->ip
+ * until it is done (or signalled twice); kernel TCP is the library's
+ * (tw_xchg_tcp_run). */
 int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o);
 
 #endif

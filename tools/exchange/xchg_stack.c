@@ -31,9 +31,9 @@ static unsigned venue_poll(void *arg, tw_reactor_now *now)
 {
     venue_poll_ctx *v = arg;
     uint64_t bars = tw_xchg_get_stats(v->x)->bars;
-    unsigned work = tw_xchg_net_poll(v->xn, (uint64_t)now->ns);
+    unsigned work = tw_xchg_net_poll(v->xn, (int64_t)now->ns);
     int64_t next = tw_xchg_poll(v->x, now->ns);
-    work += tw_xchg_net_poll(v->xn, (uint64_t)now->ns);
+    work += tw_xchg_net_poll(v->xn, (int64_t)now->ns);
     if (next < now->wake_ns)
         now->wake_ns = next;
     return work + (tw_xchg_get_stats(v->x)->bars != bars);
@@ -118,7 +118,7 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
     vp.xn = xn;
     if (tw__netdrv_init(&drv, st, port) != 0 || tw_reactor_add_poll(&drv.r, 0, venue_poll, &vp) != 0) {
         fprintf(stderr, "tickwire exchange: cannot set up the reactor\n");
-        tw_xchg_net_close(xn, tw__netdrv_now_ns());
+        tw_xchg_net_close(xn, (int64_t)tw__netdrv_now_ns());
         tw_net_close(st);
         close_capture(port, cap, 1);
         tw_port_close(port);
@@ -151,7 +151,7 @@ int tw__xcli_run_stack(tw_xchg *x, const xcli_opts *o)
                 (unsigned long long)ns->rx_frames, (unsigned long long)ns->tx_frames,
                 (unsigned long long)ns->retransmits, (unsigned long long)ns->zero_window_probes,
                 (unsigned long long)ns->conns_accepted);
-    tw_xchg_net_close(xn, tw__netdrv_now_ns());
+    tw_xchg_net_close(xn, (int64_t)tw__netdrv_now_ns());
     tw_net_poll(st, tw__netdrv_now_ns()); /* what closing sent, into the capture too */
     int crc = close_capture(port, cap, o->quiet);
     tw_net_close(st);

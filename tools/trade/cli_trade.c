@@ -16,6 +16,7 @@
 #include "tickwire/trade_engine.h"
 #ifdef TW_TRADE_HAVE_PORTS
 #include "common/portspec.h"
+#include "tickwire/util.h"
 #endif
 
 int tw__cli_trade(int argc, char **argv);
@@ -160,7 +161,7 @@ int tw__cli_trade(int argc, char **argv)
         } else if (!strcmp(a, "--latency")) {
             latency = v;
         } else if (!strcmp(a, "--run-id")) {
-            if (tw__cli_u64_range("trade", a, v, 1, 0xffffffffffffull, &u))
+            if (tw__cli_u64_range("trade", a, v, 1, TW_TRADE_RUN_ID_MASK, &u))
                 return 2;
             o.run_id = u;
         } else if (!strcmp(a, "--cancel-wait-ms")) {
@@ -189,7 +190,7 @@ int tw__cli_trade(int argc, char **argv)
         return 2;
     }
     /* mode = processes: the strategy process is this program again. */
-    char sock[108], exe[4096];
+    char sock[TW_UNIX_PATH_MAX], exe[4096];
     char *sargv[] = {exe, "trade", "--attach", sock, "--config", (char *)config,
                      o.quiet ? "--quiet" : NULL, NULL};
     if (cfg->engine.mode == TW_TRADE_PROCESSES && !no_spawn) {

@@ -1,4 +1,4 @@
-/* `tickwire exchange` over kernel TCP: a poll() loop around the venue.
+/* The venue over kernel TCP (tickwire/exchange.h): a poll() loop around it.
  * What the venue writes during one call (a bar's X and TestRequest to
  * every session, a burst of bars flat out, the answers to a batch of
  * orders) is gathered per connection and sent with one send() when the
@@ -12,14 +12,13 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "exchange/xchg_cli.h"
 #include "tickwire/clock.h"
+#include "tickwire/exchange.h"
 
 #define OUT_CAP (16u << 20)         /* bytes a connection may owe its peer */
 #define CLOSE_FLUSH_NS 1000000000ll /* a closed connection's output gets this long */
@@ -114,28 +113,25 @@ static void flush_all(tw_xchg *x, kconn *cs, unsigned n, int64_t now_ns)
             peer_gone(x, &cs[i], now_ns);
 }
 
-static int listen_on(const xcli_opts *o, int *out)
+int tw_xchg_tcp_listen(const char *host, uint16_t port, int *fd_out, uint16_t *bound,
+                       tw_error *err)
 {
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(o->port)};
-    if (inet_pton(AF_INET, o->host, &a.sin_addr) != 1) {
-        fprintf(stderr, "tickwire exchange: --listen: '%s' is not an IPv4 address\n", o->host);
-        return -1;
-    }
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons(port)};
+    if (inet_pton(AF_INET, host, &a.sin_addr) != 1)
+        return tw__err(err, -EINVAL, "'%s' is not an IPv4 address", host);
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     int one = 1;
     if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
         bind(fd, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(fd, 64) != 0) {
-        fprintf(stderr, "tickwire exchange: cannot listen on %s:%u: %s\n", o->host, o->port,
-                strerror(errno));
+        int rc = -errno;
         if (fd >= 0)
             close(fd);
-        return -1;
+        return tw__err(err, rc, "cannot listen on %s:%u: %s", host, port, strerror(-rc));
     }
     socklen_t al = sizeof(a);
     getsockname(fd, (struct sockaddr *)&a, &al);
-    printf("tickwire exchange: listening on %s:%u (kernel TCP)\n", o->host, ntohs(a.sin_port));
-    fflush(stdout);
-    *out = fd;
+    *bound = ntohs(a.sin_port);
+    *fd_out = fd;
     return 0;
 }
 
@@ -186,33 +182,35 @@ static void read_conn(tw_xchg *x, kconn *c, int64_t now_ns)
     }
 }
 
-int tw__xcli_run_tcp(tw_xchg *x, const xcli_opts *o)
+int tw_xchg_tcp_run(tw_xchg *x, int lfd, unsigned max_conns,
+                    const volatile sig_atomic_t *signals, tw_error *err)
 {
-    int lfd;
-    if (listen_on(o, &lfd) != 0)
-        return 1;
-    unsigned n = o->max_conns;
+    unsigned n = max_conns;
+    int rc = 0;
     kconn *cs = calloc(n, sizeof(*cs));
     struct pollfd *pf = calloc(n + 1, sizeof(*pf));
     if (!cs || !pf) {
-        fprintf(stderr, "tickwire exchange: out of memory\n");
-        return 1;
+        free(cs);
+        free(pf);
+        close(lfd);
+        return tw__err(err, -ENOMEM, "out of memory for %u connections", n);
     }
-    for (unsigned i = 0; i < n; i++) {
+    for (unsigned i = 0; i < n; i++)
         cs[i].fd = -1;
+    for (unsigned i = 0; i < n; i++) {
         cs[i].out = malloc(OUT_CAP);
         if (!cs[i].out) {
-            fprintf(stderr, "tickwire exchange: out of memory\n");
-            return 1;
+            rc = tw__err(err, -ENOMEM, "out of memory for connection buffers");
+            goto out;
         }
     }
     int stopped = 0;
     int64_t done_at = 0;
     for (;;) {
         int64_t now = tw_clock_now_ns();
-        if (tw__xcli_signals >= 2)
+        if (*signals >= 2)
             break;
-        if (tw__xcli_signals && !stopped) {
+        if (*signals && !stopped) {
             tw_xchg_stop(x, now);
             stopped = 1;
         }
@@ -248,7 +246,7 @@ int tw__xcli_run_tcp(tw_xchg *x, const xcli_opts *o)
         if (ms > 100)
             ms = 100;
         if (poll(pf, np, ms) < 0 && errno != EINTR) {
-            fprintf(stderr, "tickwire exchange: poll: %s\n", strerror(errno));
+            rc = tw__err(err, -errno, "poll: %s", strerror(errno));
             break;
         }
         now = tw_clock_now_ns();
@@ -275,6 +273,7 @@ int tw__xcli_run_tcp(tw_xchg *x, const xcli_opts *o)
                 release(c);
         }
     }
+out:
     for (unsigned i = 0; i < n; i++) {
         if (cs[i].fd >= 0) {
             if (cs[i].xc)
@@ -286,5 +285,5 @@ int tw__xcli_run_tcp(tw_xchg *x, const xcli_opts *o)
     free(cs);
     free(pf);
     close(lfd);
-    return 0;
+    return rc;
 }

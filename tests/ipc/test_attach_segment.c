@@ -5,7 +5,7 @@
 #include <errno.h>
 
 #include "attach_test_util.h"
-#include "tickwire/fix_session.h" /* tw_crc32c */
+#include "tickwire/util.h" /* tw_crc32c */
 #include "tickwire/strategy.h"
 #include "tw_check.h"
 

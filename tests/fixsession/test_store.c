@@ -8,7 +8,7 @@
 #include <unistd.h>
 
 #include "tw_check.h"
-#include "fixsession/store_internal.h"
+#include "tickwire/util.h"
 #include "tickwire/fix_session.h"
 
 static char path[256], path2[256];

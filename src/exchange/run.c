@@ -1,0 +1,128 @@
+/* The run's life cycle and the bar clock: waiting for subscribers, bars
+ * (lockstep: the next one once the barrier has passed; paced: on the
+ * interval, at most PACED_BURST per turn), Closed, Logout.  Called by the
+ * venue and the connection; calls market data (a bar out) and the output. */
+#include <errno.h>
+#include <string.h>
+
+#include "exchange/exchange_internal.h"
+#include "tickwire/util.h"
+
+#define PACED_BURST 64 /* bars per turn at most (flat out) */
+
+void tw__xchg_run_to(tw_xchg *x, xs_run next)
+{
+    /* The run only goes forward: WAITING -> BARS -> CLOSED -> LOGOUT ->
+     * DONE, a stop jumping ahead to LOGOUT. */
+    TW_VERIFY(next > x->run && next <= RUN_DONE);
+    TW_VERIFY(next != RUN_BARS || x->run == RUN_WAITING);
+    TW_VERIFY(next != RUN_DONE || x->run == RUN_LOGOUT);
+    x->run = next;
+}
+
+static int backlog_high(const tw_xchg *x, const xs_sess *s)
+{
+    const xs_conn *c = s->conn;
+    return c && c->backlog && c->backlog(c->io.ctx) > x->cfg.backlog_high;
+}
+
+int tw__xchg_active(const xs_sess *s)
+{
+    return s->conn && s->fs.state == TW_FIX_ACTIVE;
+}
+
+/* Closed (340=3) to every session that had Open, as soon as it can take
+ * it. */
+void tw__xchg_send_closed_where_due(tw_xchg *x, int64_t now_ns)
+{
+    for (unsigned i = 0; i < x->n_sess; i++) {
+        xs_sess *s = x->sess[i];
+        if (s->opened && !s->closed_sent && tw__xchg_active(s) && s->fs.resend_until == 0)
+            if (tw__xchg_send_status(x, s, '3', now_ns) == 0)
+                s->closed_sent = 1;
+    }
+}
+
+static void close_run(tw_xchg *x, int64_t now_ns)
+{
+    tw__xchg_run_to(x, RUN_CLOSED);
+    x->closed_at_ns = now_ns;
+    tw__xchg_log(x, NULL, "last bar sent (%llu bars): trading session closed",
+                 (unsigned long long)x->n_bars);
+    tw__xchg_send_closed_where_due(x, now_ns);
+}
+
+void tw__xchg_start_logout(tw_xchg *x, int64_t now_ns)
+{
+    tw__xchg_run_to(x, RUN_LOGOUT);
+    x->logout_at_ns = now_ns;
+    for (unsigned i = 0; i < x->n_sess; i++) {
+        xs_sess *s = x->sess[i];
+        if (tw__xchg_active(s))
+            tw_fix_session_logout(&s->fs, "trading session closed",
+                                  now_ns);
+    }
+}
+
+/* The bar clock and the barrier.  Bounded: at most PACED_BURST bars. */
+void tw__xchg_advance(tw_xchg *x, int64_t now_ns)
+{
+    if (x->in_emit)
+        return;
+    if (x->run == RUN_WAITING) {
+        unsigned ready = 0;
+        for (unsigned i = 0; i < x->n_sess; i++)
+            ready += x->sess[i]->n_sub > 0 && x->sess[i]->ready && tw__xchg_active(x->sess[i]);
+        if (ready < x->cfg.min_sessions)
+            return;
+        tw__xchg_run_to(x, RUN_BARS);
+        x->bars_t0_ns = now_ns;
+        tw__xchg_log(x, NULL, "%u session(s) subscribed: bars start", ready);
+    }
+    if (x->run != RUN_BARS)
+        return;
+    TW_ASSERT(x->cur_bar < (int64_t)x->n_bars);
+    if (x->cfg.lockstep) {
+        if (x->awaiting) {
+            for (unsigned i = 0; i < x->n_sess; i++) {
+                xs_sess *s = x->sess[i];
+                if (s->part && !s->acked)
+                    return;
+            }
+            x->awaiting = 0;
+        }
+        if ((uint64_t)(x->cur_bar + 1) >= x->n_bars) {
+            close_run(x, now_ns);
+            return;
+        }
+        /* Every subscribed session must be there to take the bar: one that
+         * is away (reconnecting) would miss it, one not yet ready may still
+         * be subscribing. */
+        for (unsigned i = 0; i < x->n_sess; i++) {
+            xs_sess *s = x->sess[i];
+            if (s->n_sub && (!tw__xchg_active(s) || !s->ready || backlog_high(x, s)))
+                return;
+        }
+        tw__xchg_emit_bar(x, (uint64_t)(x->cur_bar + 1), now_ns);
+        return;
+    }
+    for (int k = 0; k < PACED_BURST; k++) {
+        uint64_t next = (uint64_t)(x->cur_bar + 1);
+        uint64_t iv = x->cfg.bar_interval_ns;
+        if (next >= x->n_bars) {
+            /* The last bar lasts one interval too, then Closed. */
+            if (!iv || now_ns - x->bars_t0_ns >= (int64_t)(iv * x->n_bars))
+                close_run(x, now_ns);
+            return;
+        }
+        if (iv && now_ns - x->bars_t0_ns < (int64_t)(iv * next))
+            return;
+        for (unsigned i = 0; i < x->n_sess; i++)
+            if (x->sess[i]->n_sub && backlog_high(x, x->sess[i]))
+                return;
+        tw__xchg_emit_bar(x, next, now_ns);
+        if (x->run != RUN_BARS)
+            return;
+    }
+}
+

@@ -1,0 +1,127 @@
+/* The shared helpers of tickwire/util.h: decimal parsing at its edges,
+ * the text check's two alphabets, parent directories, loads at odd
+ * addresses and FNV-1a against its published test vectors. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tickwire/util.h"
+#include "tw_check.h"
+
+static void test_parse_u64(void)
+{
+    static const struct {
+        const char *s;
+        int rc;
+        uint64_t v;
+    } cases[] = {
+        {"0", 0, 0},
+        {"7", 0, 7},
+        {"0042", 0, 42},
+        {"18446744073709551615", 0, UINT64_MAX},
+        {"18446744073709551616", -ERANGE, 0},
+        {"99999999999999999999", -ERANGE, 0},
+        {"", -EINVAL, 0},
+        {"-1", -EINVAL, 0},
+        {"+1", -EINVAL, 0},
+        {"12a", -EINVAL, 0},
+        {" 1", -EINVAL, 0},
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t v = 12345;
+        int rc = tw_parse_u64(cases[i].s, strlen(cases[i].s), &v);
+        CHECKF(rc == cases[i].rc, "'%s': rc %d", cases[i].s, rc);
+        CHECKF(rc != 0 || v == cases[i].v, "'%s'", cases[i].s);
+        CHECKF(rc == 0 || v == 12345, "'%s': *out written on error", cases[i].s);
+    }
+    /* Only n bytes are read: the digits after them do not count. */
+    uint64_t v = 0;
+    CHECK(tw_parse_u64("123\x01" "9", 3, &v) == 0 && v == 123);
+}
+
+static void test_text_ok(void)
+{
+    CHECK(tw_text_ok("AB-1", 4, 4, 0) == 1);
+    CHECK(tw_text_ok("AB-1", 4, 3, 0) == 0);
+    CHECK(tw_text_ok("", 0, 8, 0) == 0);
+    CHECK(tw_text_ok("a b", 3, 8, 0) == 0);
+    CHECK(tw_text_ok("a b", 3, 8, TW_TEXT_SPACE) == 1);
+    CHECK(tw_text_ok("a\x01" "b", 3, 8, TW_TEXT_SPACE) == 0);
+    CHECK(tw_text_ok("a\x7f", 2, 8, TW_TEXT_SPACE) == 0);
+    CHECK(tw_text_ok("~!", 2, 8, 0) == 1);
+    CHECK(tw_text_ok("\xc3\xa9", 2, 8, TW_TEXT_SPACE) == 0);
+}
+
+static void test_mkdir_parents(void)
+{
+    char base[] = "/tmp/tw_util_XXXXXX";
+    REQUIRE(mkdtemp(base) != NULL);
+    char path[256], dir[256];
+    snprintf(path, sizeof(path), "%s/a/b/file", base);
+    CHECK(tw_mkdir_parents(path) == 0);
+    CHECK(tw_mkdir_parents(path) == 0); /* existing directories are fine */
+    struct stat sb;
+    snprintf(dir, sizeof(dir), "%s/a/b", base);
+    CHECK(stat(dir, &sb) == 0 && S_ISDIR(sb.st_mode));
+    snprintf(dir, sizeof(dir), "%s/a/b/file", base);
+    CHECK(stat(dir, &sb) != 0); /* the last component is not made */
+    /* A file where a directory must go. */
+    snprintf(dir, sizeof(dir), "%s/f", base);
+    FILE *f = fopen(dir, "w");
+    REQUIRE(f != NULL);
+    fclose(f);
+    snprintf(path, sizeof(path), "%s/f/x/y", base);
+    CHECK(tw_mkdir_parents(path) == -ENOTDIR);
+    char *big = malloc(5000);
+    REQUIRE(big != NULL);
+    memset(big, 'a', 4999);
+    big[4999] = 0;
+    CHECK(tw_mkdir_parents(big) == -ENAMETOOLONG);
+    free(big);
+    unlink(dir);
+    snprintf(dir, sizeof(dir), "%s/a/b", base);
+    rmdir(dir);
+    snprintf(dir, sizeof(dir), "%s/a", base);
+    rmdir(dir);
+    rmdir(base);
+}
+
+static void test_loads(void)
+{
+    unsigned char b[16];
+    for (int i = 0; i < 16; i++)
+        b[i] = (unsigned char)(i + 1);
+    /* Odd addresses; little-endian byte order by construction. */
+    CHECK(tw_load_le32(b + 1) == 0x05040302u);
+    CHECK(tw_load_le64(b + 3) == 0x0b0a090807060504ull);
+    tw_store_le32(b + 5, 0xdeadbeefu);
+    CHECK(b[5] == 0xef && b[8] == 0xde && tw_load_le32(b + 5) == 0xdeadbeefu);
+    tw_store_le64(b + 7, 0x0123456789abcdefull);
+    CHECK(b[7] == 0xef && b[14] == 0x01 && tw_load_le64(b + 7) == 0x0123456789abcdefull);
+    uint16_t h16 = 0x1234;
+    memcpy(b + 1, &h16, 2);
+    CHECK(tw_load_u16(b + 1) == 0x1234);
+}
+
+static void test_fnv(void)
+{
+    /* The published FNV-1a 64 vectors. */
+    CHECK(tw_fnv1a64(TW_FNV1A64_INIT, "", 0) == 0xcbf29ce484222325ull);
+    CHECK(tw_fnv1a64(TW_FNV1A64_INIT, "a", 1) == 0xaf63dc4c8601ec8cull);
+    CHECK(tw_fnv1a64(TW_FNV1A64_INIT, "foobar", 6) == 0x85944171f73967e8ull);
+    /* Chained calls hash the concatenation. */
+    CHECK(tw_fnv1a64(tw_fnv1a64(TW_FNV1A64_INIT, "foo", 3), "bar", 3) == 0x85944171f73967e8ull);
+}
+
+int main(void)
+{
+    test_parse_u64();
+    test_text_ok();
+    test_mkdir_parents();
+    test_loads();
+    test_fnv();
+    CHECK(tw_crc32c(0, "123456789", 9) == 0xE3069283u);
+    return tw_check_done("common_util");
+}
