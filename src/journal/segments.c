@@ -56,6 +56,7 @@ static int seg_probe(const char *path, tw_jseg_info *s, tw_error *err)
     return 0;
 }
 
+/* Returns 0, 1 (a directory without segments) or a negative code. */
 static int list_raw(const char *dir, tw_jseg_info **out, uint32_t *n, int *single, tw_error *err)
 {
     *out = NULL;
@@ -105,7 +106,7 @@ static int list_raw(const char *dir, tw_jseg_info **out, uint32_t *n, int *singl
     closedir(d);
     if (k == 0) {
         free(v);
-        return -ENOENT;
+        return 1; /* a directory without segments */
     }
     qsort(v, k, sizeof(*v), by_name);
     for (uint32_t i = 0; i < k; i++) {
@@ -159,7 +160,7 @@ int tw_jseg_list(const char *dir, tw_jseg_info **out, uint32_t *n, tw_error *err
 {
     int single;
     int e = list_raw(dir, out, n, &single, err);
-    if (e == -ENOENT && *n == 0 && !*out)
+    if (e == 1)
         return tw__err(err, -ENOENT, "journal %s: no segment", dir);
     if (e == 0 && (e = chain_check(dir, *out, *n, err)) != 0) {
         free(*out);
@@ -216,7 +217,7 @@ int tw_jseg_open(tw_jseg *j, const tw_jseg_cfg *cfg, tw_error *err)
         e = tw__err(err, -ENOTDIR, "journal %s: a single-file journal, not a directory", j->dir);
     if (e == 0)
         e = chain_check(j->dir, v, k, err);
-    if (e == -ENOENT && k == 0) {
+    if (e == 1) {
         uint64_t first = cfg->first_seq ? cfg->first_seq : 1;
         e = open_seg(j, first, NULL, err);
         if (e == 0 && j->fsync != TW_JOURNAL_FSYNC_NONE)
@@ -401,7 +402,7 @@ int tw_journal_prune(const char *dir, uint64_t oldest_needed_seq, tw_error *err)
     uint32_t k = 0;
     int single;
     int e = list_raw(dir, &v, &k, &single, err);
-    if (e == -ENOENT && k == 0)
+    if (e == 1)
         return 0;
     if (e != 0)
         return e;
