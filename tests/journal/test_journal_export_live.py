@@ -42,8 +42,10 @@ def test_export_reproduces_live_books(tmp_path):
     refs = {}
     for k, (sym, want) in enumerate((("AAA", study), ("BBB", gapped))):
         out = str(tmp_path / f"export_{sym}.npy")
-        e = subprocess.run([TICKWIRE, "journal", "export", jpath, "--instrument", str(k),
-                                 "--out", out], capture_output=True, text=True)
+        # AAA by index, BBB by symbol through the trader's configuration.
+        pick = ["--instrument", str(k)] if k == 0 else ["--symbol", sym, "--config", r["config"]]
+        e = subprocess.run([TICKWIRE, "journal", "export", jpath, *pick, "--out", out],
+                           capture_output=True, text=True)
         assert e.returncode == 0, e.stdout + e.stderr
         got = np.load(out)
         assert got.shape == want.shape

@@ -1,6 +1,9 @@
 /* `tickwire journal info DIR|FILE [--snapshots DIR]` and `tickwire journal
- * export DIR|FILE --instrument N --out bars.npy` (docs/crash.md, "Journal
- * segments", "Snapshot files"). */
+ * export DIR|FILE (--instrument N | --symbol SYM --config trade.ini) --out
+ * bars.npy` (docs/crash.md, "Journal
+ * segments", "Snapshot files").  Export takes the instrument by index
+ * (config order, as BAR events carry it) or by symbol with the trader's
+ * configuration (the journal's META record has its digest, not names). */
 #include <dirent.h>
 #include <errno.h>
 #include <math.h>
@@ -13,6 +16,7 @@
 #include "tickwire/kernel.h"
 #include "tickwire/snapshot.h"
 #include "tickwire/strategy.h"
+#include "tickwire/trade.h"
 
 int tw__cli_journal_info(int argc, char **argv);
 int tw__cli_journal_export(int argc, char **argv);
@@ -122,7 +126,7 @@ int tw__cli_journal_info(int argc, char **argv)
 
 int tw__cli_journal_export(int argc, char **argv)
 {
-    const char *path = NULL, *out = NULL;
+    const char *path = NULL, *out = NULL, *sym = NULL, *conf = NULL;
     long inst = -1;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--instrument") && i + 1 < argc) {
@@ -132,6 +136,10 @@ int tw__cli_journal_export(int argc, char **argv)
                 fprintf(stderr, "journal export: --instrument %s: not an index\n", argv[i]);
                 return 2;
             }
+        } else if (!strcmp(argv[i], "--symbol") && i + 1 < argc) {
+            sym = argv[++i];
+        } else if (!strcmp(argv[i], "--config") && i + 1 < argc) {
+            conf = argv[++i];
         } else if (!strcmp(argv[i], "--out") && i + 1 < argc) {
             out = argv[++i];
         } else if (argv[i][0] != '-' && !path) {
@@ -141,12 +149,28 @@ int tw__cli_journal_export(int argc, char **argv)
             return 2;
         }
     }
+    tw_error err = {0};
+    if (sym && conf && inst < 0) {
+        tw_trade_config *tc;
+        if (tw_trade_config_load(conf, &tc, &err) != 0) {
+            fprintf(stderr, "journal export: %s\n", err.msg);
+            return 1;
+        }
+        for (uint32_t i = 0; i < tc->n_instruments; i++)
+            if (!strcmp(tc->instruments[i].symbol, sym))
+                inst = (long)i;
+        tw_trade_config_free(tc);
+        if (inst < 0) {
+            fprintf(stderr, "journal export: %s: no [instrument %s]\n", conf, sym);
+            return 1;
+        }
+    }
     if (!path || !out || inst < 0) {
-        fprintf(stderr, "usage: tickwire journal export DIR|FILE --instrument N --out bars.npy\n");
+        fprintf(stderr, "usage: tickwire journal export DIR|FILE (--instrument N | --symbol SYM "
+                        "--config trade.ini) --out bars.npy\n");
         return 2;
     }
     tw_jseg_reader r;
-    tw_error err = {0};
     if (tw_jseg_reader_open(&r, path, 0, 4096, &err) != 0) {
         fprintf(stderr, "journal export: %s\n", err.msg);
         return 1;
