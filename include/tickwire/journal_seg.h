@@ -1,0 +1,134 @@
+/* The journal in segments (docs/crash.md, "Journal segments").
+ *
+ * A directory of journal files (journal.h), each a whole journal with
+ * today's header and its own first seq, named by that seq:
+ *
+ *     DIR/00000000000000000001.twj   records 1 .. k
+ *     DIR/0000000000000000000k+1.twj records k+1 .. ...
+ *
+ * (20 decimal digits, so that the names sort as the seqs do).  The writer
+ * appends to the last segment and starts a new one when the next append
+ * would take it past segment_bytes; an append never spans two segments (a
+ * bulk larger than a segment gets a segment of its own).  A new segment
+ * is created atomically (journal.h: header in a temporary file, linked
+ * into place), so a kill during a rotation leaves either the old last
+ * segment or the old one and a new one with a whole header.
+ *
+ * Every segment but the last must be whole (a header and whole records)
+ * and the next one must start at the seq after its last record; anything
+ * else is refused naming the segment and the seqs that are missing.  The
+ * last segment follows the single-file rules (a torn tail is cut).
+ *
+ * A path that is a regular file is read as a directory of one segment, so
+ * the readers here take today's single-file journals too. */
+#ifndef TICKWIRE_JOURNAL_SEG_H
+#define TICKWIRE_JOURNAL_SEG_H
+
+#include <stdint.h>
+
+#include "tickwire/journal.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define TW_JSEG_DEFAULT_BYTES (64ull << 20)
+#define TW_JSEG_NAME_LEN 24 /* 20 digits + ".twj" */
+
+/* One segment as listed: its first seq, its records (from its size), its
+ * file name within the directory. */
+typedef struct tw_jseg_info {
+    uint64_t first_seq;
+    uint64_t records;  /* whole records by size (a torn tail not counted) */
+    uint64_t bytes;    /* the file's size */
+    char name[TW_JSEG_NAME_LEN + 8];
+} tw_jseg_info;
+
+/* Lists the segments of dir (or the one file at dir), checked: each
+ * header valid, each segment but the last whole, each one starting where
+ * the one before it ends.  *out (malloc'd, the caller frees) receives
+ * *n entries in seq order.  Returns 0; -TW_EFORMAT with err naming the
+ * segment and what is wrong (a missing segment: "records A..B missing
+ * between X and Y"); -ENOENT (no segment); -errno. */
+int tw_jseg_list(const char *dir, tw_jseg_info **out, uint32_t *n, tw_error *err);
+
+/* ---- writer ---------------------------------------------------------------- */
+
+typedef struct tw_jseg_cfg {
+    const char *dir;        /* created if absent */
+    uint64_t segment_bytes; /* 0: TW_JSEG_DEFAULT_BYTES; at least a header and a record */
+    tw_journal_fsync fsync;
+    uint32_t fsync_n;
+    uint64_t first_seq;     /* a new journal's first seq (0 means 1) */
+} tw_jseg_cfg;
+
+typedef struct tw_jseg {
+    tw_journal cur;         /* the last segment */
+    char dir[128];
+    uint64_t segment_bytes;
+    tw_journal_fsync fsync;
+    uint32_t fsync_n;
+    uint64_t first_seq;     /* of the oldest segment at open */
+    /* Counters. */
+    uint64_t segments;      /* segments in the directory (at open + created) */
+    uint64_t rotations;     /* segments created since open */
+} tw_jseg;
+
+/* Opens (creating if absent) the segmented journal at cfg->dir: the
+ * segments are listed and checked (tw_jseg_list) and the last is opened
+ * as a journal writer (its torn tail cut; the flock held).  Returns as
+ * tw_journal_open. */
+int tw_jseg_open(tw_jseg *j, const tw_jseg_cfg *cfg, tw_error *err);
+
+/* Appends as tw_journal_append_bulk, rotating first when the records would
+ * take the last segment past segment_bytes (and it holds any record). */
+int tw_jseg_append_bulk(tw_jseg *j, uint32_t kind, const void *payloads, uint32_t n,
+                        tw_journal_rec *recs);
+int tw_jseg_append(tw_jseg *j, uint32_t kind, const void *payload, tw_journal_rec *rec);
+int tw_jseg_sync(tw_jseg *j);
+void tw_jseg_close(tw_jseg *j);
+
+static inline uint64_t tw_jseg_next_seq(const tw_jseg *j) { return j->cur.next_seq; }
+
+/* ---- reader ---------------------------------------------------------------- */
+
+/* A reader over all segments (not following).  Embedded; one thread. */
+typedef struct tw_jseg_reader {
+    tw_journal_reader cur;
+    tw_jseg_info *segs;
+    uint32_t nsegs, at;     /* the segments; the one being read */
+    int open_cur;
+    int failed;
+    uint32_t buf_records;
+    char dir[128];
+    tw_error fail_err;
+    uint64_t records;       /* records returned */
+    uint64_t torn_bytes;    /* the last segment's torn tail (dropped) */
+} tw_jseg_reader;
+
+/* Opens a reader at from_seq (0: the first record there is).  -EINVAL
+ * with err naming the first seq kept when from_seq is older than every
+ * segment (its records were pruned); otherwise as tw_jseg_list. */
+int tw_jseg_reader_open(tw_jseg_reader *r, const char *dir, uint64_t from_seq,
+                        uint32_t buf_records, tw_error *err);
+
+/* As tw_journal_read_burst across segments: 0 is the end of the last
+ * segment.  A segment that ends before the next one starts (or overlaps
+ * it) is -TW_EFORMAT naming both and the missing seqs; a torn tail in any
+ * segment but the last is -TW_EFORMAT. */
+int tw_jseg_read_burst(tw_jseg_reader *r, tw_journal_rec *recs, uint32_t n, tw_error *err);
+void tw_jseg_reader_close(tw_jseg_reader *r);
+
+/* ---- retention ------------------------------------------------------------- */
+
+/* Deletes the segments of dir whose every record is older than
+ * oldest_needed_seq (journal_keep = snapshots: the seq after the oldest
+ * kept snapshot), oldest first, never the last segment, then fsyncs the
+ * directory.  journal_keep = all never calls it.  Returns the number
+ * deleted, or a negative code (as tw_jseg_list; -errno of unlink). */
+int tw_journal_prune(const char *dir, uint64_t oldest_needed_seq, tw_error *err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

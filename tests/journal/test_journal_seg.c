@@ -1,0 +1,380 @@
+/* The journal in segments: rotation at every boundary, a torn tail in the
+ * last segment, a deleted middle segment refused naming the gap, every bit
+ * of a small segmented journal flipped, pruning, a single-file journal read
+ * as one segment, the states a kill during a rotation can leave, and a
+ * writer killed by SIGKILL at seeded points then reopened. */
+#include <errno.h>
+#include <signal.h>
+#include <sched.h>
+#include <sys/wait.h>
+
+#include "journal_test_util.h"
+#include "tickwire/journal_seg.h"
+#include "tw_check.h"
+
+#define HDR TW_JOURNAL_HDR_BYTES
+#define REC TW_JOURNAL_REC_BYTES
+
+static char root[256], jdir[512];
+
+static void seg_file(char *out, size_t cap, uint64_t first)
+{
+    snprintf(out, cap, "%s/%020llu.twj", jdir, (unsigned long long)first);
+}
+
+static void fresh(void)
+{
+    ju_rmdir(jdir);
+    CHECK(mkdir(jdir, 0755) == 0);
+}
+
+/* Appends n records, in bulks of up to bulk, payload ju_payload(seq). */
+static int put(tw_jseg *j, uint64_t n, uint32_t bulk)
+{
+    uint8_t pl[8][TW_JOURNAL_PAYLOAD];
+    while (n > 0) {
+        uint32_t k = n < bulk ? (uint32_t)n : bulk;
+        for (uint32_t i = 0; i < k; i++)
+            ju_payload(tw_jseg_next_seq(j) + i, pl[i]);
+        int rc = tw_jseg_append_bulk(j, TW_JOURNAL_EV, pl, k, NULL);
+        if (rc != 0)
+            return rc;
+        n -= k;
+    }
+    return 0;
+}
+
+/* Reads everything from from_seq; returns the count (each checked) or the error. */
+static long read_all(const char *d, uint64_t from, tw_error *err)
+{
+    tw_jseg_reader r;
+    int e = tw_jseg_reader_open(&r, d, from, 3, err);
+    if (e != 0)
+        return e;
+    tw_journal_rec recs[5];
+    long total = 0;
+    int k;
+    uint64_t want = from ? from : r.segs[0].first_seq;
+    while ((k = tw_jseg_read_burst(&r, recs, 5, err)) > 0) {
+        for (int i = 0; i < k; i++) {
+            CHECK_EQ(recs[i].seq, want);
+            CHECK(ju_payload_ok(&recs[i]));
+            want++;
+        }
+        total += k;
+    }
+    tw_jseg_reader_close(&r);
+    return k < 0 ? k : total;
+}
+
+static void open_w(tw_jseg *j, uint64_t seg_bytes)
+{
+    tw_error err = {0};
+    tw_jseg_cfg c = {.dir = jdir, .segment_bytes = seg_bytes};
+    int rc = tw_jseg_open(j, &c, &err);
+    CHECKF(rc == 0, "%s", err.msg);
+}
+
+static void test_rotation(void)
+{
+    for (uint64_t per = 1; per <= 5; per++) {
+        for (uint32_t bulk = 1; bulk <= 3; bulk++) {
+            for (int slack = 0; slack < 2; slack++) {
+                fresh();
+                uint64_t sb = HDR + per * REC + (slack ? REC - 1 : 0);
+                tw_jseg j;
+                open_w(&j, sb);
+                CHECK_EQ(put(&j, 11, bulk), 0);
+                tw_jseg_close(&j);
+                open_w(&j, sb); /* reopen mid-stream: continues in the last segment */
+                CHECK_EQ(put(&j, 12, bulk), 0);
+                CHECK_EQ(tw_jseg_next_seq(&j), 24u);
+                tw_jseg_close(&j);
+                tw_error err = {0};
+                CHECKF(read_all(jdir, 0, &err) == 23, "%s", err.msg);
+                tw_jseg_info *v;
+                uint32_t n;
+                CHECK_EQ(tw_jseg_list(jdir, &v, &n, &err), 0);
+                for (uint32_t i = 0; i < n; i++) {
+                    /* Never past the size unless one bulk alone is larger. */
+                    CHECK(v[i].bytes <= sb || v[i].records <= bulk);
+                    CHECK(v[i].records > 0);
+                    CHECK_EQ((v[i].bytes - HDR) % REC, 0u);
+                }
+                CHECK(n >= 23 / (per > bulk ? per : bulk));
+                /* Every start seq reads to the end. */
+                for (uint64_t s = 1; s <= 24; s++)
+                    CHECK_EQ(read_all(jdir, s, &err), (long)(24 - s));
+                free(v);
+            }
+        }
+    }
+}
+
+static void test_torn_tail(void)
+{
+    fresh();
+    tw_jseg j;
+    open_w(&j, HDR + 4 * REC);
+    CHECK_EQ(put(&j, 10, 1), 0); /* segments 1..4, 5..8, 9..10 */
+    tw_jseg_close(&j);
+    char p[600];
+    seg_file(p, sizeof(p), 9);
+    size_t len;
+    uint8_t *b = ju_slurp(p, &len);
+    REQUIRE(b && len == HDR + 2 * REC);
+    for (size_t cut = HDR + REC + 1; cut < len; cut++) {
+        CHECK_EQ(ju_spill(p, b, cut), 0);
+        tw_error err = {0};
+        tw_jseg_reader r;
+        CHECK_EQ(tw_jseg_reader_open(&r, jdir, 0, 4, &err), 0);
+        tw_journal_rec recs[16];
+        long total = 0;
+        int k;
+        while ((k = tw_jseg_read_burst(&r, recs, 16, &err)) > 0)
+            total += k;
+        CHECK_EQ(k, 0);
+        CHECK_EQ(total, 9);
+        CHECK_EQ(r.torn_bytes, cut - (HDR + REC));
+        tw_jseg_reader_close(&r);
+        /* The writer cuts it and goes on. */
+        open_w(&j, HDR + 4 * REC);
+        CHECK_EQ(tw_jseg_next_seq(&j), 10u);
+        CHECK_EQ(put(&j, 1, 1), 0);
+        tw_jseg_close(&j);
+        CHECK_EQ(read_all(jdir, 0, &err), 10);
+    }
+    /* A torn tail in a segment that is not the last is damage. */
+    seg_file(p, sizeof(p), 5);
+    uint8_t *m = ju_slurp(p, &len);
+    REQUIRE(m);
+    CHECK_EQ(ju_spill(p, m, len - 7), 0);
+    tw_error err = {0};
+    CHECK_EQ(read_all(jdir, 0, &err), -TW_EFORMAT);
+    CHECKF(strstr(err.msg, "00000000000000000005.twj") != NULL, "%s", err.msg);
+    free(m);
+    free(b);
+}
+
+/* A fresh journal of records 1..10 in segments 1..3, 4..6, 7..9, 10 (j open). */
+static void make10(tw_jseg *j)
+{
+    fresh();
+    open_w(j, HDR + 3 * REC);
+    CHECK_EQ(put(j, 10, 1), 0);
+}
+
+static void test_missing_segment(void)
+{
+    tw_jseg j;
+    make10(&j);
+    tw_jseg_close(&j);
+    char p[600];
+    seg_file(p, sizeof(p), 4);
+    CHECK_EQ(unlink(p), 0);
+    tw_error err = {0};
+    CHECK_EQ(read_all(jdir, 0, &err), -TW_EFORMAT);
+    CHECKF(strstr(err.msg, "records 4..6 missing") != NULL, "%s", err.msg);
+    tw_jseg_cfg c = {.dir = jdir, .segment_bytes = HDR + 3 * REC};
+    err.msg[0] = '\0';
+    CHECK_EQ(tw_jseg_open(&j, &c, &err), -TW_EFORMAT);
+    CHECKF(strstr(err.msg, "records 4..6 missing") != NULL, "%s", err.msg);
+    /* The first segment gone: what is left reads, from its start only. */
+    make10(&j);
+    tw_jseg_close(&j);
+    seg_file(p, sizeof(p), 1);
+    CHECK_EQ(unlink(p), 0);
+    CHECK_EQ(read_all(jdir, 0, &err), 7);
+    CHECK_EQ(read_all(jdir, 1, &err), -EINVAL);
+    CHECKF(strstr(err.msg, "starts at 4") != NULL, "%s", err.msg);
+}
+
+static void test_bit_flips(void)
+{
+    fresh();
+    tw_jseg j;
+    open_w(&j, HDR + 2 * REC);
+    CHECK_EQ(put(&j, 5, 1), 0); /* 1..2, 3..4, 5 */
+    tw_jseg_close(&j);
+    char p[600];
+    seg_file(p, sizeof(p), 3);
+    size_t len;
+    uint8_t *b = ju_slurp(p, &len);
+    REQUIRE(b && len == HDR + 2 * REC);
+    long refused = 0;
+    for (size_t i = 0; i < len; i++) {
+        for (int bit = 0; bit < 8; bit++) {
+            b[i] ^= (uint8_t)(1u << bit);
+            CHECK_EQ(ju_spill(p, b, len), 0);
+            tw_error err = {0};
+            long got = read_all(jdir, 0, &err);
+            /* A middle segment: every flip is refused (never a record lost
+             * silently, never a wrong one: read_all checks each). */
+            CHECKF(got < 0, "flip at byte %zu bit %d read %ld records", i, bit, got);
+            refused += got < 0;
+            b[i] ^= (uint8_t)(1u << bit);
+        }
+    }
+    CHECK_EQ(refused, (long)len * 8);
+    CHECK_EQ(ju_spill(p, b, len), 0);
+    tw_error err = {0};
+    CHECK_EQ(read_all(jdir, 0, &err), 5);
+    free(b);
+}
+
+static void test_prune_and_single(void)
+{
+    tw_jseg j;
+    make10(&j);
+    tw_error err = {0};
+    CHECK_EQ(tw_journal_prune(jdir, 1, &err), 0);
+    CHECK_EQ(tw_journal_prune(jdir, 3, &err), 0); /* seq 3 still needed */
+    CHECK_EQ(tw_journal_prune(jdir, 4, &err), 1);
+    CHECK_EQ(tw_journal_prune(jdir, 8, &err), 1);
+    CHECK_EQ(read_all(jdir, 7, &err), 4);
+    CHECK_EQ(read_all(jdir, 6, &err), -EINVAL);
+    /* Never the last segment, even when everything is older. */
+    CHECK_EQ(tw_journal_prune(jdir, 1000, &err), 1);
+    tw_jseg_info *v;
+    uint32_t n;
+    CHECK_EQ(tw_jseg_list(jdir, &v, &n, &err), 0);
+    CHECK_EQ(n, 1u);
+    CHECK_EQ(v[0].first_seq, 10u);
+    free(v);
+    CHECK_EQ(put(&j, 4, 1), 0); /* the open writer goes on */
+    tw_jseg_close(&j);
+    CHECK_EQ(read_all(jdir, 0, &err), 5);
+
+    /* Today's single-file journal, read as one segment. */
+    char f[600];
+    snprintf(f, sizeof(f), "%s/single.j", root);
+    unlink(f);
+    tw_journal sj;
+    tw_journal_cfg c = {.path = f};
+    CHECK_EQ(tw_journal_open(&sj, &c, &err), 0);
+    uint8_t pl[TW_JOURNAL_PAYLOAD];
+    for (int i = 0; i < 7; i++) {
+        ju_payload(sj.next_seq, pl);
+        CHECK_EQ(tw_journal_append(&sj, TW_JOURNAL_EV, pl, NULL), 0);
+    }
+    tw_journal_close(&sj);
+    CHECK_EQ(read_all(f, 0, &err), 7);
+    CHECK_EQ(read_all(f, 5, &err), 3);
+    CHECK_EQ(tw_journal_prune(f, 100, &err), 0);
+    tw_jseg_cfg dc = {.dir = f};
+    CHECK_EQ(tw_jseg_open(&j, &dc, &err), -ENOTDIR);
+    unlink(f);
+}
+
+/* What a kill during a rotation can leave: the full segment alone, a
+ * leftover temporary (empty or with its header), the new segment with only
+ * its header.  Each reopens to the same records and goes on. */
+static void test_rotation_states(void)
+{
+    for (int state = 0; state < 4; state++) {
+        fresh();
+        tw_jseg j;
+        open_w(&j, HDR + 2 * REC);
+        CHECK_EQ(put(&j, 4, 1), 0); /* 1..2, 3..4: the next append rotates */
+        tw_jseg_close(&j);
+        char p[600], t[700];
+        seg_file(p, sizeof(p), 5);
+        snprintf(t, sizeof(t), "%s.tmp.%d", p, 999999);
+        if (state == 1)
+            CHECK_EQ(ju_spill(t, "", 0), 0);
+        if (state == 2) {
+            char q[600];
+            seg_file(q, sizeof(q), 3);
+            size_t len;
+            uint8_t *b = ju_slurp(q, &len);
+            REQUIRE(b);
+            CHECK_EQ(ju_spill(t, b, HDR / 2), 0); /* a half-written header */
+            free(b);
+        }
+        if (state == 3) {
+            tw_journal sj;
+            tw_error err = {0};
+            tw_journal_cfg c = {.path = p, .first_seq = 5};
+            CHECK_EQ(tw_journal_open(&sj, &c, &err), 0);
+            tw_journal_close(&sj);
+        }
+        tw_error err = {0};
+        CHECKF(read_all(jdir, 0, &err) == 4, "state %d: %s", state, err.msg);
+        open_w(&j, HDR + 2 * REC);
+        CHECK_EQ(tw_jseg_next_seq(&j), 5u);
+        CHECK_EQ(put(&j, 3, 1), 0);
+        tw_jseg_close(&j);
+        CHECKF(read_all(jdir, 0, &err) == 7, "state %d: %s", state, err.msg);
+        unlink(t);
+    }
+}
+
+static uint64_t count_segments(void)
+{
+    DIR *d = opendir(jdir);
+    uint64_t n = 0;
+    struct dirent *e;
+    while (d && (e = readdir(d)) != NULL)
+        n += strlen(e->d_name) == 24 && strstr(e->d_name, ".twj") != NULL;
+    if (d)
+        closedir(d);
+    return n;
+}
+
+/* A writer in a child, SIGKILLed once the directory holds a seeded number
+ * of segments (the kill lands wherever the child is: in an append, in a
+ * rotation, between them); the journal must reopen to whole records from
+ * 1 with good payloads, and take appends after them. */
+static void test_kill(void)
+{
+    uint64_t seed = 0x5eedull;
+    for (int round = 0; round < 12; round++) {
+        fresh();
+        seed = ju_mix(seed);
+        uint64_t target = 2 + seed % 6;
+        uint32_t bulk = 1 + (uint32_t)(seed >> 8) % 3;
+        pid_t pid = fork();
+        REQUIRE(pid >= 0);
+        if (pid == 0) {
+            tw_jseg j;
+            tw_error err = {0};
+            tw_jseg_cfg c = {.dir = jdir, .segment_bytes = HDR + 3 * REC};
+            if (tw_jseg_open(&j, &c, &err) != 0)
+                _exit(3);
+            for (;;)
+                if (put(&j, 1, bulk) != 0)
+                    _exit(4);
+        }
+        while (count_segments() < target)
+            sched_yield();
+        kill(pid, SIGKILL);
+        int st;
+        waitpid(pid, &st, 0);
+        CHECK(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
+        tw_error err = {0};
+        long got = read_all(jdir, 0, &err);
+        CHECKF(got >= 0, "round %d: %s", round, err.msg);
+        tw_jseg j;
+        open_w(&j, HDR + 3 * REC);
+        CHECK_EQ(tw_jseg_next_seq(&j), (uint64_t)got + 1);
+        CHECK_EQ(put(&j, 5, bulk), 0);
+        tw_jseg_close(&j);
+        CHECK_EQ(read_all(jdir, 0, &err), got + 5);
+    }
+}
+
+int main(void)
+{
+    ju_mkdir(root, sizeof(root), "jseg");
+    snprintf(jdir, sizeof(jdir), "%s/j", root);
+    test_rotation();
+    test_torn_tail();
+    test_missing_segment();
+    test_bit_flips();
+    test_prune_and_single();
+    test_rotation_states();
+    test_kill();
+    ju_rmdir(jdir);
+    ju_rmdir(root);
+    return tw_check_done("journal_seg");
+}
