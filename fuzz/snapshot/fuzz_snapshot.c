@@ -10,7 +10,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "tickwire/fix_session.h"
+#include "tickwire/util.h"
 #include "tickwire/snapshot.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tickwire/fix_session.h" /* tw_crc32c */
+#include "tickwire/util.h" /* tw_crc32c */
 #include "tickwire/snapshot.h"
 
 #define HDR TW_SNAP_HDR_BYTES

@@ -9,7 +9,7 @@
 #include <sys/wait.h>
 
 #include "../journal/journal_test_util.h"
-#include "tickwire/fix_session.h"
+#include "tickwire/util.h"
 #include "tickwire/snapshot.h"
 #include "tw_check.h"
 
