@@ -338,8 +338,9 @@ static void core_step(world *w, uint32_t c, uint64_t *rng)
     if (st == TW_ATTACH_CORE_LIVE || st == TW_ATTACH_CORE_DRAIN) {
         uint64_t before = w->n_order[c];
         take_intents(w, c);
+        /* Both cores may drain at once: relaxed, read after the joins. */
         if (st == TW_ATTACH_CORE_DRAIN)
-            w->drained_intents += w->n_order[c] - before;
+            __atomic_fetch_add(&w->drained_intents, w->n_order[c] - before, __ATOMIC_RELAXED);
     }
     /* Acquire pairs with the journal end's release-store in put (our own
      * or the other core's): an estimate for pacing only. */
