@@ -163,7 +163,7 @@ enum {
                               intent decided before it is ahead of it; order_id: the
                               strategy's digest there */
     TW__OUT_RESUMED = 201, /* on session 0's ring, after the first new bar a (re)started
-                              strategy processed: its figures (tw__resumed_of) */
+                              strategy processed: its figures (tw__resumed_msg) */
 };
 
 /* The figures of one (re)start of the strategy process (monotonic ns). */

@@ -138,16 +138,16 @@ static void stop_progress(tw__gw *g)
                 give_up(g); /* down, or connecting: nothing to log out of */
             return;
         }
-        for (uint32_t i = 0; i < g->n_open; i++) {
-            const tw__open_order *o = &g->open[i];
+        for (uint32_t i = 0; i < g->open.n; i++) {
+            const tw__open_order *o = &g->open.v[i];
             (void)tw__gw_send_cancel(g, o->id, o->instance, o->instrument, o->side, o->qty);
         }
-        if (g->n_open)
-            tw__gw_log(g, "stopping: cancel requested for %u open orders", g->n_open);
+        if (g->open.n)
+            tw__gw_log(g, "stopping: cancel requested for %u open orders", g->open.n);
         stop_to(g, TW__STOP_CANCELS_OUT);
     }
     if (g->stop_stage == TW__STOP_CANCELS_OUT) {
-        if (g->n_open && g->now_ns - g->stage_since_ns < (int64_t)e->opts.cancel_wait_ms * 1000000)
+        if (g->open.n && g->now_ns - g->stage_since_ns < (int64_t)e->opts.cancel_wait_ms * 1000000)
             return;
         stop_to(g, TW__STOP_LOGOUT_OUT);
         tw__gw_logout(g, "trader stopping");
@@ -196,15 +196,15 @@ static unsigned send_intents(tw__gw *g, tw_reactor_now *now)
     if (xp->out_len > xp->out_off) {
         if (xp->ops->flush(xp, now->ns) != 0) {
             conn_down(g, xp->why);
-        } else if (g->lat_tx_from < g->lat_n) {
+        } else if (g->lat.tx_from < g->lat.n) {
             uint64_t t = tw_tsc_read();
-            for (uint32_t i = g->lat_tx_from; i < g->lat_n; i++)
-                g->lat[i].tsc_tx = t;
+            for (uint32_t i = g->lat.tx_from; i < g->lat.n; i++)
+                g->lat.v[i].tsc_tx = t;
         }
-        g->lat_tx_from = g->lat_n;
+        g->lat.tx_from = g->lat.n;
         work++;
     }
-    g->lat_open = 0;
+    g->lat.open = 0;
     if (g->pushed) {
         g->pushed = 0;
         tw__bell_ring(&g->e->strat_bell);
@@ -253,9 +253,9 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
         if (tw_fix_session_connected(&g->fs, g->now_ns) != 0 || g->stream_closed)
             conn_down(g, "the Logon could not be sent");
     }
-    if (g->spill_n)
+    if (g->spill.n)
         tw__gw_spill_drain(g);
-    if (g->spill_n == 0 && xp->rx_len) {
+    if (g->spill.n == 0 && xp->rx_len) {
         g->cur_tsc_rx = xp->tsc_rx;
         g->cur_tsc_tcp = xp->tsc_tcp;
         size_t used = tw_fix_session_input(&g->fs, xp->rx, xp->rx_len, g->now_ns);
@@ -280,7 +280,7 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
     }
     /* What came before the close is fed first (the venue's last words,
      * a Logout); what is left once the spill is empty is a torn message. */
-    if (g->down_pending && g->spill_n == 0) {
+    if (g->down_pending && g->spill.n == 0) {
         g->down_pending = 0;
         conn_down(g, xp->why);
     }
@@ -362,15 +362,15 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
     uint32_t n_inst = 0;
     for (uint32_t i = 0; i < cfg->n_instances; i++)
         n_inst += g->local_of[cfg->instances[i].instrument] != UINT32_MAX;
-    g->open_cap = n_inst * (cfg->risk.max_open_orders + 2) + 64;
-    g->open = malloc(g->open_cap * sizeof(tw__open_order));
-    g->exec_ids[0] = calloc(TW__GW_EXEC_IDS, sizeof(uint64_t));
-    g->exec_ids[1] = calloc(TW__GW_EXEC_IDS, sizeof(uint64_t));
-    g->spill_cap = TW__GW_RX_CAP / TW__GW_MIN_EVENT_BYTES + 64;
-    g->spill = malloc(g->spill_cap * sizeof(tw__inrec));
-    g->lat_cap = e->opts.latency_samples;
-    g->lat = calloc(g->lat_cap ? g->lat_cap : 1, sizeof(tw_trade_latency));
-    if (!g->open || !g->exec_ids[0] || !g->exec_ids[1] || !g->spill || !g->lat)
+    g->open.cap = n_inst * (cfg->risk.max_open_orders + 2) + 64;
+    g->open.v = malloc(g->open.cap * sizeof(tw__open_order));
+    g->exec.ids[0] = calloc(TW__GW_EXEC_IDS, sizeof(uint64_t));
+    g->exec.ids[1] = calloc(TW__GW_EXEC_IDS, sizeof(uint64_t));
+    g->spill.cap = TW__GW_RX_CAP / TW__GW_MIN_EVENT_BYTES + 64;
+    g->spill.q = malloc(g->spill.cap * sizeof(tw__inrec));
+    g->lat.cap = e->opts.latency_samples;
+    g->lat.v = calloc(g->lat.cap ? g->lat.cap : 1, sizeof(tw_trade_latency));
+    if (!g->open.v || !g->exec.ids[0] || !g->exec.ids[1] || !g->spill.q || !g->lat.v)
         goto nomem;
     if (!ring_alloc(cfg->engine.ring_slots, sizeof(tw__inrec), &g->in_mem) ||
         !ring_alloc(cfg->engine.ring_slots, sizeof(tw_out), &g->out_mem))
@@ -491,12 +491,12 @@ void tw__gw_destroy(tw__gw *g)
     free(g->hash);
     free(g->last_bar);
     free(g->closes);
-    free(g->open);
-    free(g->exec_ids[0]);
-    free(g->exec_ids[1]);
-    free(g->spill);
-    free(g->lat);
-    free(g->done_ids);
+    free(g->open.v);
+    free(g->exec.ids[0]);
+    free(g->exec.ids[1]);
+    free(g->spill.q);
+    free(g->lat.v);
+    free(g->done.ids);
     free(g);
 }
 
@@ -513,7 +513,7 @@ static void publish(tw__gw *g)
 {
     /* Release pairs with the acquire-load in tw__gw_settled: once the
      * control thread sees it, every event of this session is in the ring. */
-    __atomic_store_n(&g->settled, (uint32_t)(g->over && g->spill_n == 0), __ATOMIC_RELEASE);
+    __atomic_store_n(&g->settled, (uint32_t)(g->over && g->spill.n == 0), __ATOMIC_RELEASE);
 }
 
 int tw__gw_settled(const tw__gw *g)
@@ -538,8 +538,8 @@ void tw__gw_stats(const tw__gw *g, tw_trade_session_stats *s, tw_trade_gw_stats 
 
 size_t tw__gw_latency(const tw__gw *g, const tw_trade_latency **out)
 {
-    *out = g->lat;
-    return g->lat_n;
+    *out = g->lat.v;
+    return g->lat.n;
 }
 
 int64_t tw__gw_first_logon_ns(const tw__gw *g) { return g->first_logon_ns; }

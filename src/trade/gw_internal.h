@@ -76,19 +76,26 @@ struct tw__gw {
     int64_t *last_bar; /* per local instrument: last bar forwarded, -1 */
     tw__recent_close *closes; /* per local instrument, CLOSES_WIN */
     uint32_t *local_of; /* the strategy's instrument -> local (UINT32_MAX: not ours) */
-    /* Events that found the ring full (numbered and journaled). */
-    tw__inrec *spill;
-    uint32_t spill_head, spill_n, spill_cap;
+    /* Events that found the ring full (numbered and journaled): a queue. */
+    struct {
+        tw__inrec *q;
+        uint32_t head, n, cap;
+    } spill;
     tw_fix_md_entry md_entries[TW_FIX_MAX_FIELDS]; /* the decoder's X entries */
     /* Orders sent and not yet done (filled, rejected, canceled). */
-    tw__open_order *open;
-    uint32_t n_open, open_cap;
+    struct {
+        tw__open_order *v;
+        uint32_t n, cap;
+    } open;
     /* After a crash: the orders the journal saw done (every execution of
      * them came before the crash: one the venue resends is not applied
-     * again), a hash set of ids + 1; and whether the journal holds this
-     * session's SESSION CLOSED (a resent 340=3 is then a duplicate). */
-    uint64_t *done_ids;
-    uint32_t done_mask;
+     * again), a hash set of ids + 1 (ids NULL: no recovery). */
+    struct {
+        uint64_t *ids;
+        uint32_t mask;
+    } done;
+    /* The journal holds this session's SESSION CLOSED (a resent 340=3 is
+     * then a duplicate). */
     int closed_seen;
     int64_t first_logon_ns; /* this process's first Logon (monotonic) */
     /* Processes mode (the strategy over the attach segment). */
@@ -99,9 +106,11 @@ struct tw__gw {
     /* ExecIDs seen, two generations (the older one is forgotten when the
      * newer one is half full): a PossDup execution already applied is
      * not a second fill. */
-    uint64_t *exec_ids[2];
-    uint32_t exec_n[2];
-    int exec_cur;
+    struct {
+        uint64_t *ids[2];
+        uint32_t n[2];
+        int cur;
+    } exec;
     /* Connection and ending. */
     int up;                 /* SESSION UP told to the strategy */
     int stream_closed;      /* the session closed the stream inside a call */
@@ -123,10 +132,13 @@ struct tw__gw {
     int64_t now_ns;
     uint64_t cur_tsc_rx, cur_tsc_tcp;
     /* Latency samples. */
-    tw_trade_latency *lat;
-    uint32_t lat_n, lat_cap, lat_tx_from;
-    uint64_t lat_last_rx;
-    int lat_open;           /* lat[lat_n - 1] still collects this event's orders */
+    struct {
+        tw_trade_latency *v;
+        uint32_t n, cap;
+        uint32_t tx_from;   /* the first sample the next flush stamps */
+        uint64_t last_rx;   /* the causing event of v[n - 1] */
+        int open;           /* v[n - 1] still collects this event's orders */
+    } lat;
     tw_trade_gw_stats st;
 };
 

@@ -10,12 +10,12 @@
 
 static void done_add(tw__gw *g, uint64_t id)
 {
-    if (!g->done_ids)
+    if (!g->done.ids)
         return;
-    uint32_t i = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32) & g->done_mask;
-    while (g->done_ids[i] != 0 && g->done_ids[i] != id + 1)
-        i = (i + 1) & g->done_mask;
-    g->done_ids[i] = id + 1;
+    uint32_t i = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32) & g->done.mask;
+    while (g->done.ids[i] != 0 && g->done.ids[i] != id + 1)
+        i = (i + 1) & g->done.mask;
+    g->done.ids[i] = id + 1;
 }
 
 void tw__gw_restore_ev(tw__gw *g, const tw_ev *ev)
@@ -66,9 +66,9 @@ int tw__gw_restore_begin(tw__gw *g, uint64_t n_orders)
         cap <<= 1;
     if (cap > (1ull << 31))
         return -E2BIG;
-    g->done_ids = calloc(cap, sizeof(uint64_t));
-    g->done_mask = (uint32_t)(cap - 1);
-    return g->done_ids ? 0 : -ENOMEM;
+    g->done.ids = calloc(cap, sizeof(uint64_t));
+    g->done.mask = (uint32_t)(cap - 1);
+    return g->done.ids ? 0 : -ENOMEM;
 }
 
 void tw__gw_restore_order(tw__gw *g, const tw_out *o)

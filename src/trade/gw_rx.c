@@ -50,13 +50,13 @@ static tw_ev *ev_init(tw__gw *g, tw_ev *ev, uint8_t type)
 /* 1 when the journal saw order id done before a crash (see done_ids). */
 static int done_before(const tw__gw *g, uint64_t id)
 {
-    if (!g->done_ids)
+    if (!g->done.ids)
         return 0;
-    for (uint32_t i = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32) & g->done_mask;;
-         i = (i + 1) & g->done_mask) {
-        if (g->done_ids[i] == 0)
+    for (uint32_t i = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32) & g->done.mask;;
+         i = (i + 1) & g->done.mask) {
+        if (g->done.ids[i] == 0)
             return 0;
-        if (g->done_ids[i] == id + 1)
+        if (g->done.ids[i] == id + 1)
             return 1;
     }
 }
@@ -67,7 +67,7 @@ static int exec_seen(tw__gw *g, const char *p, size_t n)
     uint64_t h = tw_fnv1a64(TW_FNV1A64_INIT, p, n) | 1u;
     const uint32_t mask = TW__GW_EXEC_IDS - 1;
     for (int gen = 0; gen < 2; gen++) {
-        const uint64_t *t = g->exec_ids[gen];
+        const uint64_t *t = g->exec.ids[gen];
         for (uint32_t k = 0, i = (uint32_t)h & mask; k < TW__GW_EXEC_IDS; k++, i = (i + 1) & mask) {
             if (t[i] == 0)
                 break;
@@ -75,17 +75,17 @@ static int exec_seen(tw__gw *g, const char *p, size_t n)
                 return 1;
         }
     }
-    if (g->exec_n[g->exec_cur] >= TW__GW_EXEC_IDS / 2) {
-        g->exec_cur ^= 1;
-        memset(g->exec_ids[g->exec_cur], 0, TW__GW_EXEC_IDS * sizeof(uint64_t));
-        g->exec_n[g->exec_cur] = 0;
+    if (g->exec.n[g->exec.cur] >= TW__GW_EXEC_IDS / 2) {
+        g->exec.cur ^= 1;
+        memset(g->exec.ids[g->exec.cur], 0, TW__GW_EXEC_IDS * sizeof(uint64_t));
+        g->exec.n[g->exec.cur] = 0;
     }
-    uint64_t *t = g->exec_ids[g->exec_cur];
+    uint64_t *t = g->exec.ids[g->exec.cur];
     uint32_t i = (uint32_t)h & mask;
     while (t[i] != 0)
         i = (i + 1) & mask;
     t[i] = h;
-    g->exec_n[g->exec_cur]++;
+    g->exec.n[g->exec.cur]++;
     return 0;
 }
 

@@ -23,20 +23,20 @@ void tw__gw_log(tw__gw *g, const char *fmt, ...)
 
 void tw__gw_spill_drain(tw__gw *g)
 {
-    while (g->spill_n) {
-        uint32_t run = g->spill_cap - g->spill_head;
-        if (run > g->spill_n)
-            run = g->spill_n;
-        uint32_t k = tw_ring_enqueue_burst_sp(g->in, &g->spill[g->spill_head], run);
+    while (g->spill.n) {
+        uint32_t run = g->spill.cap - g->spill.head;
+        if (run > g->spill.n)
+            run = g->spill.n;
+        uint32_t k = tw_ring_enqueue_burst_sp(g->in, &g->spill.q[g->spill.head], run);
         if (k) {
             g->pushed = 1;
-            g->spill_head = (g->spill_head + k) % g->spill_cap;
-            g->spill_n -= k;
+            g->spill.head = (g->spill.head + k) % g->spill.cap;
+            g->spill.n -= k;
         }
         if (k < run)
             return;
     }
-    g->spill_head = 0;
+    g->spill.head = 0;
 }
 
 void tw__gw_push(tw__gw *g, tw_ev *ev)
@@ -59,16 +59,16 @@ void tw__gw_push(tw__gw *g, tw_ev *ev)
      * in the journal first (evlog.c). */
     tw__inrec rec;
     tw__evlog_ev(g->e, ev, &rec);
-    if (g->spill_n == 0 && tw_ring_enqueue_burst_sp(g->in, &rec, 1) == 1) {
+    if (g->spill.n == 0 && tw_ring_enqueue_burst_sp(g->in, &rec, 1) == 1) {
         g->pushed = 1;
         return;
     }
     /* The feed bound makes this room certain (see the top of the file). */
-    TW_VERIFY(g->spill_n < g->spill_cap);
-    g->spill[(g->spill_head + g->spill_n) % g->spill_cap] = rec;
-    g->spill_n++;
-    if (g->spill_n > g->st.spill_max)
-        g->st.spill_max = g->spill_n;
+    TW_VERIFY(g->spill.n < g->spill.cap);
+    g->spill.q[(g->spill.head + g->spill.n) % g->spill.cap] = rec;
+    g->spill.n++;
+    if (g->spill.n > g->st.spill_max)
+        g->st.spill_max = g->spill.n;
 }
 
 void tw__gw_push_session(tw__gw *g, tw_session_state st)
@@ -82,16 +82,16 @@ void tw__gw_push_session(tw__gw *g, tw_session_state st)
 
 tw__open_order *tw__gw_open_find(tw__gw *g, uint64_t id)
 {
-    for (uint32_t i = 0; i < g->n_open; i++)
-        if (g->open[i].id == id)
-            return &g->open[i];
+    for (uint32_t i = 0; i < g->open.n; i++)
+        if (g->open.v[i].id == id)
+            return &g->open.v[i];
     return NULL;
 }
 
 void tw__gw_open_add(tw__gw *g, const tw_out *o)
 {
-    if (g->n_open < g->open_cap)
-        g->open[g->n_open++] = (tw__open_order){.id = o->order_id, .instance = o->instance,
+    if (g->open.n < g->open.cap)
+        g->open.v[g->open.n++] = (tw__open_order){.id = o->order_id, .instance = o->instance,
                                                 .instrument = o->instrument, .qty = o->qty,
                                                 .side = o->side};
 }
@@ -100,8 +100,8 @@ void tw__gw_open_remove(tw__gw *g, uint64_t id)
 {
     tw__open_order *o = tw__gw_open_find(g, id);
     if (o) {
-        *o = g->open[--g->n_open];
-        TW_ASSERT(g->n_open < g->open_cap);
+        *o = g->open.v[--g->open.n];
+        TW_ASSERT(g->open.n < g->open.cap);
     }
 }
 

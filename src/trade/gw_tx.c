@@ -85,15 +85,15 @@ static void lat_record(tw__gw *g, const tw_out *o, uint64_t tsc_build)
 {
     if (o->tsc_rx == 0)
         return; /* decided again by a recovery's replay: no live stamps */
-    if (g->lat_open && o->tsc_rx == g->lat_last_rx) {
-        g->lat[g->lat_n - 1].orders++;
+    if (g->lat.open && o->tsc_rx == g->lat.last_rx) {
+        g->lat.v[g->lat.n - 1].orders++;
         return;
     }
-    g->lat_open = 0;
+    g->lat.open = 0;
     g->st.latency_samples++;
-    if (g->lat_n >= g->lat_cap)
+    if (g->lat.n >= g->lat.cap)
         return;
-    tw_trade_latency *l = &g->lat[g->lat_n++];
+    tw_trade_latency *l = &g->lat.v[g->lat.n++];
     l->tsc_rx = o->tsc_rx;
     l->tsc_tcp = o->tsc_tcp;
     l->tsc_parse = o->tsc_parse;
@@ -103,8 +103,8 @@ static void lat_record(tw__gw *g, const tw_out *o, uint64_t tsc_build)
     l->bar = o->ref;
     l->instrument = o->instrument;
     l->orders = 1;
-    g->lat_last_rx = o->tsc_rx;
-    g->lat_open = 1;
+    g->lat.last_rx = o->tsc_rx;
+    g->lat.open = 1;
 }
 
 static int send_order(tw__gw *g, const tw_out *o)

@@ -152,7 +152,7 @@ static int flush_pending(tw_trade_engine *e)
 /* The events of one ring that are next in number (next_evseq, +1, ...);
  * returns how many it took.  A ring's records are in number order, and
  * every number is in exactly one ring, so taking whichever ring holds the
- * next number is the journal's order (recover.c). */
+ * next number is the journal's order (evlog.c). */
 static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped)
 {
     const void *v;
