@@ -11,7 +11,8 @@ holding the library's object files as src/<part>/*.o): every undefined tw_
 symbol of a part's objects must be defined by that part or one it may use;
 and inside a part, calls between its files run one way: the files (each
 object file's undefined tw_ symbols against the ones the others define)
-form no cycle, for every part the table's `one-way:` line names.  Also fails on a part or a public header the table does not know.  Prints
+form no cycle, for every part the table's `one-way:` line names.  Also
+fails on a part or a public header the table does not know.  Prints
 one line per violation and exits 1 if there is any, else prints a summary
 and exits 0."""
 import os

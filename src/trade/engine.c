@@ -159,7 +159,6 @@ static int setup(tw_trade_engine *e, tw_error *err)
     return 0;
 }
 
-
 int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
                            const tw_trade_engine_opts *opts, tw_error *err)
 {
@@ -181,7 +180,7 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
         e->opts.cancel_wait_ms = 1000;
     if (!e->opts.end_wait_ms)
         e->opts.end_wait_ms = 5000;
-    e->run_id = e->opts.run_id ? e->opts.run_id : (uint64_t)(tw_clock_epoch_ns() / 1000000);
+    e->run_id = e->opts.run_id ? e->opts.run_id : (uint64_t)(tw_clock_epoch_ns() / TW__NS_PER_MS);
     e->run_id &= TW_TRADE_RUN_ID_MASK;
     e->strat_bell.fd = -1;
     e->log = stderr;
@@ -403,12 +402,12 @@ int tw_trade_engine_step(tw_trade_engine *e, tw_error *err)
     int settled = 1;
     for (uint32_t i = 0; i < e->n_gw; i++)
         settled &= tw__gw_settled(e->gw[i]);
-    int64_t bound = ((int64_t)e->opts.cancel_wait_ms + e->opts.end_wait_ms + 2000) * 1000000;
+    int64_t bound = ((int64_t)e->opts.cancel_wait_ms + e->opts.end_wait_ms + 2000) * TW__NS_PER_MS;
     if (!settled && now - e->phase_since_ns < bound)
         return 0;
     if (!settled)
         fprintf(e->log, "tickwire trade: sessions did not end within %lld ms: stopping anyway\n",
-                (long long)(bound / 1000000));
+                (long long)(bound / TW__NS_PER_MS));
     int rc = finish(e, err);
     return rc ? rc : 1;
 }
@@ -428,7 +427,7 @@ int tw_trade_engine_run(tw_trade_engine *e, tw_error *err)
             /* Woken by a strategy's connection, hangup or death (pidfd). */
             struct pollfd fds[3];
             int n = tw_attach_gw_pollfds(&e->att, fds, 3);
-            (void)poll(fds, (nfds_t)n, (int)(STEP_SLEEP_NS / 1000000));
+            (void)poll(fds, (nfds_t)n, (int)(STEP_SLEEP_NS / TW__NS_PER_MS));
         } else {
             tw_clock_sleep_ns(STEP_SLEEP_NS);
         }
@@ -502,7 +501,7 @@ void tw_trade_engine_summary(const tw_trade_engine *e, FILE *f)
             pnl - spnl, tw_trading_state_name(c.state));
     if (e->procs && e->st_restarts) {
         /* The strategy process's restarts (each logged as it came). */
-        double med[5] = {0}, v[64];
+        double med[5] = {0}, v[TW__FIGS_MAX];
         uint32_t n = 0;
         uint64_t bars = 0;
         for (int m = 0; m < 5; m++) {

@@ -208,6 +208,10 @@ static inline void tw__resumed_unpack(const tw_out *slot, tw__resumed *r)
                        .events = m.events, .bars = m.bars};
 }
 
+/* Restarts of the strategy process whose figures are kept (the summary's). */
+#define TW__FIGS_MAX 64
+/* Nanoseconds in a millisecond (the configuration's times are in ms). */
+#define TW__NS_PER_MS 1000000ll
 /* Crashes of the strategy process at one journal record that stop the run. */
 #define TW__CRASH_LOOP 3u
 /* The environment variable that makes a spawned strategy process a
@@ -401,9 +405,9 @@ struct tw_trade_engine {
     uint64_t st_restarts;  /* strategies gone and replaced */
     uint64_t st_digest_finished, st_digest_stopped; /* what the strategy said (0: nothing) */
     pthread_mutex_t figmu; /* net core 0 appends, the control reads */
-    tw__resumed figs[64];
+    tw__resumed figs[TW__FIGS_MAX];
     uint32_t n_figs;
-    int64_t fig_detect_ns[64], fig_spawn_ns[64]; /* control: per restart */
+    int64_t fig_detect_ns[TW__FIGS_MAX], fig_spawn_ns[TW__FIGS_MAX]; /* control: per restart */
     uint32_t n_detects;
 };
 

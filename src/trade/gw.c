@@ -26,7 +26,7 @@ static void publish(tw__gw *g);
 /* The ending's one-way steps (gw_internal.h, tw__stop_stage). */
 static void stop_to(tw__gw *g, tw__stop_stage to)
 {
-    TW_ASSERT((g->stop_stage == TW__STOP_NONE && to == TW__STOP_DRAINING) ||
+    TW_VERIFY((g->stop_stage == TW__STOP_NONE && to == TW__STOP_DRAINING) ||
               (g->stop_stage == TW__STOP_DRAINING &&
                (to == TW__STOP_CANCELS_OUT || to == TW__STOP_LOGOUT_OUT)) ||
               (g->stop_stage == TW__STOP_CANCELS_OUT && to == TW__STOP_LOGOUT_OUT));
@@ -49,7 +49,7 @@ static void s_close(void *ctx)
 
 static void schedule_reconnect(tw__gw *g)
 {
-    g->next_connect_ns = g->now_ns + (int64_t)g->backoff_ms * 1000000;
+    g->next_connect_ns = g->now_ns + (int64_t)g->backoff_ms * TW__NS_PER_MS;
     uint32_t b = g->backoff_ms * 2;
     g->backoff_ms = b > g->sc->reconnect_max_ms ? g->sc->reconnect_max_ms : b;
 }
@@ -106,7 +106,7 @@ static void try_connect(tw__gw *g)
         g->conn_live = 0;
         g->st.connect_failures++;
         tw__gw_log(g, "cannot connect to %s:%u: %s; again in %u ms", g->sc->host, g->sc->port,
-              g->xp->why, g->backoff_ms);
+                   g->xp->why, g->backoff_ms);
         schedule_reconnect(g);
     }
 }
@@ -147,7 +147,8 @@ static void stop_progress(tw__gw *g)
         stop_to(g, TW__STOP_CANCELS_OUT);
     }
     if (g->stop_stage == TW__STOP_CANCELS_OUT) {
-        if (g->open.n && g->now_ns - g->stage_since_ns < (int64_t)e->opts.cancel_wait_ms * 1000000)
+        int64_t wait_ns = (int64_t)e->opts.cancel_wait_ms * TW__NS_PER_MS;
+        if (g->open.n && g->now_ns - g->stage_since_ns < wait_ns)
             return;
         stop_to(g, TW__STOP_LOGOUT_OUT);
         tw__gw_logout(g, "trader stopping");
@@ -158,7 +159,7 @@ static void ending_timeouts(tw__gw *g)
 {
     if (g->over || !g->logout_requested)
         return;
-    if (g->now_ns - g->stage_since_ns > (int64_t)g->e->opts.end_wait_ms * 1000000) {
+    if (g->now_ns - g->stage_since_ns > (int64_t)g->e->opts.end_wait_ms * TW__NS_PER_MS) {
         tw__gw_log(g, "no end to the Logout handshake in %u ms: closing", g->e->opts.end_wait_ms);
         give_up(g);
     }
@@ -309,29 +310,20 @@ static void *ring_alloc(uint32_t slots, uint32_t slot_size, void **mem)
     return *mem;
 }
 
-int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *err)
+/* The session's tables, rings, store, transport and FIX session.  On an
+ * error it returns at once: tw__gw_destroy takes down what was made. */
+static int setup(tw__gw *g, tw_error *err)
 {
-    const tw_trade_config *cfg = e->cfg;
-    const tw_trade_session_cfg *sc = &cfg->sessions[index];
-    tw__gw *g = calloc(1, sizeof(*g));
-    if (!g)
-        return tw__err(err, -ENOMEM, "out of memory");
-    g->e = e;
-    g->cfg = cfg;
-    g->sc = sc;
-    g->index = index;
-    g->bell.fd = -1;
-    g->backoff_ms = sc->reconnect_min_ms;
-    g->busy = cfg->engine.busy_poll || e->opts.manual_net;
-    /* Not tw_tsc_default()'s copy: its calibration (20 ms asleep) runs
-     * beside the set-up (engine.c) and is not waited for here. */
-    g->epoch_offset_ns = tw_clock_epoch_offset_ns();
+    tw_trade_engine *e = g->e;
+    const tw_trade_config *cfg = g->cfg;
+    const tw_trade_session_cfg *sc = g->sc;
+    uint32_t index = g->index;
     int rc;
     /* Instruments of this session. */
     g->local_of = malloc(cfg->n_instruments * sizeof(uint32_t));
     g->sym_instr = malloc((cfg->n_instruments + 1) * sizeof(uint32_t));
     if (!g->local_of || !g->sym_instr)
-        goto nomem;
+        return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
     for (uint32_t k = 0; k < cfg->n_instruments; k++) {
         g->local_of[k] = UINT32_MAX;
         if (cfg->strategy_instruments[k].session == index) {
@@ -347,7 +339,7 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
     g->last_bar = malloc((g->n_sym + 1) * sizeof(int64_t));
     g->closes = malloc(((size_t)g->n_sym + 1) * TW__GW_CLOSES_WIN * sizeof(tw__recent_close));
     if (!g->hash || !g->last_bar || !g->closes)
-        goto nomem;
+        return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
     for (uint32_t k = 0; k < g->n_sym; k++) {
         const char *s = cfg->strategy_instruments[g->sym_instr[k]].symbol;
         uint32_t h = (uint32_t)tw_fnv1a64(TW_FNV1A64_INIT, s, strlen(s)) & g->hash_mask;
@@ -371,46 +363,40 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
     g->lat.cap = e->opts.latency_samples;
     g->lat.v = calloc(g->lat.cap ? g->lat.cap : 1, sizeof(tw_trade_latency));
     if (!g->open.v || !g->exec.ids[0] || !g->exec.ids[1] || !g->spill.q || !g->lat.v)
-        goto nomem;
+        return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
     if (!ring_alloc(cfg->engine.ring_slots, sizeof(tw__inrec), &g->in_mem) ||
         !ring_alloc(cfg->engine.ring_slots, sizeof(tw_out), &g->out_mem))
-        goto nomem;
+        return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
     g->in = g->in_mem;
     g->out = g->out_mem;
     /* inline: the strategy writes out on this core's own thread. */
     rc = tw__bell_init(&g->bell, !e->opts.manual_net && !cfg->engine.busy_poll &&
                                      cfg->engine.strategy != TW_TRADE_STRATEGY_INLINE);
-    if (rc != 0) {
-        tw__gw_destroy(g);
+    if (rc != 0)
         return tw__err(err, rc, "session %s: eventfd: %s", sc->name, strerror(-rc));
-    }
     /* The store. */
     if ((rc = tw_mkdir_parents(sc->store)) != 0) {
-        tw__gw_destroy(g);
         return tw__err(err, rc, "session %s: store %s: cannot create its directory: %s",
                        sc->name, sc->store, strerror(-rc));
     }
     tw_fix_store_cfg stc = {.path = sc->store, .fd = -1, .fsync = TW_FIX_FSYNC_NONE,
                             .mmap_bytes = 1u << 20};
     tw_error se = {0};
-    if ((rc = tw_fix_store_open(&g->store, &stc, &se)) != 0) {
-        tw__gw_destroy(g);
+    if ((rc = tw_fix_store_open(&g->store, &stc, &se)) != 0)
         return tw__err(err, rc, "session %s: store %s: %s", sc->name, sc->store, se.msg);
-    }
     g->have_store = 1;
     /* The transport. */
-    int64_t cto = (int64_t)sc->connect_timeout_ms * 1000000;
+    int64_t cto = (int64_t)sc->connect_timeout_ms * TW__NS_PER_MS;
     if (sc->stack == TW_STACK_KERNEL) {
-        rc = tw__xport_tcp_open(&g->xp, sc->host, sc->port, TW__GW_RX_CAP, TW__GW_OUT_CAP, cto, err);
+        rc = tw__xport_tcp_open(&g->xp, sc->host, sc->port, TW__GW_RX_CAP, TW__GW_OUT_CAP, cto,
+                                err);
     } else {
         uint32_t dst;
         if (!e->opts.open_port) {
-            tw__gw_destroy(g);
             return tw__err(err, -EINVAL, "session %s: stack = %s, but this program opens no ports",
                            sc->name, sc->stack_spec);
         }
         if (tw_net_parse_ip4(sc->host, &dst) != 0) {
-            tw__gw_destroy(g);
             return tw__err(err, -EINVAL,
                            "session %s: host '%s': the userspace stack needs an IPv4 address",
                            sc->name, sc->host);
@@ -433,10 +419,8 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
             }
         }
     }
-    if (rc != 0) {
-        tw__gw_destroy(g);
+    if (rc != 0)
         return rc;
-    }
     /* The session. */
     tw_fix_session_cfg fc = {
         .begin_string = "FIX.4.4",
@@ -455,15 +439,36 @@ int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *er
         .app = {.on_msg = tw__gw_on_msg, .on_event = tw__gw_on_event,
                 .on_test_request = tw__gw_on_test_request, .ctx = g},
     };
-    if ((rc = tw_fix_session_init(&g->fs, &fc, &se)) != 0) {
-        tw__gw_destroy(g);
+    if ((rc = tw_fix_session_init(&g->fs, &fc, &se)) != 0)
         return tw__err(err, rc, "session %s: %s", sc->name, se.msg);
+    return 0;
+}
+
+
+int tw__gw_create(tw__gw **out, tw_trade_engine *e, uint32_t index, tw_error *err)
+{
+    const tw_trade_config *cfg = e->cfg;
+    const tw_trade_session_cfg *sc = &cfg->sessions[index];
+    tw__gw *g = calloc(1, sizeof(*g));
+    if (!g)
+        return tw__err(err, -ENOMEM, "out of memory");
+    g->e = e;
+    g->cfg = cfg;
+    g->sc = sc;
+    g->index = index;
+    g->bell.fd = -1;
+    g->backoff_ms = sc->reconnect_min_ms;
+    g->busy = cfg->engine.busy_poll || e->opts.manual_net;
+    /* Not tw_tsc_default()'s copy: its calibration (20 ms asleep) runs
+     * beside the set-up (engine.c) and is not waited for here. */
+    g->epoch_offset_ns = tw_clock_epoch_offset_ns();
+    int rc = setup(g, err);
+    if (rc != 0) {
+        tw__gw_destroy(g);
+        return rc;
     }
     *out = g;
     return 0;
-nomem:
-    tw__gw_destroy(g);
-    return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
 }
 
 void tw__gw_destroy(tw__gw *g)

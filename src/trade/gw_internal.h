@@ -29,7 +29,7 @@
 
 /* The ending after TERM, one way: NONE -> DRAINING -> CANCELS_OUT ->
  * LOGOUT_OUT, or DRAINING -> LOGOUT_OUT when the session is not logged
- * on (nothing to cancel).  tw__gw_stop_to asserts each step. */
+ * on (nothing to cancel).  gw.c checks each step (TW_VERIFY). */
 typedef enum tw__stop_stage {
     TW__STOP_NONE = 0,        /* running */
     TW__STOP_DRAINING = 1,    /* waiting for the strategy's last intents */

@@ -97,7 +97,7 @@ static int order_of(tw__gw *g, const tw_fix_field *f, uint64_t *id)
     if (!f || tw_trade_clordid_parse(f->val, f->len, &kind, &run, id) != 0) {
         g->st.bad_app_msgs++;
         tw__gw_log(g, "an execution for a ClOrdID that is not ours: '%.*s'", f ? (int)f->len : 0,
-              f ? f->val : "");
+                   f ? f->val : "");
         return -1;
     }
     if (run != (g->e->run_id & TW_TRADE_RUN_ID_MASK)) {
@@ -110,7 +110,8 @@ static int order_of(tw__gw *g, const tw_fix_field *f, uint64_t *id)
 
 static const tw__recent_close *close_at(const tw__gw *g, uint32_t local, int64_t bar)
 {
-    const tw__recent_close *c = &g->closes[(size_t)local * TW__GW_CLOSES_WIN + ((uint64_t)bar & (TW__GW_CLOSES_WIN - 1))];
+    const tw__recent_close *c =
+        &g->closes[(size_t)local * TW__GW_CLOSES_WIN + ((uint64_t)bar & (TW__GW_CLOSES_WIN - 1))];
     return c->bar == bar ? c : NULL;
 }
 
@@ -161,8 +162,8 @@ static void on_bar_entry(tw__gw *g, const tw_fix_field *sym, const tw_fix_field 
     double close = NAN;
     if (px && tw_decimal_to_double(px->val, px->len, &close) != 0) {
         g->st.bad_app_msgs++;
-        tw__gw_log(g, "X entry %.*s bar %llu: 270='%.*s' is not a FIX float: ignored", (int)sym->len,
-              sym->val, (unsigned long long)bar, (int)px->len, px->val);
+        tw__gw_log(g, "X entry %.*s bar %llu: 270='%.*s' is not a FIX float: ignored",
+                   (int)sym->len, sym->val, (unsigned long long)bar, (int)px->len, px->val);
         return;
     }
     forward_bar(g, local, bar, close, possdup);
@@ -285,7 +286,8 @@ static void on_exec_report(tw__gw *g, const tw_fix_msg *m, int possdup)
         ev.u.fill.px = px;
         g->st.fills++;
         tw__open_order *o = tw__gw_open_find(g, id);
-        if (o && tw_order_id_kind(id) == TW_ORDER_SIGNAL && g->local_of[o->instrument] != UINT32_MAX)
+        if (o && tw_order_id_kind(id) == TW_ORDER_SIGNAL &&
+            g->local_of[o->instrument] != UINT32_MAX)
             classify_fill(g, g->local_of[o->instrument], tw_order_id_seq(id), px);
         if (leaves == 0)
             tw__gw_open_remove(g, id);
@@ -298,8 +300,9 @@ static void on_exec_report(tw__gw *g, const tw_fix_msg *m, int possdup)
         ev.u.reject.reason = (int32_t)reason;
         ev.u.reject.text_id = tx ? (uint32_t)++g->text_ids : 0;
         g->st.rejects++;
-        tw__gw_log(g, "order %016llx rejected: 103=%lld 58='%.*s' (text %u)", (unsigned long long)id,
-              (long long)reason, tx ? (int)tx->len : 0, tx ? tx->val : "", ev.u.reject.text_id);
+        tw__gw_log(g, "order %016llx rejected: 103=%lld 58='%.*s' (text %u)",
+                   (unsigned long long)id, (long long)reason, tx ? (int)tx->len : 0,
+                   tx ? tx->val : "", ev.u.reject.text_id);
         tw__gw_open_remove(g, id);
     } else {
         ev.type = TW_EV_CANCELED;
@@ -352,9 +355,9 @@ void tw__gw_on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int po
             const tw_fix_field *r = tw_fix_get(m, 281);
             g->st.md_rejects++;
             tw__gw_log(g, "the venue rejected a market data request (262=%.*s 281=%.*s)",
-                  tw_fix_get(m, 262) ? (int)tw_fix_get(m, 262)->len : 0,
-                  tw_fix_get(m, 262) ? tw_fix_get(m, 262)->val : "", r ? (int)r->len : 0,
-                  r ? r->val : "");
+                       tw_fix_get(m, 262) ? (int)tw_fix_get(m, 262)->len : 0,
+                       tw_fix_get(m, 262) ? tw_fix_get(m, 262)->val : "", r ? (int)r->len : 0,
+                       r ? r->val : "");
             return;
         }
         case 'W':
@@ -396,7 +399,7 @@ void tw__gw_on_event(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *
         g->backoff_ms = g->sc->reconnect_min_ms;
         g->fs.cfg.reset_on_logon = 0; /* a reconnect resumes from the store */
         tw__gw_log(g, "logged on (next out %llu, next in %llu)", (unsigned long long)g->fs.next_out,
-              (unsigned long long)g->fs.next_in);
+                   (unsigned long long)g->fs.next_in);
         tw__gw_subscribe(g);
         if (!g->up) {
             g->up = 1;
@@ -407,7 +410,9 @@ void tw__gw_on_event(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *
     case TW_FIX_EV_DISCONNECT: tw__gw_log(g, "disconnected: %s", text ? text : ""); break;
     case TW_FIX_EV_REJECT_SENT: tw__gw_log(g, "sent a session Reject: %s", text ? text : ""); break;
     case TW_FIX_EV_REJECT_RCVD: tw__gw_log(g, "the venue sent a session Reject"); break;
-    case TW_FIX_EV_GAP: tw__gw_log(g, "inbound gap: %s (ResendRequest sent)", text ? text : ""); break;
+    case TW_FIX_EV_GAP:
+        tw__gw_log(g, "inbound gap: %s (ResendRequest sent)", text ? text : "");
+        break;
     case TW_FIX_EV_GARBLED: break; /* counted by the session */
     case TW_FIX_EV_RESEND: tw__gw_log(g, "answered a ResendRequest"); break;
     }

@@ -52,7 +52,7 @@ void tw__gw_push(tw__gw *g, tw_ev *ev)
         int rc = tw__evlog_put(g->e, g->index, TW_JOURNAL_EV, ev);
         if (rc != 0 && g->journal_errors++ == 0)
             tw__gw_log(g, "journal append failed: %s (the strategy process cannot see this event)",
-                  tw_strerror(rc));
+                       tw_strerror(rc));
         return;
     }
     /* Numbered and journaled before the ring: what the strategy sees is
@@ -63,7 +63,7 @@ void tw__gw_push(tw__gw *g, tw_ev *ev)
         g->pushed = 1;
         return;
     }
-    /* The feed bound makes this room certain (see the top of the file). */
+    /* The feed bound makes this room certain (gw.c, at its top). */
     TW_VERIFY(g->spill.n < g->spill.cap);
     g->spill.q[(g->spill.head + g->spill.n) % g->spill.cap] = rec;
     g->spill.n++;
@@ -107,7 +107,8 @@ void tw__gw_open_remove(tw__gw *g, uint64_t id)
 
 void tw__gw_remember_close(tw__gw *g, uint32_t local, uint64_t bar, double px)
 {
-    tw__recent_close *c = &g->closes[(size_t)local * TW__GW_CLOSES_WIN + (bar & (TW__GW_CLOSES_WIN - 1))];
+    tw__recent_close *c =
+        &g->closes[(size_t)local * TW__GW_CLOSES_WIN + (bar & (TW__GW_CLOSES_WIN - 1))];
     c->bar = (int64_t)bar;
     c->px = px;
 }

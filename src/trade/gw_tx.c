@@ -168,7 +168,7 @@ static void journal_out(tw__gw *g, const tw_out *o)
     int rc = tw__evlog_put(g->e, g->index, TW_JOURNAL_OUT, o);
     if (rc != 0 && g->journal_errors++ == 0)
         tw__gw_log(g, "journal append failed: %s (a restarted strategy would send again what is "
-              "not in it)", tw_strerror(rc));
+                   "not in it)", tw_strerror(rc));
 }
 
 /* Processes mode: an intent from the strategy process is outside input.
@@ -275,7 +275,7 @@ static int intent(tw__gw *g, const tw_out *o)
         if (!intent_ok(g, o)) {
             if (g->bad_intents++ == 0)
                 tw__gw_log(g, "the strategy process wrote an intent that makes no sense (type %u, "
-                      "session %u): dropped", o->type, o->session);
+                           "session %u): dropped", o->type, o->session);
             return 0;
         }
         if (o->type == TW__OUT_STOPPED || o->type == TW__OUT_RESUMED) {
@@ -324,7 +324,7 @@ static int intent(tw__gw *g, const tw_out *o)
         if (rc != 0 && g->fs.next_out == seq) {
             g->st.intents_dropped++;
             tw__gw_log(g, "order %016llx could not be sent: %s", (unsigned long long)o->order_id,
-                  tw_strerror(rc));
+                       tw_strerror(rc));
         }
         return 0;
     }

@@ -1,8 +1,8 @@
 /* Recovery: replay only (docs/crash.md, "Wiring it into the engine";
  * live.md, "Crash isolation and recovery").  It reads the event log's
  * records (evlog.c) and feeds them to the strategy host (host.c) and the
- * net cores (gw_restore.c); it appends nothing but the notes of step 4,
- * through the event log.
+ * net cores (gw_restore.c); it appends nothing but its notes (what it
+ * settled without an OUT record, below), through the event log.
  *
  * A start that finds a journal without END is a restart after a crash:
  *
@@ -11,11 +11,12 @@
  *      (a message is stored before it goes out and journaled after, so a
  *      crash between the two leaves it in the store only);
  *   2. a fresh strategy is fed every EV record from the first (the kernel
- *      is path dependent); each intent it decides is looked up: one that
- *      was sent is not sent again (order ids are (instance, decision
- *      bar): a replayed decision has the id it had); an order or cancel
- *      that was not sent goes into its session's ring, to be sent once the
- *      session is logged on again; a barrier ack that was not sent is
+ *      is path dependent); each intent it decides is looked up in the
+ *      set of what was sent (intents.h, which the strategy process asks
+ *      too): one that was sent is not sent again (order ids are
+ *      (instance, decision bar): a replayed decision has the id it had);
+ *      an order or cancel that was not sent goes into its session's ring,
+ *      to be sent once the session is logged on again; a barrier ack that was not sent is
  *      dropped (the venue asks again after the Logon: a TestRequest is
  *      never resent); FINISHED is FINISHED;
  *   3. every order the previous run sent must have been decided again

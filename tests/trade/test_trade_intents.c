@@ -103,7 +103,8 @@ static void test_rules(void)
         tw_out o;
         tw__intent_seen engine, proc;
     } want[] = {
-        {out_of(TW_OUT_ORDER, 0, 100), TW__INTENT_SENT, TW__INTENT_SENT},  /* session not part of it */
+        /* the session is not part of an order's identity */
+        {out_of(TW_OUT_ORDER, 0, 100), TW__INTENT_SENT, TW__INTENT_SENT},
         {out_of(TW_OUT_BARRIER_ACK, 0, 7), TW__INTENT_NEW, TW__INTENT_NEW}, /* another session's */
         {out_of(TW_OUT_BARRIER_ACK, 1, 7), TW__INTENT_SENT, TW__INTENT_SENT},
         {out_of(TW_OUT_BARRIER_ACK, 1, 7), TW__INTENT_SENT, TW__INTENT_SENT},
