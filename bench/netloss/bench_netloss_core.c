@@ -63,7 +63,13 @@ enum { N_MODES = sizeof(modes) / sizeof(modes[0]) };
 static unsigned n_rounds = 3, pp_msgs = 1000;
 static int quick;
 static uint64_t base_seed = 1;
+/* AF_XDP's fd wakes a sleeping stack per frame; AF_PACKET's TPACKET_V3
+ * ring wakes it per block (full, or its retire timer). */
+#ifdef TW_HAVE_AF_XDP
+static const char *port_kind = "af_xdp";
+#else
 static const char *port_kind = "af_packet";
+#endif
 static char kpeer[512];
 
 /* Samples per (mode, subject): transfer ns; ping-pong percentiles. */
@@ -73,11 +79,16 @@ typedef struct cell {
     double p50[MAX_RUNS], p99[MAX_RUNS], p999[MAX_RUNS];
     unsigned np;
     unsigned failed;
+    uint64_t rto, retx, recov; /* the stack's, over the runs */
     char why[200];
 } cell;
+static cell *cur; /* the cell of the run under way */
 static cell cells[N_MODES][N_SUBJ];
 static uint64_t sched_drops[2], unscheduled; /* over every run */
-static uint64_t retx_sack, retx_nosack, sack_recov, rescues, ts_samples;
+static uint64_t retx_sack, retx_nosack, sack_recov, rescues, ts_samples, rtos[2];
+/* --mode / --subject: run only these (debugging one cell); -1 = all. */
+static int only_mode = -1, only_subj = -1;
+static int verbose; /* --verbose: a line per stack transfer */
 static int sack_seen, ts_seen, sack_off_seen;
 
 /* ---- the three topologies, kept for the whole run ---------------------- */
@@ -244,6 +255,9 @@ static void note_stats(const tw_net *st, int no_sack)
         retx_nosack += x->retransmits;
     else
         retx_sack += x->retransmits;
+    rtos[no_sack ? 1 : 0] += x->rto_fires;
+    cur->retx += x->retransmits;
+    cur->recov += x->sack_recoveries + x->fast_retransmits;
     sack_recov += x->sack_recoveries;
     rescues += x->rescue_retransmits;
     ts_samples += x->ts_rtt_samples;
@@ -260,7 +274,11 @@ static void side_close(side *s, int no_sack)
     s->port = NULL;
 }
 
-static void turn(void) { (void)tw__netdrv_turn(&R.drv, 0, 0); }
+/* The stack sleeps on its port's fd when idle, as the kernel's programs
+ * sleep in recv (--busy: it busy-polls; on a shared machine a busy loop
+ * is preempted for whole time slices, which the sleepers are not). */
+static int yielding = 1;
+static void turn(void) { (void)tw__netdrv_turn(&R.drv, yielding, 1000000); }
 
 static int stack_open(int s, char *why, size_t cap)
 {
@@ -377,6 +395,7 @@ static int stack_send(double *ns, int both, char *why, size_t cap)
     uint64_t off = 0, got = 0;
     size_t have = 0, pos = 0;
     uint64_t t0 = tw__netdrv_now_ns(), dl = t0 + 120000000000ull;
+    uint64_t rto0 = tw_net_get_stats(R.a.st)->rto_fires;
     while (off < XFER_BYTES || tw_tcp_unacked(&R.c) > 0) {
         if (pos == have && off + have < XFER_BYTES) {
             off += have;
@@ -407,6 +426,12 @@ static int stack_send(double *ns, int both, char *why, size_t cap)
         }
     }
     *ns = (double)(tw__netdrv_now_ns() - t0);
+    cur->rto += tw_net_get_stats(R.a.st)->rto_fires - rto0;
+    if (verbose)
+        fprintf(stderr, "\n  run: %.1f ms, %llu RTOs, %llu probes, %llu retransmissions\n", *ns / 1e6,
+                (unsigned long long)(tw_net_get_stats(R.a.st)->rto_fires - rto0),
+                (unsigned long long)tw_net_get_stats(R.a.st)->tlp_probes,
+                (unsigned long long)tw_net_get_stats(R.a.st)->retransmits);
     if (!both)
         return 0;
     for (int i = 0; i < 1000 && got < XFER_BYTES; i++) {
@@ -600,6 +625,9 @@ static void one(int pingpong, unsigned mi, int s, unsigned round)
 {
     cell *c = &cells[mi][s];
     char why[200] = "";
+    if ((only_mode >= 0 && (int)mi != only_mode) || (only_subj >= 0 && s != only_subj && s != S_LL))
+        return;
+    cur = c;
     int rc;
     if (pingpong) {
         double p[3] = {0, 0, 0};
@@ -628,15 +656,20 @@ static double med(double *v, unsigned n) { return n ? tw__median_f64(v, n) : 0; 
 
 static const char usage_text[] =
     "usage: tickwire bench netloss [--runs R] [--pp N] [--seed S] [--port af_packet|af_xdp]\n"
-    "                              [--kpeer PATH] [--quick]\n"
+    "                              [--kpeer PATH] [--mode M] [--subject S] [--busy] [--verbose] [--quick]\n"
     "  1 MiB transfers and 64-byte ping-pong through a seeded impaired relay between\n"
     "  two veth pairs: 0.1%, 1%, 5% random loss and a burst of 10 lost frames, for\n"
     "  linux<->linux, stack->linux and stack<->stack, SACK on and off (root)\n"
     "  --runs R    rounds (default 3); each alternates every subject with linux<->linux\n"
     "  --pp N      ping-pong round trips per run (default 1000)\n"
     "  --seed S    the first round's relay seed (round r uses S + r)\n"
-    "  --port K    the stack's port backend on its veth end (default af_packet)\n"
+    "  --port K    the stack's port backend on its veth end (default af_xdp when built)\n"
     "  --kpeer P   the kernel peer program (default: net_kpeer of the build)\n"
+    "  --mode M    only loss mode M (0: 0.1%, 1: 1%, 2: 5%, 3: burst)\n"
+    "  --subject S only subject S (1: stack->linux, 2: without SACK, 3: stack<->stack,\n"
+    "              4: without SACK) and linux<->linux\n"
+    "  --busy      the stack busy-polls (default: it sleeps on its port's fd when idle)\n"
+    "  --verbose   a line per stack transfer (time, RTOs, probes, retransmissions)\n"
     "  --quick     one round, 200 round trips: checks every case runs byte-exact\n";
 
 static int parse_args(int argc, char **argv)
@@ -645,6 +678,14 @@ static int parse_args(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
             quick = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--verbose")) {
+            verbose = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--busy")) {
+            yielding = 0;
             continue;
         }
         const char *opt, *val;
@@ -669,6 +710,14 @@ static int parse_args(int argc, char **argv)
                 return 2;
             }
             port_kind = val;
+        } else if (!strcmp(opt, "--mode")) {
+            if (tw__cli_u64_range(cmd, opt, val, 0, N_MODES - 1, &v))
+                return 2;
+            only_mode = (int)v;
+        } else if (!strcmp(opt, "--subject")) {
+            if (tw__cli_u64_range(cmd, opt, val, 1, N_SUBJ - 1, &v))
+                return 2;
+            only_subj = (int)v;
         } else if (!strcmp(opt, "--kpeer")) {
             snprintf(kpeer, sizeof(kpeer), "%s", val);
         } else {
@@ -753,10 +802,10 @@ int tw__bench_netloss_run(int argc, char **argv)
                                            : TW_ISA_SCALAR;
     printf("netloss: CPU ISA %s (the stack and the relay use no vector code)\n", tw_isa_name(isa));
     printf("netloss: relay %u us each way, seeds %llu..%llu (one per round, the same for every "
-           "row of a round);\n         burst: frames %u..%u left to right; stack port %s; "
+           "row of a round);\n         burst: frames %u..%u left to right; stack port %s%s; "
            "%u rounds, %u round trips\n", DELAY_US, (unsigned long long)base_seed,
            (unsigned long long)(base_seed + n_rounds - 1), BURST_AT, BURST_AT + 9, port_kind,
-           n_rounds, pp_msgs);
+           yielding ? " (sleeps when idle)" : " (busy-polls)", n_rounds, pp_msgs);
     fflush(stdout);
     /* Transfers: every subject, each run after a linux <-> linux run (ABAB). */
     for (unsigned mi = 0; mi < N_MODES; mi++)
@@ -807,6 +856,18 @@ int tw__bench_netloss_run(int argc, char **argv)
         }
         printf("\n");
     }
+    printf("  stack retransmissions / RTOs while timed / recoveries, over the runs:\n");
+    for (unsigned mi = 0; mi < N_MODES; mi++) {
+        printf("  %-10s %14s", modes[mi].name, "");
+        for (int s = 1; s < N_SUBJ; s++) {
+            char b[40];
+            cell *c = &cells[mi][s];
+            snprintf(b, sizeof(b), "%llu/%llu/%llu", (unsigned long long)c->retx,
+                     (unsigned long long)c->rto, (unsigned long long)c->recov);
+            printf(" %14s", b);
+        }
+        printf("\n");
+    }
     printf("\n  64-byte ping-pong (us, median of runs' percentiles)\n");
     printf("  %-10s %-16s %10s %10s %10s %5s\n", "loss", "", "p50", "p99", "p99.9", "runs");
     double ppm[N_MODES][N_SUBJ][3];
@@ -829,9 +890,10 @@ int tw__bench_netloss_run(int argc, char **argv)
     printf("\n  relay drops by the schedule: %llu left to right, %llu right to left; other losses "
            "(queue, send, socket): %llu\n", (unsigned long long)sched_drops[0],
            (unsigned long long)sched_drops[1], (unsigned long long)unscheduled);
-    printf("  stack: retransmissions %llu with SACK, %llu without; %llu SACK recoveries, %llu "
-           "rescue retransmissions, %llu timestamp RTT samples\n",
-           (unsigned long long)retx_sack, (unsigned long long)retx_nosack,
+    printf("  stack: retransmissions %llu with SACK, %llu without; RTOs %llu with SACK, %llu "
+           "without;\n         %llu SACK recoveries, %llu rescue retransmissions, %llu timestamp "
+           "RTT samples\n", (unsigned long long)retx_sack, (unsigned long long)retx_nosack,
+           (unsigned long long)rtos[0], (unsigned long long)rtos[1],
            (unsigned long long)sack_recov, (unsigned long long)rescues,
            (unsigned long long)ts_samples);
     printf("  negotiated: SACK %s with SACK on, %s with it off; timestamps %s\n",

@@ -180,6 +180,7 @@ typedef struct tw_net_stats {
     uint64_t sack_retransmits;    /* segments resent by NextSeg (in retransmits too) */
     uint64_t rescue_retransmits;  /* RFC 6675 rescue retransmissions */
     uint64_t ts_rtt_samples;      /* RTT samples taken from echoed timestamps */
+    uint64_t tlp_probes;          /* loss probes sent (2 SRTT without progress, SACK only) */
 } tw_net_stats;
 
 const tw_net_stats *tw_net_get_stats(const tw_net *st);
@@ -294,6 +295,7 @@ struct tw_tcp_conn {
     uint64_t rto_at_ns, delack_at_ns, persist_at_ns, keepalive_at_ns;
     uint64_t timewait_at_ns, last_rx_ns;
     uint64_t pace_at_ns;      /* token bucket refilled enough to send */
+    uint64_t tlp_at_ns;       /* loss probe due (SACK only; with rto_at_ns armed) */
     unsigned retries, ka_probes_sent;
     uint32_t persist_backoff;
     /* ECN / token bucket */

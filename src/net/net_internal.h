@@ -33,6 +33,7 @@
 #define TF_TS          (1u << 15) /* timestamps offered (SYN_SENT) / negotiated */
 #define TF_TS_RECENT   (1u << 16) /* ts_recent holds a value (PAWS armed) */
 #define TF_RESCUE_SET  (1u << 17) /* rescue_rxt defined in this recovery */
+#define TF_TLP_SENT    (1u << 18) /* a loss probe went out since the last progress */
 
 #define TW_NET_HDR_LEN 54 /* Ethernet + IPv4 + TCP without options */
 #define TW_NET_MAX_BURST 64
@@ -110,6 +111,8 @@ unsigned tw__sack_update(tw_tcp_sackboard *sb, uint32_t snd_una, uint32_t snd_ma
                          const uint32_t (*blk)[2], unsigned n, unsigned *bad);
 /* Drops everything below una from the scoreboard (a cumulative ACK). */
 void tw__sack_advance(tw_tcp_sackboard *sb, uint32_t una);
+/* Bytes the board holds as SACKed (the sum of its ranges). */
+uint32_t tw__sack_bytes(const tw_tcp_sackboard *sb);
 /* RFC 6675 IsLost as a boundary: every unSACKed byte below the returned
  * sequence is lost (DupThresh 3 blocks, or more than 2 * mss bytes,
  * SACKed above it); una when none is. */
@@ -132,6 +135,12 @@ unsigned tw__sack_blocks(const tw_tcp_conn *c, uint32_t (*blk)[2], unsigned max)
  * retransmission, while the congestion window has room.  Returns 1 when
  * it sent what the window allows (the normal send loop is skipped). */
 int tw__sack_output(tw_tcp_conn *c, uint64_t now_ns);
+/* The loss probe (tcp_timer.c runs it when tlp_at_ns is due): outside
+ * recovery, one new segment if the window allows, else the last one sent
+ * again, so that the peer's SACK shows what a lost tail left out; in
+ * recovery, the first hole again (its retransmission was lost).  Sets
+ * TF_TLP_SENT: one probe until the next cumulative ACK. */
+void tw__sack_probe(tw_tcp_conn *c, uint64_t now_ns);
 
 /* tcp_timer.c */
 void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns);

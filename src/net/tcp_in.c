@@ -234,14 +234,21 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
             c->cwnd = c->cwnd > acked ? c->cwnd - acked + c->mss : c->mss;
         }
     } else if (c->cwnd < c->ssthresh) {
-        c->cwnd += acked < c->mss ? acked : c->mss; /* slow start */
+        /* Slow start with RFC 3465's byte counting, L = 2 * SMSS: an ACK
+         * that covers two segments (a delayed ACK) grows cwnd by both. */
+        c->cwnd += acked < 2u * c->mss ? acked : 2u * c->mss;
     } else {
-        uint32_t inc = (uint32_t)((uint64_t)c->mss * c->mss / c->cwnd);
-        c->cwnd += inc ? inc : 1; /* congestion avoidance */
+        /* Congestion avoidance, counting bytes (RFC 3465 2.1): about one
+         * SMSS per RTT whether the peer ACKs every segment or every
+         * second one. */
+        uint32_t a = acked < c->cwnd ? acked : c->cwnd;
+        uint32_t inc = (uint32_t)((uint64_t)c->mss * a / c->cwnd);
+        c->cwnd += inc ? inc : 1;
     }
     if (c->cwnd > (1u << 30))
         c->cwnd = 1u << 30;
     c->dupacks = 0;
+    c->flags &= ~TF_TLP_SENT;
     if (c->snd_una == c->snd_max)
         c->rto_at_ns = 0;
     else
@@ -567,30 +574,47 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
         c->flags |= TF_ECE_ECHO | TF_ACK_NOW;
     }
     uint32_t new_wnd = s.wnd << c->snd_wscale;
+    /* RFC 6675 2: with SACK, an ACK is a duplicate when it SACKs bytes not
+     * SACKed before, whatever its window says (a receiver growing its
+     * buffer while it holds out-of-order data, as Linux does, changes the
+     * window on every ACK: RFC 5681's same-window test alone would count
+     * none of them, and every loss would wait for the RTO). */
+    int sack_dup = 0;
     if (c->flags & TF_SACK) {
         uint32_t una = SEQ_GT(s.ack, c->snd_una) ? s.ack : c->snd_una;
         tw__sack_advance(&c->sb, una);
         if (s.o.sack_n) {
             unsigned bad;
+            uint32_t before = tw__sack_bytes(&c->sb);
             st->stats.rx_sack_blocks +=
                 tw__sack_update(&c->sb, una, c->snd_max,
                                 (const uint32_t(*)[2])s.o.sack, s.o.sack_n, &bad);
             st->stats.rx_sack_bad += bad;
+            sack_dup = tw__sack_bytes(&c->sb) != before;
         }
     }
     if (SEQ_GT(s.ack, c->snd_una)) {
+        int probed = (c->flags & TF_TLP_SENT) != 0;
         on_new_ack(c, &s, now_ns);
         if (c->state == TW_TCP_CLOSED)
             return;
+        /* A loss probe's answer that moves snd_una but SACKs above it:
+         * the bytes between were lost (RFC 8985 leaves this to RACK). */
+        if (probed && sack_dup && c->sb.n && !(c->flags & TF_IN_RECOVERY) &&
+            SEQ_GT(c->snd_max, c->snd_una))
+            fast_retransmit(c, now_ns);
     } else if (s.ack == c->snd_una && s.dlen == 0 &&
-               !(s.flags & TW_TCP_FIN) && new_wnd == c->snd_wnd &&
+               !(s.flags & TW_TCP_FIN) && (new_wnd == c->snd_wnd || sack_dup) &&
                SEQ_GT(c->snd_max, c->snd_una)) {
-        /* RFC 5681 duplicate ACK. */
+        /* RFC 5681 duplicate ACK (or RFC 6675's, above). */
         c->dupacks++;
         /* With SACK (RFC 6675 5): also as soon as the scoreboard says
          * the first segment is lost. */
         int lost = (c->flags & TF_SACK) &&
                    SEQ_GT(tw__sack_lost_end(&c->sb, c->snd_una, c->mss), c->snd_una);
+        /* After a loss probe: the probe's SACK with snd_una not reached
+         * means what lies below it was lost. */
+        lost |= sack_dup && (c->flags & TF_TLP_SENT);
         if ((c->dupacks == 3 || lost) && !(c->flags & TF_IN_RECOVERY))
             fast_retransmit(c, now_ns);
         else if (c->dupacks > 3 && (c->flags & TF_IN_RECOVERY) && !(c->flags & TF_SACK))

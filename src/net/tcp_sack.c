@@ -125,6 +125,14 @@ unsigned tw__sack_update(tw_tcp_sackboard *sb, uint32_t snd_una, uint32_t snd_ma
     return taken;
 }
 
+uint32_t tw__sack_bytes(const tw_tcp_sackboard *sb)
+{
+    uint32_t n = 0;
+    for (unsigned k = 0; k < sb->n; k++)
+        n += sb->blk[k][1] - sb->blk[k][0];
+    return n;
+}
+
 void tw__sack_advance(tw_tcp_sackboard *sb, uint32_t una)
 {
     unsigned k = 0;
@@ -290,6 +298,43 @@ static int resend(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
     c->st->stats.retransmits++;
     c->st->stats.sack_retransmits++;
     return 0;
+}
+
+void tw__sack_probe(tw_tcp_conn *c, uint64_t now_ns)
+{
+    tw_net *st = c->st;
+    TW_ASSERT(c->flags & TF_SACK);
+    uint32_t data_max = SEQ_LT(c->snd_max, c->snd_end) ? c->snd_max : c->snd_end;
+    if (!(c->flags & TF_IN_RECOVERY) && c->snd_nxt != c->snd_max)
+        return; /* going back after an RTO: the RTO's business */
+    c->flags |= TF_TLP_SENT;
+    st->stats.tlp_probes++;
+    c->rtt_start_ns = 0; /* Karn */
+    uint32_t seq, len;
+    if (c->flags & TF_IN_RECOVERY) {
+        /* No progress for 2 SRTT in recovery: the retransmissions since
+         * are taken as lost; NextSeg starts again at the first hole. */
+        c->high_rxt = c->snd_una;
+        if (!tw__sack_next_hole(&c->sb, c->snd_una, data_max, c->mss, &seq, &len))
+            (void)resend(c, seq, len, now_ns);
+        return;
+    }
+    if (SEQ_LT(c->snd_max, c->snd_end) && SEQ_GT(c->snd_una + c->snd_wnd, c->snd_max)) {
+        len = c->snd_end - c->snd_max;
+        uint32_t room = c->snd_una + c->snd_wnd - c->snd_max;
+        len = len > c->mss ? c->mss : len;
+        len = len > room ? room : len;
+        if (send_one(c, c->snd_max, len, now_ns) == 0) {
+            c->snd_max += len;
+            c->snd_nxt = c->snd_max;
+        }
+        return;
+    }
+    if (SEQ_GT(data_max, c->snd_una)) {
+        seq = data_max - c->snd_una > c->mss ? data_max - c->mss : c->snd_una;
+        if (send_one(c, seq, data_max - seq, now_ns) == 0)
+            st->stats.retransmits++;
+    }
 }
 
 int tw__sack_output(tw_tcp_conn *c, uint64_t now_ns)
