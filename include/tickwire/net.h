@@ -312,7 +312,7 @@ struct tw_tcp_conn {
     uint64_t ts_recent_ns;
     uint32_t last_ack_sent;   /* Last.ACK.sent of RFC 7323 */
     uint16_t mss_opt;         /* the limit on TCP options + payload per segment */
-    uint16_t pad2_;
+    uint16_t tlp_n;           /* loss probes since the last cumulative ACK */
     uint32_t sack_recent_n;   /* receiver: seqs of the latest OOO arrivals, newest first */
     uint32_t sack_recent[4];
     tw_tcp_sackboard sb;      /* sender: what the peer SACKed */

@@ -141,6 +141,10 @@ int tw__sack_output(tw_tcp_conn *c, uint64_t now_ns);
  * recovery, the first hole again (its retransmission was lost).  Sets
  * TF_TLP_SENT: one probe until the next cumulative ACK. */
 void tw__sack_probe(tw_tcp_conn *c, uint64_t now_ns);
+/* Arms the loss probe's timer (tcp_timer.c; tw__tcp_arm_rto does too):
+ * 2 SRTT (at least 1 ms, more with one segment out) doubled per probe
+ * already sent, before the RTO, at most three since the last progress. */
+void tw__tcp_arm_tlp(tw_tcp_conn *c, uint64_t now_ns);
 
 /* tcp_timer.c */
 void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns);

@@ -249,6 +249,7 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
         c->cwnd = 1u << 30;
     c->dupacks = 0;
     c->flags &= ~TF_TLP_SENT;
+    c->tlp_n = 0;
     if (c->snd_una == c->snd_max)
         c->rto_at_ns = 0;
     else

@@ -308,6 +308,8 @@ void tw__sack_probe(tw_tcp_conn *c, uint64_t now_ns)
     if (!(c->flags & TF_IN_RECOVERY) && c->snd_nxt != c->snd_max)
         return; /* going back after an RTO: the RTO's business */
     c->flags |= TF_TLP_SENT;
+    c->tlp_n++;
+    tw__tcp_arm_tlp(c, now_ns);
     st->stats.tlp_probes++;
     c->rtt_start_ns = 0; /* Karn */
     uint32_t seq, len;

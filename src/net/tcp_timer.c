@@ -8,6 +8,7 @@
 /* The loss probe's floor: below a millisecond, ACKs a peer sends every
  * second segment (or that its stack batches) would look late. */
 #define TLP_MIN_NS 1000000ull
+#define TLP_MAX 3u
 
 void tw__tcp_arm_rto(tw_tcp_conn *c, uint64_t now_ns)
 {
@@ -19,15 +20,24 @@ void tw__tcp_arm_rto(tw_tcp_conn *c, uint64_t now_ns)
      * segment is out (its ACK may be held back), never later than the
      * RTO.  A lost tail or a lost retransmission then costs a few RTTs,
      * not rto_min. */
+    tw__tcp_arm_tlp(c, now_ns);
+}
+
+void tw__tcp_arm_tlp(tw_tcp_conn *c, uint64_t now_ns)
+{
+    /* A probe lost, or its answer, must not leave the RTO as the only
+     * way out: up to TLP_MAX probes, each after twice the wait of the one
+     * before, then the RTO's. */
     c->tlp_at_ns = 0;
-    if ((c->flags & (TF_SACK | TF_TLP_SENT)) == TF_SACK && c->srtt_ns &&
+    if ((c->flags & TF_SACK) && c->tlp_n < TLP_MAX && c->srtt_ns &&
         c->state >= TW_TCP_ESTABLISHED && c->state != TW_TCP_TIME_WAIT) {
         uint64_t pto = 2 * c->srtt_ns;
         if (pto < TLP_MIN_NS)
             pto = TLP_MIN_NS;
         if (c->snd_max - c->snd_una <= c->mss)
             pto += c->st->cfg.delack_ns;
-        if (pto < c->rto_ns)
+        pto <<= c->tlp_n;
+        if (now_ns + pto < c->rto_at_ns)
             c->tlp_at_ns = now_ns + pto;
     }
 }
@@ -89,7 +99,7 @@ static void on_rto(tw_tcp_conn *c, uint64_t now_ns)
      * scoreboard again from what it reports next. */
     c->sb.n = 0;
     c->high_rxt = c->snd_una;
-    c->flags |= TF_TLP_SENT; /* no probe until an ACK makes progress */
+    c->tlp_n = TLP_MAX; /* no probe until an ACK makes progress */
     if (c->state == TW_TCP_SYN_SENT || c->state == TW_TCP_SYN_RCVD) {
         c->flags |= TF_SEND_SYN;
         c->snd_nxt = c->iss;
