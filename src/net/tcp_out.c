@@ -65,13 +65,11 @@ void tw__tcp_tokens_refill(tw_tcp_conn *c, uint64_t now_ns)
 
 static uint32_t put_ts(const tw_tcp_conn *c, uint8_t *o, uint64_t now_ns)
 {
-    uint32_t v = tw__tcp_tsval(c, now_ns), e = c->ts_recent;
+    uint32_t v = tw_htobe32(tw__tcp_tsval(c, now_ns)), e = tw_htobe32(c->ts_recent);
     o[0] = TW_TCPOPT_TS;
     o[1] = 10;
-    for (int i = 0; i < 4; i++) {
-        o[2 + i] = (uint8_t)(v >> (24 - 8 * i));
-        o[6 + i] = (uint8_t)(e >> (24 - 8 * i));
-    }
+    memcpy(o + 2, &v, 4);
+    memcpy(o + 6, &e, 4);
     return 10;
 }
 
@@ -120,9 +118,11 @@ static uint32_t put_opts(tw_tcp_conn *c, uint8_t *o, uint32_t len, uint8_t flags
 {
     uint32_t n = 0;
     if ((c->flags & TF_TS) && !(flags & TW_TCP_RST)) {
-        o[n++] = TW_TCPOPT_NOP;
-        o[n++] = TW_TCPOPT_NOP;
-        n += put_ts(c, o + n, now_ns);
+        /* NOP NOP TS 10 as one word, then TSval and TSecr. */
+        uint32_t w[3] = {tw_htobe32(0x0101080au), tw_htobe32(tw__tcp_tsval(c, now_ns)),
+                         tw_htobe32(c->ts_recent)};
+        memcpy(o, w, 12);
+        n = 12;
     }
     if ((c->flags & TF_SACK) && c->ooo_n && (flags & TW_TCP_ACK) &&
         !(flags & TW_TCP_RST)) {
