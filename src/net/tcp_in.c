@@ -293,7 +293,11 @@ static void fast_retransmit(tw_tcp_conn *c, uint64_t now_ns)
     /* Entered once per loss episode, with data outstanding. */
     TW_ASSERT(!(c->flags & TF_IN_RECOVERY) && SEQ_GT(c->snd_max, c->snd_una));
     uint32_t flight = c->snd_max - c->snd_una;
-    c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
+    /* RFC 5681 3.2 halves; with SACK the decrease is CUBIC's beta of 0.7
+     * (RFC 9438 4.6), as Linux's: a recovery that knows exactly what was
+     * lost need not give up half of the window. */
+    uint32_t keep = (c->flags & TF_SACK) ? (uint32_t)((uint64_t)flight * 7 / 10) : flight / 2;
+    c->ssthresh = keep > 2u * c->mss ? keep : 2u * c->mss;
     c->cwnd = c->ssthresh + 3u * c->mss;
     c->recover = c->snd_max;
     c->flags |= TF_IN_RECOVERY;
