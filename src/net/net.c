@@ -397,6 +397,8 @@ void tw__net_event(tw_tcp_conn *c, unsigned ev)
         c->cb(c, ev, c->user);
 }
 
+#define TIMER_DEFER_MAX 4u
+
 unsigned tw_net_poll(tw_net *st, uint64_t now_ns)
 {
     tw_pkt rx[TW_NET_MAX_BURST];
@@ -407,11 +409,19 @@ unsigned tw_net_poll(tw_net *st, uint64_t now_ns)
     if (n)
         tw_port_free_burst(st->port, rx, n);
     uint64_t tx_before = st->stats.tx_frames + st->txq_n;
+    /* A full burst means more frames wait, maybe the ACKs a due timer is
+     * waiting for (the poller was late: preempted, or busy elsewhere):
+     * timers wait for the rest, up to TIMER_DEFER_MAX polls, so that a
+     * backlog does not fire a loss probe or an RTO it would have
+     * answered, and a flood cannot stop them. */
+    int timers = n < st->cfg.tx_burst || st->timers_deferred >= TIMER_DEFER_MAX;
+    st->timers_deferred = timers ? 0 : (uint16_t)(st->timers_deferred + 1);
     for (unsigned i = 0; i < st->cfg.max_conns; i++) {
         tw_tcp_conn *c = st->conns[i];
         if (!c)
             continue;
-        tw__tcp_timers(c, now_ns);
+        if (timers)
+            tw__tcp_timers(c, now_ns);
         if (c->slot >= 0 && c->state != TW_TCP_CLOSED)
             tw__tcp_output(c, now_ns);
     }

@@ -53,6 +53,7 @@ struct tw_net {
     tw_net_config cfg; /* with defaults filled in */
     uint8_t mac[6];
     uint16_t ip_id;
+    uint16_t timers_deferred; /* polls in a row whose rx burst was full (tw_net_poll) */
     uint16_t next_port;
     uint32_t ms_pad_;
     tw_net_stats stats;
