@@ -179,7 +179,7 @@ static int bench_segments(uint64_t segs, int in_place, double *tx_ns, double *rx
     tw_tcp_conn c;
     memset(&c, 0, sizeof(c));
     tw_tcp_set_cfg(&c, &g_tcfg);
-    uint64_t now = 1000000000ull;
+    int64_t now = 1000000000ull;
     tw_tcp_connect(A.st, &c, 0x0a000002, 5000, 0, now);
     for (int i = 0; i < 10; i++) {
         now += 1000;

@@ -17,7 +17,7 @@ typedef struct seg_info {
 
 /* SYN options: the MSS, window scale, and which of SACK and timestamps
  * both sides offered (c->flags says what we offer: TF_SACK, TF_TS). */
-static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
+static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s, int64_t now_ns)
 {
     if (!s->o.sack_ok)
         c->flags &= ~TF_SACK;
@@ -49,7 +49,7 @@ static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
 }
 
 static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
-                       uint64_t now_ns)
+                       int64_t now_ns)
 {
     uint16_t lport = tw_be16(pp->tcp->dport_be);
     tw_tcp_listener *l = NULL;
@@ -182,10 +182,10 @@ static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
     return 0;
 }
 
-static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns);
-static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns);
+static void retransmit_head(tw_tcp_conn *c, int64_t now_ns);
+static void challenge_ack(tw_tcp_conn *c, int64_t now_ns);
 
-static void enter_time_wait(tw_tcp_conn *c, uint64_t now_ns)
+static void enter_time_wait(tw_tcp_conn *c, int64_t now_ns)
 {
     /* Only after both FINs, ours acknowledged (RFC 793 p.22). */
     TW_ASSERT(c->state == TW_TCP_FIN_WAIT_1 || c->state == TW_TCP_FIN_WAIT_2 ||
@@ -196,7 +196,7 @@ static void enter_time_wait(tw_tcp_conn *c, uint64_t now_ns)
     c->timewait_at_ns = now_ns + c->st->cfg.time_wait_ns;
 }
 
-static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
+static void on_new_ack(tw_tcp_conn *c, const seg_info *s, int64_t now_ns)
 {
     tw_net *st = c->st;
     /* The caller checked the ACK: new, and for nothing we never sent. */
@@ -258,7 +258,7 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
         tw__net_event(c, TW_TCP_EV_WRITABLE);
     /* ECN rate recovery: one additive step per RTT without a cut. */
     uint64_t rtt = c->srtt_ns ? c->srtt_ns : st->cfg.rto_min_ns;
-    if (now_ns - c->rate_epoch_ns >= rtt && c->rate_Bps < st->cfg.rate_max_Bps) {
+    if (now_ns - c->rate_epoch_ns >= (int64_t)rtt && c->rate_Bps < st->cfg.rate_max_Bps) {
         c->rate_Bps += st->cfg.rate_add_Bps;
         if (c->rate_Bps > st->cfg.rate_max_Bps)
             c->rate_Bps = st->cfg.rate_max_Bps;
@@ -270,7 +270,7 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
 /* Resends the first unacknowledged segment: only bytes already sent
  * (never past snd_max, which would put data on the wire that snd_max does
  * not account for), or the FIN when that is all that is outstanding. */
-static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns)
+static void retransmit_head(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     TW_ASSERT(SEQ_LEQ(c->snd_una, c->snd_max) && SEQ_LEQ(c->snd_max, c->snd_end + 1));
@@ -287,7 +287,7 @@ static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns)
     }
 }
 
-static void fast_retransmit(tw_tcp_conn *c, uint64_t now_ns)
+static void fast_retransmit(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     /* Entered once per loss episode, with data outstanding. */
@@ -321,9 +321,9 @@ static void fast_retransmit(tw_tcp_conn *c, uint64_t now_ns)
 /* RFC 5961 7: challenge ACKs are rate-limited (100 per second per
  * connection) so that a flood of forged segments cannot turn the stack
  * into an ACK amplifier. */
-static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns)
+static void challenge_ack(tw_tcp_conn *c, int64_t now_ns)
 {
-    if (now_ns - c->challenge_at_ns >= 1000000000ull || now_ns < c->challenge_at_ns) {
+    if (now_ns - c->challenge_at_ns >= 1000000000ll || now_ns < c->challenge_at_ns) {
         c->challenge_at_ns = now_ns;
         c->challenge_n = 0;
     }
@@ -338,7 +338,7 @@ static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns)
 }
 
 static void syn_sent_input(tw_tcp_conn *c, const tw_net_parsed *pp,
-                           const seg_info *s, uint64_t now_ns)
+                           const seg_info *s, int64_t now_ns)
 {
     tw_net *st = c->st;
     TW_ASSERT(c->state == TW_TCP_SYN_SENT && c->snd_una == c->iss);
@@ -395,7 +395,7 @@ static void syn_sent_input(tw_tcp_conn *c, const tw_net_parsed *pp,
               (c->state == TW_TCP_ESTABLISHED || c->state == TW_TCP_SYN_RCVD));
 }
 
-void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
+void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
 {
     const tw_tcp_hdr *th = pp->tcp;
     seg_info s;
@@ -442,7 +442,7 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
             return;
         }
         if ((c->flags & TF_TS_RECENT) && (int32_t)(s.o.tsval - c->ts_recent) < 0) {
-            if (now_ns - c->ts_recent_ns > 24ull * 86400 * 1000000000ull) {
+            if (now_ns - c->ts_recent_ns > 24ll * 86400 * 1000000000ll) {
                 c->flags &= ~TF_TS_RECENT;
             } else {
                 st->stats.rx_paws_drop++;

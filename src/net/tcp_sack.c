@@ -286,7 +286,7 @@ unsigned tw__sack_blocks(const tw_tcp_conn *c, uint32_t (*blk)[2], unsigned max)
 
 /* ---- sender: RFC 6675 recovery ----------------------------------------- */
 
-static int send_one(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
+static int send_one(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns)
 {
     tw__tcp_tokens_refill(c, now_ns);
     if (c->tokens < len) {
@@ -304,7 +304,7 @@ static int send_one(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
 }
 
 /* A NextSeg retransmission: HighRxt moves past it. */
-static int resend(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
+static int resend(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns)
 {
     if (send_one(c, seq, len, now_ns))
         return -1;
@@ -314,7 +314,7 @@ static int resend(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
     return 0;
 }
 
-void tw__sack_probe(tw_tcp_conn *c, uint64_t now_ns)
+void tw__sack_probe(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     TW_ASSERT(c->flags & TF_SACK);
@@ -353,7 +353,7 @@ void tw__sack_probe(tw_tcp_conn *c, uint64_t now_ns)
     }
 }
 
-int tw__sack_output(tw_tcp_conn *c, uint64_t now_ns)
+int tw__sack_output(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     TW_ASSERT((c->flags & (TF_SACK | TF_IN_RECOVERY)) == (TF_SACK | TF_IN_RECOVERY));
