@@ -136,10 +136,13 @@ typedef struct bstack {
 } bstack;
 
 static tw_tcp_conn g_srv;
+/* --no-timestamps: both ends without RFC 7323 timestamps (their cost). */
+static tw_tcp_cfg g_tcfg;
 static tw_tcp_conn *bacc(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *u)
 {
     (void)l; (void)ip; (void)port; (void)u;
     memset(&g_srv, 0, sizeof(g_srv));
+    tw_tcp_set_cfg(&g_srv, &g_tcfg);
     return &g_srv;
 }
 
@@ -175,7 +178,8 @@ static int bench_segments(uint64_t segs, int in_place, double *tx_ns, double *rx
     tw_tcp_listen(B.st, &l, 5000, bacc, NULL);
     tw_tcp_conn c;
     memset(&c, 0, sizeof(c));
-    uint64_t now = 1000000000ull;
+    tw_tcp_set_cfg(&c, &g_tcfg);
+    int64_t now = 1000000000ull;
     tw_tcp_connect(A.st, &c, 0x0a000002, 5000, 0, now);
     for (int i = 0; i < 10; i++) {
         now += 1000;
@@ -263,6 +267,10 @@ int tw__bench_net_run(int argc, char **argv)
     int reps = 7;
     uint64_t iters = 20000000, segs = 200000, v = 0;
     for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--no-timestamps")) {
+            g_tcfg.no_timestamps = 1;
+            continue;
+        }
         if (!strcmp(argv[i], "--quick")) {
             reps = 3;
             iters = 1000000;
@@ -271,7 +279,7 @@ int tw__bench_net_run(int argc, char **argv)
         }
         const char *opt, *val;
         int r = tw__cli_opt_value(cmd, "usage: tickwire bench net [--reps N] [--iters N] "
-                                       "[--segs N] [--quick]\n", argc, argv, &i, &opt, &val);
+                                       "[--segs N] [--no-timestamps] [--quick]\n", argc, argv, &i, &opt, &val);
         if (r)
             return r > 0 ? 0 : 2;
         if (!strcmp(opt, "--reps")) {

@@ -87,6 +87,8 @@ static int pcap_keep;
 static const char *capture_opts = "";
 /* --capture: only the rows the capture goal compares. */
 static int capture_only;
+/* --timestamps: only the rows the timestamps goal compares. */
+static int ts_only;
 
 static void pin_self(int cpu)
 {
@@ -264,6 +266,7 @@ typedef struct rcase {
     int kblock;       /* kernel client: sleeps in recv instead of busy-reading */
     int unbuilt;      /* this build has no such port: not a failure */
     int capture;      /* capture both ports (capture.h) */
+    int no_ts;        /* both ends with timestamps off (tw_tcp_cfg): their cost */
     int memif;        /* kind "memif": the peer is `tickwire net echo` in a process of its own,
                          over DPDK's net_memif (shared memory), no namespace, no veth */
     pid_t echo;       /* that process */
@@ -280,7 +283,7 @@ typedef struct rcase {
     res rs[16];
     unsigned nr;
     res med;
-    unsigned long long retx;
+    unsigned long long retx, probes;
     tw_capture *cap;
     unsigned long long cap_frames, cap_dropped; /* over all runs */
 } rcase;
@@ -292,6 +295,8 @@ static tw_tcp_conn *accept_cb(tw_tcp_listener *l, uint32_t ip, uint16_t port_no,
     if (k->srv)
         return NULL;
     memset(&k->srv_conn, 0, sizeof(k->srv_conn));
+    tw_tcp_cfg cfg = {.no_timestamps = (uint8_t)k->no_ts};
+    tw_tcp_set_cfg(&k->srv_conn, &cfg);
     k->srv = &k->srv_conn;
     return k->srv;
 }
@@ -510,10 +515,14 @@ static int case_open(rcase *k)
 static int case_close(rcase *k)
 {
     int crc = case_capture_close(k);
-    if (k->a)
+    if (k->a) {
         k->retx += tw_net_get_stats(k->a)->retransmits;
-    if (k->b)
+        k->probes += tw_net_get_stats(k->a)->tlp_probes;
+    }
+    if (k->b) {
         k->retx += tw_net_get_stats(k->b)->retransmits;
+        k->probes += tw_net_get_stats(k->b)->tlp_probes;
+    }
     if (k->a)
         tw_net_close(k->a);
     if (k->b)
@@ -603,6 +612,8 @@ static int run_client(rcase *k, unsigned r, uint64_t *lat)
 static int run_both(rcase *k, unsigned r, uint64_t *lat)
 {
     memset(&k->c, 0, sizeof(k->c));
+    tw_tcp_cfg cfg = {.no_timestamps = (uint8_t)k->no_ts};
+    tw_tcp_set_cfg(&k->c, &cfg);
     k->srv = NULL;
     int ok = tw_tcp_connect(k->a, &k->c, TW_NETENV_PEER_IP_BE, 7500, 0,
                             tw__netdrv_now_ns()) == 0 &&
@@ -652,7 +663,8 @@ static int capture_report(const rcase *cases, unsigned n)
             continue;
         const rcase *b = NULL;
         for (unsigned j = 0; j < n; j++)
-            if (!cases[j].capture && cases[j].kind && !strcmp(cases[j].kind, c->kind) &&
+            if (!cases[j].capture && !cases[j].no_ts && cases[j].kind &&
+                !strcmp(cases[j].kind, c->kind) &&
                 cases[j].both == c->both && cases[j].spin == c->spin)
                 b = &cases[j];
         if (!hdr) {
@@ -684,6 +696,36 @@ static int capture_report(const rcase *cases, unsigned n)
     return bad;
 }
 
+/* Timestamps on (the default) against off, stack <-> stack, same run:
+ * goal p50 and p99.9 within 5%. */
+static void ts_report(const rcase *cases, unsigned n)
+{
+    int hdr = 0;
+    for (unsigned i = 0; i < n; i++) {
+        const rcase *o = &cases[i];
+        if (!o->no_ts)
+            continue;
+        const rcase *b = NULL;
+        for (unsigned j = 0; j < n; j++)
+            if (cases[j].both && !cases[j].no_ts && !cases[j].capture &&
+                !strcmp(cases[j].kind, o->kind))
+                b = &cases[j];
+        if (!hdr) {
+            printf("\n  timestamps cost (on / off, stack <-> stack, same run; goal: within 5%%):\n");
+            hdr = 1;
+        }
+        if (!b || !b->ok || !o->ok) {
+            printf("    %-46s not compared (%s)\n", b ? b->label : o->label,
+                   !o->ok ? o->why : !b ? "no row with timestamps" : b->why);
+            continue;
+        }
+        double r50 = b->med.p50 / o->med.p50, r999 = b->med.p999 / o->med.p999;
+        printf("    %-46s p50 %.2f -> %.2f us (%+.1f%%)  p99.9 %.1f -> %.1f us (%+.1f%%): %s\n",
+               b->label, o->med.p50, b->med.p50, (r50 - 1) * 100, o->med.p999, b->med.p999,
+               (r999 - 1) * 100, r50 <= 1.05 && r999 <= 1.05 ? "met" : "NOT met");
+    }
+}
+
 static void row(const char *name, const res *r)
 {
     printf("  %-46s %8.1f %8.1f %9.1f %9.1f %10.2f\n", name, r->p50, r->p99, r->p999, r->max,
@@ -692,7 +734,7 @@ static void row(const char *name, const res *r)
 
 static const char usage_text[] =
     "usage: tickwire bench netrtt [-n MSGS] [--runs R] [--rt] [--cpus C,S] [--kpeer PATH]\n"
-    "                             [--trace US] [--capture] [--pcap-dir DIR]\n"
+    "                             [--trace US] [--capture] [--timestamps] [--pcap-dir DIR]\n"
     "  round trips of 64-byte messages over a veth pair (root)\n"
     "  -n MSGS     round trips per run (default 20000, at least 1000)\n"
     "  --runs R    rounds; each runs every case once (default 3, at most 15)\n"
@@ -703,6 +745,8 @@ static const char usage_text[] =
     "  --kpeer P   the kernel peer program (default: net_kpeer of the build)\n"
     "  --trace US  print each stack round trip slower than US microseconds with\n"
     "              its time into the run (periodic stalls show as a period)\n"
+    "  --timestamps only the stack <-> stack rows with and without timestamps (their\n"
+    "              cost, alternating in one run) and the baseline\n"
     "  --capture   only the rows the capture goal compares (stack <-> stack with and\n"
     "              without capture, af_xdp -> kernel with and without) and the baseline\n"
     "  --pcap-dir D  write the capture rows' files into D and keep them\n"
@@ -725,6 +769,10 @@ static int parse_args(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--capture")) {
             capture_only = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--timestamps")) {
+            ts_only = 1;
             continue;
         }
         if (!strcmp(argv[i], "-n")) { /* the one short option with a value */
@@ -867,6 +915,10 @@ int tw__bench_netrtt_run(int argc, char **argv)
         {.label = "stack(af_packet) -> kernel, server busy-reads", .kind = "af_packet", .spin = 1},
         {.label = "stack(af_xdp) <-> stack(af_xdp)", .kind = "af_xdp", .both = 1},
         {.label = "stack(dpdk) <-> stack(dpdk)", .kind = "dpdk_af_packet", .both = 1},
+        {.label = "stack(af_xdp) <-> stack(af_xdp), no timestamps", .kind = "af_xdp", .both = 1,
+         .no_ts = 1},
+        {.label = "stack(dpdk) <-> stack(dpdk), no timestamps", .kind = "dpdk_af_packet",
+         .both = 1, .no_ts = 1},
         {.label = "stack(af_xdp) <-> stack(af_xdp), capture", .kind = "af_xdp", .both = 1,
          .capture = 1},
         {.label = "stack(dpdk) <-> stack(dpdk), capture", .kind = "dpdk_af_packet", .both = 1,
@@ -888,6 +940,13 @@ int tw__bench_netrtt_run(int argc, char **argv)
                 snprintf(cases[i].why, sizeof(cases[i].why), "not run (--capture)");
             }
     }
+    if (ts_only)
+        for (unsigned i = 1; i < NCASES; i++)
+            if (!cases[i].both || cases[i].capture) {
+                cases[i].ok = 0;
+                cases[i].unbuilt = 1;
+                snprintf(cases[i].why, sizeof(cases[i].why), "not run (--timestamps)");
+            }
     if (!pcap_dir[0]) {
         snprintf(pcap_dir, sizeof(pcap_dir), "/tmp/tw_netrtt_pcap_XXXXXX");
         if (!mkdtemp(pcap_dir)) {
@@ -947,10 +1006,12 @@ int tw__bench_netrtt_run(int argc, char **argv)
             bad |= !cases[i].unbuilt;
         }
     }
-    printf("\n  stack retransmissions (any would be a lost frame):");
+    /* A loss probe goes out when an answer is 2 SRTT (at least 1 ms)
+     * late: on a shared machine, a peer preempted for that long. */
+    printf("\n  stack retransmissions (any but a loss probe would be a lost frame; probes):");
     for (unsigned i = 0; i < NCASES; i++)
         if (cases[i].kind)
-            printf(" %llu", cases[i].retx);
+            printf(" %llu (%llu)", cases[i].retx, cases[i].probes);
     /* Baselines: the goals' (a plain kernel client: TCP_NODELAY and
      * SO_BUSY_POLL, sleeping in recv) and a stronger one (the kernel client
      * busy-reading, as the stack busy-polls), each against the same kind of
@@ -990,6 +1051,7 @@ int tw__bench_netrtt_run(int argc, char **argv)
         printf("\n");
     }
     bad |= capture_report(cases, NCASES);
+    ts_report(cases, NCASES);
     if (!pcap_keep)
         rmdir(pcap_dir);
     else

@@ -106,12 +106,12 @@ void tw_net_close(tw_net *st);
  * runs due timers (retransmit, delayed ACK, persist, keepalive,
  * TIME_WAIT), and transmits what is ready.  Returns the number of frames
  * received plus sent (0 = idle; a yielding loop may sleep on rx_fd). */
-unsigned tw_net_poll(tw_net *st, uint64_t now_ns);
+unsigned tw_net_poll(tw_net *st, int64_t now_ns);
 
-/* The earliest time at which a timer is due (UINT64_MAX if none; 0 when
+/* The earliest time at which a timer is due (INT64_MAX if none; 0 when
  * an ACK or window update is waiting for the next poll): the simulation
  * advances virtual time to it. */
-uint64_t tw_net_next_timer_ns(const tw_net *st);
+int64_t tw_net_next_timer_ns(const tw_net *st);
 
 /* Adds a static ARP entry (never expires, never overwritten by replies).
  * Returns 0, or -ENOSPC when the table has no entry left to give. */
@@ -180,6 +180,7 @@ typedef struct tw_net_stats {
     uint64_t sack_retransmits;    /* segments resent by NextSeg (in retransmits too) */
     uint64_t rescue_retransmits;  /* RFC 6675 rescue retransmissions */
     uint64_t ts_rtt_samples;      /* RTT samples taken from echoed timestamps */
+    uint64_t tlp_probes;          /* loss probes sent (2 SRTT without progress, SACK only) */
 } tw_net_stats;
 
 const tw_net_stats *tw_net_get_stats(const tw_net *st);
@@ -290,27 +291,29 @@ struct tw_tcp_conn {
     /* RTT and timers (ns; 0 = not armed) */
     uint64_t srtt_ns, rttvar_ns, rto_ns;
     uint32_t rtt_seq;         /* seq being timed (Karn: only new data) */
-    uint64_t rtt_start_ns;    /* 0 = no sample in progress */
-    uint64_t rto_at_ns, delack_at_ns, persist_at_ns, keepalive_at_ns;
-    uint64_t timewait_at_ns, last_rx_ns;
-    uint64_t pace_at_ns;      /* token bucket refilled enough to send */
+    int64_t rtt_start_ns;    /* 0 = no sample in progress */
+    int64_t rto_at_ns, delack_at_ns, persist_at_ns, keepalive_at_ns;
+    int64_t timewait_at_ns, last_rx_ns;
+    int64_t pace_at_ns;       /* token bucket refilled enough to send */
+    int64_t tlp_at_ns;        /* loss probe due (SACK only; with rto_at_ns armed) */
     unsigned retries, ka_probes_sent;
     uint32_t persist_backoff;
     /* ECN / token bucket */
-    uint64_t rate_Bps, tokens, token_at_ns;
-    uint64_t rate_epoch_ns;   /* start of the current RTT for cut/increase */
+    uint64_t rate_Bps, tokens;
+    int64_t token_at_ns;
+    int64_t rate_epoch_ns;    /* start of the current RTT for cut/increase */
     uint32_t ecn_cut_seq;     /* no second cut until snd_una passes this */
     uint32_t challenge_n;     /* challenge ACKs sent since challenge_at_ns */
-    uint64_t challenge_at_ns; /* start of the current 1 s rate-limit window */
+    int64_t challenge_at_ns;  /* start of the current 1 s rate-limit window */
     /* Options (tcp_sack.c, tcp_in.c).  Timestamps: TSval = now in ms +
      * ts_off; ts_recent is the peer's last TSval taken (RFC 7323 4.3),
      * ts_recent_ns when it was taken (the 24-day PAWS rule). */
     tw_tcp_cfg cfg;
     uint32_t ts_off, ts_recent;
-    uint64_t ts_recent_ns;
+    int64_t ts_recent_ns;
     uint32_t last_ack_sent;   /* Last.ACK.sent of RFC 7323 */
     uint16_t mss_opt;         /* the limit on TCP options + payload per segment */
-    uint16_t pad2_;
+    uint16_t tlp_n;           /* loss probes since the last cumulative ACK */
     uint32_t sack_recent_n;   /* receiver: seqs of the latest OOO arrivals, newest first */
     uint32_t sack_recent[4];
     tw_tcp_sackboard sb;      /* sender: what the peer SACKed */
@@ -334,7 +337,7 @@ struct tw_tcp_listener {
  * (after ARP, when needed).  Returns 0, -EBUSY (no table slot or no
  * buffer ring), -EADDRINUSE, or -EINVAL. */
 int tw_tcp_connect(tw_net *st, tw_tcp_conn *c, uint32_t ip, uint16_t port,
-                   uint16_t local_port, uint64_t now_ns);
+                   uint16_t local_port, int64_t now_ns);
 
 /* Passive open on port; l is caller memory, valid until tw_tcp_unlisten.
  * Accepted connections come through accept_cb.  Returns 0, -EINVAL (port
@@ -382,7 +385,7 @@ size_t tw_tcp_readable(const tw_tcp_conn *c);
  * the number of bytes taken, 0 <= n <= len (0 when the ring is full; the
  * rest is the caller's to send again after TW_TCP_EV_WRITABLE), or
  * -ENOTCONN (CLOSED or LISTEN) / -EPIPE (closing, or after tw_tcp_close). */
-long tw_tcp_send(tw_tcp_conn *c, const void *buf, size_t len, uint64_t now_ns);
+long tw_tcp_send(tw_tcp_conn *c, const void *buf, size_t len, int64_t now_ns);
 
 /* Send in place: *p is set to free space in the retransmit ring (contiguous
  * up to its wrap point); returns the room (0 = full).  Write the message
@@ -392,7 +395,7 @@ long tw_tcp_send(tw_tcp_conn *c, const void *buf, size_t len, uint64_t now_ns);
 size_t tw_tcp_send_reserve(tw_tcp_conn *c, uint8_t **p);
 /* Returns 0, the errors of tw_tcp_send, or -EINVAL when n is more than the
  * ring has room for. */
-int tw_tcp_send_commit(tw_tcp_conn *c, size_t n, uint64_t now_ns);
+int tw_tcp_send_commit(tw_tcp_conn *c, size_t n, int64_t now_ns);
 
 /* Free space in the retransmit ring, and bytes sent but not yet ACKed. */
 size_t tw_tcp_writable(const tw_tcp_conn *c);
@@ -400,10 +403,10 @@ size_t tw_tcp_unacked(const tw_tcp_conn *c);
 
 /* Graceful close: a FIN follows the queued data.  Returns 0 (also when
  * already closing), or -ENOTCONN on a CLOSED or LISTEN connection. */
-int tw_tcp_close(tw_tcp_conn *c, uint64_t now_ns);
+int tw_tcp_close(tw_tcp_conn *c, int64_t now_ns);
 
 /* Abort: sends RST (when synchronised) and goes to CLOSED at once. */
-void tw_tcp_abort(tw_tcp_conn *c, uint64_t now_ns);
+void tw_tcp_abort(tw_tcp_conn *c, int64_t now_ns);
 
 /* Once a connection is CLOSED (by close/abort/reset/timeout), returns its
  * table slot and rings to the stack; the memory of c may then be reused.

@@ -75,7 +75,7 @@ void tw_sim_port_partition(tw_port *p, int on);
 
 /* Moves virtual time to now_ns (never backwards) and delivers every frame
  * due by then.  Returns how many were delivered. */
-unsigned tw_sim_net_advance(tw_sim_net *net, uint64_t now_ns);
+unsigned tw_sim_net_advance(tw_sim_net *net, int64_t now_ns);
 
 /* The network's virtual time (where tw_sim_net_advance last moved it):
  * what a capture of a simulated run stamps frames with (capture.h,

@@ -127,9 +127,15 @@ static inline void tw_port_close(tw_port *p)
 /* Buffers that closed ports found still owned by their callers, over every
  * backend since the process started (0 = none).  A port closed while its
  * caller holds packets is a caller bug (every packet goes back through
- * tx_burst or free_burst): its close says so on stderr and counts them
- * here, so that a test can assert the count stays 0.  Thread-safe. */
+ * tx_burst or free_burst): its close counts them here, so that a test
+ * can assert the count stays 0, and keeps a line saying what it found
+ * (tw_port_last_leak) for the tool to print.  Thread-safe. */
 uint64_t tw_port_leaked_total(void);
+
+/* The last leak a close found, "NAME: closed with N buffers still held by
+ * the caller", NUL-terminated into buf (truncated to cap - 1); returns its
+ * length, 0 when no close has leaked.  Thread-safe. */
+size_t tw_port_last_leak(char *buf, size_t cap);
 
 /* ---- capture (capture.h) -----------------------------------------------
  * Capture of a port's frames: received ones as rx_burst returns them,

@@ -325,7 +325,7 @@ int tw__net_arp_lookup(tw_net *st, uint32_t ip, uint8_t mac[6])
     return 0;
 }
 
-int tw__net_resolve(tw_net *st, uint32_t ip, uint8_t mac[6], uint64_t now_ns)
+int tw__net_resolve(tw_net *st, uint32_t ip, uint8_t mac[6], int64_t now_ns)
 {
     uint32_t hop = next_hop(st, ip);
     arp_entry *e = arp_find(st, hop);
@@ -350,7 +350,7 @@ int tw__net_resolve(tw_net *st, uint32_t ip, uint8_t mac[6], uint64_t now_ns)
     return -EAGAIN;
 }
 
-void tw__net_arp_input(tw_net *st, const tw_arp_hdr *a, uint64_t now_ns)
+void tw__net_arp_input(tw_net *st, const tw_arp_hdr *a, int64_t now_ns)
 {
     st->stats.rx_arp++;
     if (tw_be16(a->htype_be) != TW_ARP_HTYPE_ETH ||
@@ -397,7 +397,9 @@ void tw__net_event(tw_tcp_conn *c, unsigned ev)
         c->cb(c, ev, c->user);
 }
 
-unsigned tw_net_poll(tw_net *st, uint64_t now_ns)
+#define TIMER_DEFER_MAX 4u
+
+unsigned tw_net_poll(tw_net *st, int64_t now_ns)
 {
     tw_pkt rx[TW_NET_MAX_BURST];
     st->now_ns = now_ns;
@@ -407,11 +409,19 @@ unsigned tw_net_poll(tw_net *st, uint64_t now_ns)
     if (n)
         tw_port_free_burst(st->port, rx, n);
     uint64_t tx_before = st->stats.tx_frames + st->txq_n;
+    /* A full burst means more frames wait, maybe the ACKs a due timer is
+     * waiting for (the poller was late: preempted, or busy elsewhere):
+     * timers wait for the rest, up to TIMER_DEFER_MAX polls, so that a
+     * backlog does not fire a loss probe or an RTO it would have
+     * answered, and a flood cannot stop them. */
+    int timers = n < st->cfg.tx_burst || st->timers_deferred >= TIMER_DEFER_MAX;
+    st->timers_deferred = timers ? 0 : (uint16_t)(st->timers_deferred + 1);
     for (unsigned i = 0; i < st->cfg.max_conns; i++) {
         tw_tcp_conn *c = st->conns[i];
         if (!c)
             continue;
-        tw__tcp_timers(c, now_ns);
+        if (timers)
+            tw__tcp_timers(c, now_ns);
         if (c->slot >= 0 && c->state != TW_TCP_CLOSED)
             tw__tcp_output(c, now_ns);
     }
@@ -419,13 +429,13 @@ unsigned tw_net_poll(tw_net *st, uint64_t now_ns)
     return n + (unsigned)(st->stats.tx_frames - tx_before);
 }
 
-uint64_t tw_net_next_timer_ns(const tw_net *st)
+int64_t tw_net_next_timer_ns(const tw_net *st)
 {
-    uint64_t t = UINT64_MAX;
+    int64_t t = INT64_MAX;
     for (unsigned i = 0; i < st->cfg.max_conns; i++) {
         const tw_tcp_conn *c = st->conns[i];
         if (c) {
-            uint64_t x = tw__tcp_next_timer_ns(c);
+            int64_t x = tw__tcp_next_timer_ns(c);
             if (x < t)
                 t = x;
         }

@@ -100,7 +100,7 @@ static int l2_for_us(tw_net *st, const tw_pkt *pkt)
     return 1;
 }
 
-void tw__net_input(tw_net *st, tw_pkt *pkt, uint64_t now_ns)
+void tw__net_input(tw_net *st, tw_pkt *pkt, int64_t now_ns)
 {
     tw_net_parsed pp;
     st->stats.rx_frames++;

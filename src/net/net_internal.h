@@ -33,6 +33,7 @@
 #define TF_TS          (1u << 15) /* timestamps offered (SYN_SENT) / negotiated */
 #define TF_TS_RECENT   (1u << 16) /* ts_recent holds a value (PAWS armed) */
 #define TF_RESCUE_SET  (1u << 17) /* rescue_rxt defined in this recovery */
+#define TF_TLP_SENT    (1u << 18) /* a loss probe went out since the last progress */
 
 #define TW_NET_HDR_LEN 54 /* Ethernet + IPv4 + TCP without options */
 #define TW_NET_MAX_BURST 64
@@ -52,6 +53,7 @@ struct tw_net {
     tw_net_config cfg; /* with defaults filled in */
     uint8_t mac[6];
     uint16_t ip_id;
+    uint16_t timers_deferred; /* polls in a row whose rx burst was full (tw_net_poll) */
     uint16_t next_port;
     uint32_t ms_pad_;
     tw_net_stats stats;
@@ -62,7 +64,7 @@ struct tw_net {
     uint8_t slot_faulted[4096 / 8]; /* slot i's rings were touched (max_conns <= 4096) */
     tw_pkt *txq;                /* pending transmissions, cfg.tx_burst */
     unsigned txq_n;
-    uint64_t now_ns;
+    int64_t now_ns;
 };
 
 /* net.c */
@@ -71,31 +73,31 @@ void tw__net_tx_flush(tw_net *st);
 int tw__net_alloc(tw_net *st, tw_pkt *pkt); /* 0 or -ENOBUFS */
 /* Next-hop MAC for ip: 0 and mac set, or -EAGAIN after sending (or
  * rate-limiting) an ARP request. */
-int tw__net_resolve(tw_net *st, uint32_t ip, uint8_t mac[6], uint64_t now_ns);
+int tw__net_resolve(tw_net *st, uint32_t ip, uint8_t mac[6], int64_t now_ns);
 void tw__net_event(tw_tcp_conn *c, unsigned ev);
 /* Next-hop MAC for ip from the ARP table only (no request): 0 or -ENOENT. */
 int tw__net_arp_lookup(tw_net *st, uint32_t ip, uint8_t mac[6]);
 
 /* net_input.c */
-void tw__net_input(tw_net *st, tw_pkt *pkt, uint64_t now_ns);
-void tw__net_arp_input(tw_net *st, const tw_arp_hdr *a, uint64_t now_ns);
+void tw__net_input(tw_net *st, tw_pkt *pkt, int64_t now_ns);
+void tw__net_arp_input(tw_net *st, const tw_arp_hdr *a, int64_t now_ns);
 
 /* tcp_in.c */
-void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns);
+void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns);
 
 /* tcp_out.c */
-void tw__tcp_output(tw_tcp_conn *c, uint64_t now_ns);
+void tw__tcp_output(tw_tcp_conn *c, int64_t now_ns);
 /* Sends one segment: data [seq, seq+len) from the tx ring, flags. */
 int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
-                     uint64_t now_ns);
-void tw__tcp_send_ack(tw_tcp_conn *c, uint64_t now_ns);
+                     int64_t now_ns);
+void tw__tcp_send_ack(tw_tcp_conn *c, int64_t now_ns);
 /* RST in reply to a segment that has no connection (RFC 793 p.36). */
-void tw__tcp_send_rst_reply(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns);
+void tw__tcp_send_rst_reply(tw_net *st, const tw_net_parsed *pp, int64_t now_ns);
 void tw__tcp_build_template(tw_tcp_conn *c);
 uint32_t tw__tcp_rcv_window(const tw_tcp_conn *c);
-void tw__tcp_tokens_refill(tw_tcp_conn *c, uint64_t now_ns);
+void tw__tcp_tokens_refill(tw_tcp_conn *c, int64_t now_ns);
 /* Our TSval for now_ns (ms clock plus the connection's offset). */
-static inline uint32_t tw__tcp_tsval(const tw_tcp_conn *c, uint64_t now_ns)
+static inline uint32_t tw__tcp_tsval(const tw_tcp_conn *c, int64_t now_ns)
 {
     return (uint32_t)(now_ns / 1000000u) + c->ts_off;
 }
@@ -110,6 +112,8 @@ unsigned tw__sack_update(tw_tcp_sackboard *sb, uint32_t snd_una, uint32_t snd_ma
                          const uint32_t (*blk)[2], unsigned n, unsigned *bad);
 /* Drops everything below una from the scoreboard (a cumulative ACK). */
 void tw__sack_advance(tw_tcp_sackboard *sb, uint32_t una);
+/* Bytes the board holds as SACKed (the sum of its ranges). */
+uint32_t tw__sack_bytes(const tw_tcp_sackboard *sb);
 /* RFC 6675 IsLost as a boundary: every unSACKed byte below the returned
  * sequence is lost (DupThresh 3 blocks, or more than 2 * mss bytes,
  * SACKed above it); una when none is. */
@@ -131,18 +135,28 @@ unsigned tw__sack_blocks(const tw_tcp_conn *c, uint32_t (*blk)[2], unsigned max)
 /* Sender, in SACK loss recovery: RFC 6675 NextSeg and the rescue
  * retransmission, while the congestion window has room.  Returns 1 when
  * it sent what the window allows (the normal send loop is skipped). */
-int tw__sack_output(tw_tcp_conn *c, uint64_t now_ns);
+int tw__sack_output(tw_tcp_conn *c, int64_t now_ns);
+/* The loss probe (tcp_timer.c runs it when tlp_at_ns is due): outside
+ * recovery, one new segment if the window allows, else the last one sent
+ * again, so that the peer's SACK shows what a lost tail left out; in
+ * recovery, the first hole again (its retransmission was lost).  Sets
+ * TF_TLP_SENT: one probe until the next cumulative ACK. */
+void tw__sack_probe(tw_tcp_conn *c, int64_t now_ns);
+/* Arms the loss probe's timer (tcp_timer.c; tw__tcp_arm_rto does too):
+ * 2 SRTT (at least 1 ms, more with one segment out) doubled per probe
+ * already sent, before the RTO, at most three since the last progress. */
+void tw__tcp_arm_tlp(tw_tcp_conn *c, int64_t now_ns);
 
 /* tcp_timer.c */
-void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns);
-uint64_t tw__tcp_next_timer_ns(const tw_tcp_conn *c);
+void tw__tcp_timers(tw_tcp_conn *c, int64_t now_ns);
+int64_t tw__tcp_next_timer_ns(const tw_tcp_conn *c);
 void tw__tcp_rtt_sample(tw_tcp_conn *c, uint64_t rtt_ns);
-void tw__tcp_arm_rto(tw_tcp_conn *c, uint64_t now_ns);
+void tw__tcp_arm_rto(tw_tcp_conn *c, int64_t now_ns);
 
 /* tcp.c */
 void tw__tcp_set_closed(tw_tcp_conn *c, unsigned ev);
 uint32_t tw__tcp_isn(const tw_net *st, uint32_t lip, uint16_t lport,
-                     uint32_t rip, uint16_t rport, uint64_t now_ns);
+                     uint32_t rip, uint16_t rport, int64_t now_ns);
 int tw__tcp_slot_alloc(tw_net *st, tw_tcp_conn *c);
 tw_tcp_conn *tw__tcp_lookup(tw_net *st, uint32_t rip, uint16_t rport,
                             uint16_t lport);
@@ -152,10 +166,10 @@ tw_tcp_conn *tw__tcp_lookup(tw_net *st, uint32_t rip, uint16_t rport,
  * receive side and (once the MSS is final) tw__tcp_conn_init_rate.
  * Returns 0 or -EBUSY (no free slot). */
 int tw__tcp_conn_open(tw_net *st, tw_tcp_conn *c, uint32_t rip, uint16_t rport,
-                      uint16_t lport, uint64_t now_ns);
+                      uint16_t lport, int64_t now_ns);
 /* Fills the token bucket for the configured maximum rate (its size
  * depends on the MSS, so it comes after the MSS is negotiated). */
-void tw__tcp_conn_init_rate(tw_tcp_conn *c, uint64_t now_ns);
+void tw__tcp_conn_init_rate(tw_tcp_conn *c, int64_t now_ns);
 /* 1 when c holds a slot of st's table (memory the stack is using). */
 int tw__tcp_conn_in_use(tw_net *st, const tw_tcp_conn *c);
 

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "net/port_internal.h"
 
@@ -11,20 +12,50 @@
  * thread; the add in tw__port_leak and the load here pair with nothing
  * else. */
 static uint64_t leaked;
+/* The last close's complaint, for the tool to print (the library prints
+ * nothing).  last_lock is a spinlock: taken only by a close that leaked
+ * and by tw_port_last_leak, both rare. */
+static char last_leak[256];
+static int last_lock;
+
+static void lock_last(void)
+{
+    /* Acquire pairs with the release in unlock_last. */
+    while (__atomic_exchange_n(&last_lock, 1, __ATOMIC_ACQUIRE))
+        ;
+}
+
+static void unlock_last(void) { __atomic_store_n(&last_lock, 0, __ATOMIC_RELEASE); }
 
 uint64_t tw_port_leaked_total(void)
 {
     return __atomic_load_n(&leaked, __ATOMIC_RELAXED);
 }
 
+size_t tw_port_last_leak(char *buf, size_t cap)
+{
+    if (!cap)
+        return 0;
+    lock_last();
+    size_t n = strlen(last_leak);
+    if (n >= cap)
+        n = cap - 1;
+    memcpy(buf, last_leak, n);
+    buf[n] = 0;
+    unlock_last();
+    return n;
+}
+
 void tw__port_leak(const tw_port *p, uint64_t n, const char *fmt, ...)
 {
-    char what[256];
+    char what[200];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(what, sizeof(what), fmt, ap);
     va_end(ap);
-    fprintf(stderr, "tickwire %s: closed with %s\n", p->ops->name, what);
+    lock_last();
+    snprintf(last_leak, sizeof(last_leak), "%s: closed with %s", p->ops->name, what);
+    unlock_last();
     __atomic_fetch_add(&leaked, n, __ATOMIC_RELAXED);
 }
 

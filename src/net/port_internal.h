@@ -6,9 +6,9 @@
 #include "tickwire/port.h"
 
 /* A backend's close found buffers not back where they belong (owned by
- * the caller, or missing from the pool): one line on stderr, "tickwire
- * NAME: closed with " and fmt, and n of them added to
- * tw_port_leaked_total(). */
+ * the caller, or missing from the pool): "NAME: closed with " and fmt kept
+ * for tw_port_last_leak(), and n of them added to tw_port_leaked_total().
+ * Nothing is printed: the tool that closed the port reports it. */
 void tw__port_leak(const tw_port *p, uint64_t n, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 

@@ -34,7 +34,7 @@ typedef struct flight {
 
 struct tw_sim_net {
     uint64_t rng;
-    uint64_t now_ns, order;
+    uint64_t now_ns, order; /* virtual: tw_sim_net_now hands out its address */
     unsigned nports;
     sim_port *ports[SIM_MAX_PORTS];
     unsigned max_in_flight, n_in_flight, free_n;
@@ -453,10 +453,10 @@ static void deliver(tw_sim_net *n, sim_port *dst, const uint8_t *data, uint32_t 
     n->stats.delivered++;
 }
 
-unsigned tw_sim_net_advance(tw_sim_net *n, uint64_t now_ns)
+unsigned tw_sim_net_advance(tw_sim_net *n, int64_t now_ns)
 {
-    if (now_ns > n->now_ns)
-        n->now_ns = now_ns;
+    if (now_ns > 0 && (uint64_t)now_ns > n->now_ns)
+        n->now_ns = (uint64_t)now_ns;
     unsigned done = 0;
     while (n->n_in_flight && n->heap[0].at_ns <= n->now_ns) {
         flight f = heap_pop(n);

@@ -44,7 +44,7 @@ static uint64_t siphash_2u64(const uint64_t k[2], uint64_t m0, uint64_t m1)
 }
 
 uint32_t tw__tcp_isn(const tw_net *st, uint32_t lip, uint16_t lport,
-                     uint32_t rip, uint16_t rport, uint64_t now_ns)
+                     uint32_t rip, uint16_t rport, int64_t now_ns)
 {
     /* RFC 6528: ISN = M + F(4-tuple, secret), M a 4-microsecond clock. */
     uint64_t f = siphash_2u64(st->cfg.isn_secret, (uint64_t)lip << 32 | rip,
@@ -91,7 +91,7 @@ tw_tcp_conn *tw__tcp_lookup(tw_net *st, uint32_t rip, uint16_t rport,
     return NULL;
 }
 
-void tw__tcp_conn_init_rate(tw_tcp_conn *c, uint64_t now_ns)
+void tw__tcp_conn_init_rate(tw_tcp_conn *c, int64_t now_ns)
 {
     const tw_net_config *cfg = &c->st->cfg;
     c->rate_Bps = cfg->rate_max_Bps;
@@ -104,7 +104,7 @@ void tw__tcp_conn_init_rate(tw_tcp_conn *c, uint64_t now_ns)
 }
 
 int tw__tcp_conn_open(tw_net *st, tw_tcp_conn *c, uint32_t rip, uint16_t rport,
-                      uint16_t lport, uint64_t now_ns)
+                      uint16_t lport, int64_t now_ns)
 {
     /* The handle is the caller's: only its callback survives a reuse. */
     tw_tcp_event_cb cb = c->cb;
@@ -158,7 +158,7 @@ int tw__tcp_conn_in_use(tw_net *st, const tw_tcp_conn *c)
 }
 
 int tw_tcp_connect(tw_net *st, tw_tcp_conn *c, uint32_t ip, uint16_t port,
-                   uint16_t local_port, uint64_t now_ns)
+                   uint16_t local_port, int64_t now_ns)
 {
     if (tw__tcp_conn_in_use(st, c))
         return -EBUSY;
@@ -314,7 +314,7 @@ size_t tw_tcp_send_reserve(tw_tcp_conn *c, uint8_t **p)
     return room;
 }
 
-int tw_tcp_send_commit(tw_tcp_conn *c, size_t n, uint64_t now_ns)
+int tw_tcp_send_commit(tw_tcp_conn *c, size_t n, int64_t now_ns)
 {
     int r = can_send(c);
     if (r)
@@ -329,7 +329,7 @@ int tw_tcp_send_commit(tw_tcp_conn *c, size_t n, uint64_t now_ns)
     return 0;
 }
 
-long tw_tcp_send(tw_tcp_conn *c, const void *buf, size_t len, uint64_t now_ns)
+long tw_tcp_send(tw_tcp_conn *c, const void *buf, size_t len, int64_t now_ns)
 {
     int r = can_send(c);
     if (r)
@@ -361,7 +361,7 @@ void tw__tcp_set_closed(tw_tcp_conn *c, unsigned ev)
         tw__net_event(c, ev);
 }
 
-int tw_tcp_close(tw_tcp_conn *c, uint64_t now_ns)
+int tw_tcp_close(tw_tcp_conn *c, int64_t now_ns)
 {
     switch (c->state) {
     case TW_TCP_SYN_SENT:
@@ -386,7 +386,7 @@ int tw_tcp_close(tw_tcp_conn *c, uint64_t now_ns)
     return 0;
 }
 
-void tw_tcp_abort(tw_tcp_conn *c, uint64_t now_ns)
+void tw_tcp_abort(tw_tcp_conn *c, int64_t now_ns)
 {
     if (!c->st || !tw__tcp_conn_in_use(c->st, c) || c->state == TW_TCP_CLOSED)
         return;

@@ -17,7 +17,7 @@ typedef struct seg_info {
 
 /* SYN options: the MSS, window scale, and which of SACK and timestamps
  * both sides offered (c->flags says what we offer: TF_SACK, TF_TS). */
-static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
+static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s, int64_t now_ns)
 {
     if (!s->o.sack_ok)
         c->flags &= ~TF_SACK;
@@ -49,7 +49,7 @@ static void apply_syn_opts(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
 }
 
 static void accept_syn(tw_net *st, const tw_net_parsed *pp, const seg_info *s,
-                       uint64_t now_ns)
+                       int64_t now_ns)
 {
     uint16_t lport = tw_be16(pp->tcp->dport_be);
     tw_tcp_listener *l = NULL;
@@ -182,10 +182,10 @@ static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
     return 0;
 }
 
-static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns);
-static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns);
+static void retransmit_head(tw_tcp_conn *c, int64_t now_ns);
+static void challenge_ack(tw_tcp_conn *c, int64_t now_ns);
 
-static void enter_time_wait(tw_tcp_conn *c, uint64_t now_ns)
+static void enter_time_wait(tw_tcp_conn *c, int64_t now_ns)
 {
     /* Only after both FINs, ours acknowledged (RFC 793 p.22). */
     TW_ASSERT(c->state == TW_TCP_FIN_WAIT_1 || c->state == TW_TCP_FIN_WAIT_2 ||
@@ -196,7 +196,7 @@ static void enter_time_wait(tw_tcp_conn *c, uint64_t now_ns)
     c->timewait_at_ns = now_ns + c->st->cfg.time_wait_ns;
 }
 
-static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
+static void on_new_ack(tw_tcp_conn *c, const seg_info *s, int64_t now_ns)
 {
     tw_net *st = c->st;
     /* The caller checked the ACK: new, and for nothing we never sent. */
@@ -234,14 +234,22 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
             c->cwnd = c->cwnd > acked ? c->cwnd - acked + c->mss : c->mss;
         }
     } else if (c->cwnd < c->ssthresh) {
-        c->cwnd += acked < c->mss ? acked : c->mss; /* slow start */
+        /* Slow start with RFC 3465's byte counting, L = 2 * SMSS: an ACK
+         * that covers two segments (a delayed ACK) grows cwnd by both. */
+        c->cwnd += acked < 2u * c->mss ? acked : 2u * c->mss;
     } else {
-        uint32_t inc = (uint32_t)((uint64_t)c->mss * c->mss / c->cwnd);
-        c->cwnd += inc ? inc : 1; /* congestion avoidance */
+        /* Congestion avoidance, counting bytes (RFC 3465 2.1): about one
+         * SMSS per RTT whether the peer ACKs every segment or every
+         * second one. */
+        uint32_t a = acked < c->cwnd ? acked : c->cwnd;
+        uint32_t inc = (uint32_t)((uint64_t)c->mss * a / c->cwnd);
+        c->cwnd += inc ? inc : 1;
     }
     if (c->cwnd > (1u << 30))
         c->cwnd = 1u << 30;
     c->dupacks = 0;
+    c->flags &= ~TF_TLP_SENT;
+    c->tlp_n = 0;
     if (c->snd_una == c->snd_max)
         c->rto_at_ns = 0;
     else
@@ -250,7 +258,7 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
         tw__net_event(c, TW_TCP_EV_WRITABLE);
     /* ECN rate recovery: one additive step per RTT without a cut. */
     uint64_t rtt = c->srtt_ns ? c->srtt_ns : st->cfg.rto_min_ns;
-    if (now_ns - c->rate_epoch_ns >= rtt && c->rate_Bps < st->cfg.rate_max_Bps) {
+    if (now_ns - c->rate_epoch_ns >= (int64_t)rtt && c->rate_Bps < st->cfg.rate_max_Bps) {
         c->rate_Bps += st->cfg.rate_add_Bps;
         if (c->rate_Bps > st->cfg.rate_max_Bps)
             c->rate_Bps = st->cfg.rate_max_Bps;
@@ -262,7 +270,7 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, uint64_t now_ns)
 /* Resends the first unacknowledged segment: only bytes already sent
  * (never past snd_max, which would put data on the wire that snd_max does
  * not account for), or the FIN when that is all that is outstanding. */
-static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns)
+static void retransmit_head(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     TW_ASSERT(SEQ_LEQ(c->snd_una, c->snd_max) && SEQ_LEQ(c->snd_max, c->snd_end + 1));
@@ -279,13 +287,17 @@ static void retransmit_head(tw_tcp_conn *c, uint64_t now_ns)
     }
 }
 
-static void fast_retransmit(tw_tcp_conn *c, uint64_t now_ns)
+static void fast_retransmit(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     /* Entered once per loss episode, with data outstanding. */
     TW_ASSERT(!(c->flags & TF_IN_RECOVERY) && SEQ_GT(c->snd_max, c->snd_una));
     uint32_t flight = c->snd_max - c->snd_una;
-    c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
+    /* RFC 5681 3.2 halves; with SACK the decrease is CUBIC's beta of 0.7
+     * (RFC 9438 4.6), as Linux's: a recovery that knows exactly what was
+     * lost need not give up half of the window. */
+    uint32_t keep = (c->flags & TF_SACK) ? (uint32_t)((uint64_t)flight * 7 / 10) : flight / 2;
+    c->ssthresh = keep > 2u * c->mss ? keep : 2u * c->mss;
     c->cwnd = c->ssthresh + 3u * c->mss;
     c->recover = c->snd_max;
     c->flags |= TF_IN_RECOVERY;
@@ -309,9 +321,9 @@ static void fast_retransmit(tw_tcp_conn *c, uint64_t now_ns)
 /* RFC 5961 7: challenge ACKs are rate-limited (100 per second per
  * connection) so that a flood of forged segments cannot turn the stack
  * into an ACK amplifier. */
-static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns)
+static void challenge_ack(tw_tcp_conn *c, int64_t now_ns)
 {
-    if (now_ns - c->challenge_at_ns >= 1000000000ull || now_ns < c->challenge_at_ns) {
+    if (now_ns - c->challenge_at_ns >= 1000000000ll || now_ns < c->challenge_at_ns) {
         c->challenge_at_ns = now_ns;
         c->challenge_n = 0;
     }
@@ -326,7 +338,7 @@ static void challenge_ack(tw_tcp_conn *c, uint64_t now_ns)
 }
 
 static void syn_sent_input(tw_tcp_conn *c, const tw_net_parsed *pp,
-                           const seg_info *s, uint64_t now_ns)
+                           const seg_info *s, int64_t now_ns)
 {
     tw_net *st = c->st;
     TW_ASSERT(c->state == TW_TCP_SYN_SENT && c->snd_una == c->iss);
@@ -383,7 +395,7 @@ static void syn_sent_input(tw_tcp_conn *c, const tw_net_parsed *pp,
               (c->state == TW_TCP_ESTABLISHED || c->state == TW_TCP_SYN_RCVD));
 }
 
-void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
+void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
 {
     const tw_tcp_hdr *th = pp->tcp;
     seg_info s;
@@ -430,7 +442,7 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
             return;
         }
         if ((c->flags & TF_TS_RECENT) && (int32_t)(s.o.tsval - c->ts_recent) < 0) {
-            if (now_ns - c->ts_recent_ns > 24ull * 86400 * 1000000000ull) {
+            if (now_ns - c->ts_recent_ns > 24ll * 86400 * 1000000000ll) {
                 c->flags &= ~TF_TS_RECENT;
             } else {
                 st->stats.rx_paws_drop++;
@@ -567,30 +579,47 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
         c->flags |= TF_ECE_ECHO | TF_ACK_NOW;
     }
     uint32_t new_wnd = s.wnd << c->snd_wscale;
+    /* RFC 6675 2: with SACK, an ACK is a duplicate when it SACKs bytes not
+     * SACKed before, whatever its window says (a receiver growing its
+     * buffer while it holds out-of-order data, as Linux does, changes the
+     * window on every ACK: RFC 5681's same-window test alone would count
+     * none of them, and every loss would wait for the RTO). */
+    int sack_dup = 0;
     if (c->flags & TF_SACK) {
         uint32_t una = SEQ_GT(s.ack, c->snd_una) ? s.ack : c->snd_una;
         tw__sack_advance(&c->sb, una);
         if (s.o.sack_n) {
             unsigned bad;
+            uint32_t before = tw__sack_bytes(&c->sb);
             st->stats.rx_sack_blocks +=
                 tw__sack_update(&c->sb, una, c->snd_max,
                                 (const uint32_t(*)[2])s.o.sack, s.o.sack_n, &bad);
             st->stats.rx_sack_bad += bad;
+            sack_dup = tw__sack_bytes(&c->sb) != before;
         }
     }
     if (SEQ_GT(s.ack, c->snd_una)) {
+        int probed = (c->flags & TF_TLP_SENT) != 0;
         on_new_ack(c, &s, now_ns);
         if (c->state == TW_TCP_CLOSED)
             return;
+        /* A loss probe's answer that moves snd_una but SACKs above it:
+         * the bytes between were lost (RFC 8985 leaves this to RACK). */
+        if (probed && sack_dup && c->sb.n && !(c->flags & TF_IN_RECOVERY) &&
+            SEQ_GT(c->snd_max, c->snd_una))
+            fast_retransmit(c, now_ns);
     } else if (s.ack == c->snd_una && s.dlen == 0 &&
-               !(s.flags & TW_TCP_FIN) && new_wnd == c->snd_wnd &&
+               !(s.flags & TW_TCP_FIN) && (new_wnd == c->snd_wnd || sack_dup) &&
                SEQ_GT(c->snd_max, c->snd_una)) {
-        /* RFC 5681 duplicate ACK. */
+        /* RFC 5681 duplicate ACK (or RFC 6675's, above). */
         c->dupacks++;
         /* With SACK (RFC 6675 5): also as soon as the scoreboard says
          * the first segment is lost. */
         int lost = (c->flags & TF_SACK) &&
                    SEQ_GT(tw__sack_lost_end(&c->sb, c->snd_una, c->mss), c->snd_una);
+        /* After a loss probe: the probe's SACK with snd_una not reached
+         * means what lies below it was lost. */
+        lost |= sack_dup && (c->flags & TF_TLP_SENT);
         if ((c->dupacks == 3 || lost) && !(c->flags & TF_IN_RECOVERY))
             fast_retransmit(c, now_ns);
         else if (c->dupacks > 3 && (c->flags & TF_IN_RECOVERY) && !(c->flags & TF_SACK))

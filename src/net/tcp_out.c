@@ -49,7 +49,7 @@ uint64_t tw__tcp_bucket_cap(const tw_tcp_conn *c)
     return cap > min ? cap : min;
 }
 
-void tw__tcp_tokens_refill(tw_tcp_conn *c, uint64_t now_ns)
+void tw__tcp_tokens_refill(tw_tcp_conn *c, int64_t now_ns)
 {
     uint64_t dt = now_ns - c->token_at_ns;
     if (now_ns < c->token_at_ns)
@@ -63,15 +63,13 @@ void tw__tcp_tokens_refill(tw_tcp_conn *c, uint64_t now_ns)
     c->tokens = (c->tokens > cap - add) ? cap : c->tokens + add;
 }
 
-static uint32_t put_ts(const tw_tcp_conn *c, uint8_t *o, uint64_t now_ns)
+static uint32_t put_ts(const tw_tcp_conn *c, uint8_t *o, int64_t now_ns)
 {
-    uint32_t v = tw__tcp_tsval(c, now_ns), e = c->ts_recent;
+    uint32_t v = tw_htobe32(tw__tcp_tsval(c, now_ns)), e = tw_htobe32(c->ts_recent);
     o[0] = TW_TCPOPT_TS;
     o[1] = 10;
-    for (int i = 0; i < 4; i++) {
-        o[2 + i] = (uint8_t)(v >> (24 - 8 * i));
-        o[6 + i] = (uint8_t)(e >> (24 - 8 * i));
-    }
+    memcpy(o + 2, &v, 4);
+    memcpy(o + 6, &e, 4);
     return 10;
 }
 
@@ -81,7 +79,7 @@ static uint32_t put_ts(const tw_tcp_conn *c, uint8_t *o, uint64_t now_ns)
  * without timestamps, and MSS NOP WS (8 bytes) with neither.  A SYN
  * offers what the connection's cfg allows (TF_SACK, TF_TS set at
  * connect); a SYN-ACK only what both sides offered. */
-static uint32_t put_syn_opts(tw_tcp_conn *c, uint8_t *o, uint64_t now_ns)
+static uint32_t put_syn_opts(tw_tcp_conn *c, uint8_t *o, int64_t now_ns)
 {
     uint32_t n = 0;
     o[n++] = TW_TCPOPT_MSS;
@@ -116,13 +114,15 @@ static uint32_t put_syn_opts(tw_tcp_conn *c, uint8_t *o, uint64_t now_ns)
  * for held out-of-order data (NOP NOP SACK, 2 + 8k bytes; k <= 3 with
  * timestamps, 4 without), as many as fit beside len payload bytes. */
 static uint32_t put_opts(tw_tcp_conn *c, uint8_t *o, uint32_t len, uint8_t flags,
-                         uint64_t now_ns)
+                         int64_t now_ns)
 {
     uint32_t n = 0;
     if ((c->flags & TF_TS) && !(flags & TW_TCP_RST)) {
-        o[n++] = TW_TCPOPT_NOP;
-        o[n++] = TW_TCPOPT_NOP;
-        n += put_ts(c, o + n, now_ns);
+        /* NOP NOP TS 10 as one word, then TSval and TSecr. */
+        uint32_t w[3] = {tw_htobe32(0x0101080au), tw_htobe32(tw__tcp_tsval(c, now_ns)),
+                         tw_htobe32(c->ts_recent)};
+        memcpy(o, w, 12);
+        n = 12;
     }
     if ((c->flags & TF_SACK) && c->ooo_n && (flags & TW_TCP_ACK) &&
         !(flags & TW_TCP_RST)) {
@@ -149,7 +149,7 @@ static uint32_t put_opts(tw_tcp_conn *c, uint8_t *o, uint32_t len, uint8_t flags
 }
 
 int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
-                     uint64_t now_ns)
+                     int64_t now_ns)
 {
     tw_net *st = c->st;
     if (!(c->flags & TF_HDR_READY)) {
@@ -249,7 +249,7 @@ int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
     return 0;
 }
 
-void tw__tcp_send_ack(tw_tcp_conn *c, uint64_t now_ns)
+void tw__tcp_send_ack(tw_tcp_conn *c, int64_t now_ns)
 {
     /* A pure ACK carries snd_max, not snd_nxt (BSD): after a go-back
      * snd_nxt is behind what the peer has already acknowledged, and the
@@ -257,7 +257,7 @@ void tw__tcp_send_ack(tw_tcp_conn *c, uint64_t now_ns)
     tw__tcp_send_seg(c, c->snd_max, 0, TW_TCP_ACK, now_ns);
 }
 
-void tw__tcp_send_rst_reply(tw_net *st, const tw_net_parsed *pp, uint64_t now_ns)
+void tw__tcp_send_rst_reply(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
 {
     (void)now_ns;
     const tw_tcp_hdr *in = pp->tcp;
@@ -314,7 +314,7 @@ static int data_state(uint32_t s)
            s == TW_TCP_FIN_WAIT_1 || s == TW_TCP_CLOSING || s == TW_TCP_LAST_ACK;
 }
 
-void tw__tcp_output(tw_tcp_conn *c, uint64_t now_ns)
+void tw__tcp_output(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     if (c->state == TW_TCP_SYN_SENT || c->state == TW_TCP_SYN_RCVD) {

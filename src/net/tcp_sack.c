@@ -8,8 +8,22 @@
 
 #include "net/net_internal.h"
 
+static uint32_t be32_at(const uint8_t *p)
+{
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return tw_be32(v);
+}
+
 int tw_tcp_parse_opts(const uint8_t *o, uint32_t n, tw_tcp_opts *out)
 {
+    /* RFC 7323 appendix A's fast path: NOP NOP TS, the layout of every
+     * segment after the handshake (ours and Linux's), read in place. */
+    if (n == 12 && be32_at(o) == 0x0101080au) {
+        *out = (tw_tcp_opts){.wscale = -1, .has_ts = 1, .tsval = be32_at(o + 4),
+                             .tsecr = be32_at(o + 8)};
+        return 0;
+    }
     memset(out, 0, sizeof(*out));
     out->wscale = -1;
     uint32_t i = 0;
@@ -123,6 +137,14 @@ unsigned tw__sack_update(tw_tcp_sackboard *sb, uint32_t snd_una, uint32_t snd_ma
     for (unsigned i = 1; i < sb->n; i++)
         TW_ASSERT(SEQ_LT(sb->blk[i - 1][1], sb->blk[i][0]));
     return taken;
+}
+
+uint32_t tw__sack_bytes(const tw_tcp_sackboard *sb)
+{
+    uint32_t n = 0;
+    for (unsigned k = 0; k < sb->n; k++)
+        n += sb->blk[k][1] - sb->blk[k][0];
+    return n;
 }
 
 void tw__sack_advance(tw_tcp_sackboard *sb, uint32_t una)
@@ -264,7 +286,7 @@ unsigned tw__sack_blocks(const tw_tcp_conn *c, uint32_t (*blk)[2], unsigned max)
 
 /* ---- sender: RFC 6675 recovery ----------------------------------------- */
 
-static int send_one(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
+static int send_one(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns)
 {
     tw__tcp_tokens_refill(c, now_ns);
     if (c->tokens < len) {
@@ -282,7 +304,7 @@ static int send_one(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
 }
 
 /* A NextSeg retransmission: HighRxt moves past it. */
-static int resend(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
+static int resend(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns)
 {
     if (send_one(c, seq, len, now_ns))
         return -1;
@@ -292,7 +314,46 @@ static int resend(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint64_t now_ns)
     return 0;
 }
 
-int tw__sack_output(tw_tcp_conn *c, uint64_t now_ns)
+void tw__sack_probe(tw_tcp_conn *c, int64_t now_ns)
+{
+    tw_net *st = c->st;
+    TW_ASSERT(c->flags & TF_SACK);
+    uint32_t data_max = SEQ_LT(c->snd_max, c->snd_end) ? c->snd_max : c->snd_end;
+    if (!(c->flags & TF_IN_RECOVERY) && c->snd_nxt != c->snd_max)
+        return; /* going back after an RTO: the RTO's business */
+    c->flags |= TF_TLP_SENT;
+    c->tlp_n++;
+    tw__tcp_arm_tlp(c, now_ns);
+    st->stats.tlp_probes++;
+    c->rtt_start_ns = 0; /* Karn */
+    uint32_t seq, len;
+    if (c->flags & TF_IN_RECOVERY) {
+        /* No progress for 2 SRTT in recovery: the retransmissions since
+         * are taken as lost; NextSeg starts again at the first hole. */
+        c->high_rxt = c->snd_una;
+        if (!tw__sack_next_hole(&c->sb, c->snd_una, data_max, c->mss, &seq, &len))
+            (void)resend(c, seq, len, now_ns);
+        return;
+    }
+    if (SEQ_LT(c->snd_max, c->snd_end) && SEQ_GT(c->snd_una + c->snd_wnd, c->snd_max)) {
+        len = c->snd_end - c->snd_max;
+        uint32_t room = c->snd_una + c->snd_wnd - c->snd_max;
+        len = len > c->mss ? c->mss : len;
+        len = len > room ? room : len;
+        if (send_one(c, c->snd_max, len, now_ns) == 0) {
+            c->snd_max += len;
+            c->snd_nxt = c->snd_max;
+        }
+        return;
+    }
+    if (SEQ_GT(data_max, c->snd_una)) {
+        seq = data_max - c->snd_una > c->mss ? data_max - c->mss : c->snd_una;
+        if (send_one(c, seq, data_max - seq, now_ns) == 0)
+            st->stats.retransmits++;
+    }
+}
+
+int tw__sack_output(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     TW_ASSERT((c->flags & (TF_SACK | TF_IN_RECOVERY)) == (TF_SACK | TF_IN_RECOVERY));

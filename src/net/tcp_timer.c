@@ -5,12 +5,41 @@
 #include "net/net_internal.h"
 
 #define RTO_GRANULARITY_NS 1000ull /* G of RFC 6298 */
+/* The loss probe's floor: below a millisecond, ACKs a peer sends every
+ * second segment (or that its stack batches) would look late. */
+#define TLP_MIN_NS 1000000ull
+#define TLP_MAX 3u
 
-void tw__tcp_arm_rto(tw_tcp_conn *c, uint64_t now_ns)
+void tw__tcp_arm_rto(tw_tcp_conn *c, int64_t now_ns)
 {
     c->rto_at_ns = now_ns + c->rto_ns;
     if (!c->rto_at_ns)
         c->rto_at_ns = 1;
+    /* The loss probe (after RFC 8985 7, on SACK connections): 2 SRTT
+     * without progress, plus the peer's delayed-ACK bound when one
+     * segment is out (its ACK may be held back), never later than the
+     * RTO.  A lost tail or a lost retransmission then costs a few RTTs,
+     * not rto_min. */
+    tw__tcp_arm_tlp(c, now_ns);
+}
+
+void tw__tcp_arm_tlp(tw_tcp_conn *c, int64_t now_ns)
+{
+    /* A probe lost, or its answer, must not leave the RTO as the only
+     * way out: up to TLP_MAX probes, each after twice the wait of the one
+     * before, then the RTO's. */
+    c->tlp_at_ns = 0;
+    if ((c->flags & TF_SACK) && c->tlp_n < TLP_MAX && c->srtt_ns &&
+        c->state >= TW_TCP_ESTABLISHED && c->state != TW_TCP_TIME_WAIT) {
+        uint64_t pto = 2 * c->srtt_ns;
+        if (pto < TLP_MIN_NS)
+            pto = TLP_MIN_NS;
+        if (c->snd_max - c->snd_una <= c->mss)
+            pto += c->st->cfg.delack_ns;
+        pto <<= c->tlp_n;
+        if (now_ns + (int64_t)pto < c->rto_at_ns)
+            c->tlp_at_ns = now_ns + (int64_t)pto;
+    }
 }
 
 void tw__tcp_rtt_sample(tw_tcp_conn *c, uint64_t rtt_ns)
@@ -34,7 +63,7 @@ void tw__tcp_rtt_sample(tw_tcp_conn *c, uint64_t rtt_ns)
     c->rto_ns = rto;
 }
 
-static void on_rto(tw_tcp_conn *c, uint64_t now_ns)
+static void on_rto(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     if (c->snd_wnd == 0 && c->state != TW_TCP_SYN_SENT && c->state != TW_TCP_SYN_RCVD &&
@@ -70,6 +99,7 @@ static void on_rto(tw_tcp_conn *c, uint64_t now_ns)
      * scoreboard again from what it reports next. */
     c->sb.n = 0;
     c->high_rxt = c->snd_una;
+    c->tlp_n = TLP_MAX; /* no probe until an ACK makes progress */
     if (c->state == TW_TCP_SYN_SENT || c->state == TW_TCP_SYN_RCVD) {
         c->flags |= TF_SEND_SYN;
         c->snd_nxt = c->iss;
@@ -79,7 +109,7 @@ static void on_rto(tw_tcp_conn *c, uint64_t now_ns)
     tw__tcp_arm_rto(c, now_ns);
 }
 
-static void send_probe(tw_tcp_conn *c, uint64_t now_ns)
+static void send_probe(tw_tcp_conn *c, int64_t now_ns)
 {
     /* A segment with an old sequence number (snd_una - 1) and no data is
      * outside the peer's window, so it must answer with an ACK carrying
@@ -87,7 +117,7 @@ static void send_probe(tw_tcp_conn *c, uint64_t now_ns)
     tw__tcp_send_seg(c, c->snd_una - 1, 0, TW_TCP_ACK, now_ns);
 }
 
-void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns)
+void tw__tcp_timers(tw_tcp_conn *c, int64_t now_ns)
 {
     tw_net *st = c->st;
     if (c->state == TW_TCP_CLOSED)
@@ -105,6 +135,11 @@ void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns)
             if (c->state == TW_TCP_CLOSED)
                 return;
         }
+    }
+    if (c->rto_at_ns && c->tlp_at_ns && now_ns >= c->tlp_at_ns) {
+        c->tlp_at_ns = 0;
+        if (c->snd_una != c->snd_max && (c->flags & TF_SACK) && c->snd_wnd)
+            tw__sack_probe(c, now_ns);
     }
     if (c->persist_at_ns && now_ns >= c->persist_at_ns) {
         c->persist_at_ns = 0;
@@ -156,12 +191,13 @@ void tw__tcp_timers(tw_tcp_conn *c, uint64_t now_ns)
         c->pace_at_ns = 0; /* tokens are back: output runs next */
 }
 
-uint64_t tw__tcp_next_timer_ns(const tw_tcp_conn *c)
+int64_t tw__tcp_next_timer_ns(const tw_tcp_conn *c)
 {
     if (c->state == TW_TCP_CLOSED)
-        return UINT64_MAX;
-    uint64_t t = UINT64_MAX;
-    const uint64_t v[] = {c->rto_at_ns, c->persist_at_ns, c->delack_at_ns,
+        return INT64_MAX;
+    int64_t t = INT64_MAX;
+    const int64_t v[] = {c->rto_at_ns, c->rto_at_ns ? c->tlp_at_ns : 0, c->persist_at_ns,
+                          c->delack_at_ns,
                           c->timewait_at_ns, c->pace_at_ns,
                           c->st->cfg.keepalive_idle_ns ? c->keepalive_at_ns : 0};
     for (size_t i = 0; i < TW_ARRAY_SIZE(v); i++)

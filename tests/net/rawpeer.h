@@ -23,7 +23,7 @@ typedef struct rawpeer {
     tw_sim_net *net;
     tw_port *us_port, *peer_port;
     tw_net *st;
-    uint64_t now;
+    int64_t now; /* monotonic, virtual */
 } rawpeer;
 
 static inline void rp_open(rawpeer *r, tw_net_config *cfg)

@@ -392,7 +392,7 @@ static void t_ts_rtt_and_sack_recovery(void)
         uint32_t b[2][2] = {{base + mss, base + 4 * mss}, {base + 5 * mss, base + (6u + k) * mss}};
         uint8_t sk[20] = {1, 1, 5, 18, B4(b[1][0]), B4(b[1][1]), B4(b[0][0]), B4(b[0][1])};
         memcpy(po + pn, sk, 20);
-        r.now += 2000000; /* 2 ms after the segments left */
+        r.now += 200000; /* 0.2 ms apart: within the loss probe's 1 ms */
         send_opts(&r, PEER_ISN + 1, base, TW_TCP_ACK, NULL, 0, po, pn + 20);
     }
     const tw_net_stats *st = tw_net_get_stats(r.st);
@@ -423,6 +423,61 @@ static void t_ts_rtt_and_sack_recovery(void)
     rp_close(&r);
 }
 
+/* A lost tail: the last two of ten segments never arrive and no ACK
+ * says so.  The loss probe (2 SRTT, at least 1 ms, without progress)
+ * resends the last segment; its SACK shows the hole below it, which is
+ * resent at once: no RTO. */
+static void t_tail_loss_probe(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    memset(&g_cfg, 0, sizeof(g_cfg));
+    uint32_t iss = open_ts(&r, &l, &o, 100);
+    static uint8_t buf[14480];
+    CHECK(tw_tcp_send(&g_conn, buf, sizeof(buf), r.now) == (long)sizeof(buf));
+    rp_run(&r, 0);
+    rp_drain(&r);
+    uint32_t mss = g_conn.mss, base = iss + 1;
+    uint8_t po[40];
+    uint32_t pn = peer_opts(po, 1, 200, tw__tcp_tsval(&g_conn, r.now));
+    r.now += 100000;
+    send_opts(&r, PEER_ISN + 1, base + 8 * mss, TW_TCP_ACK, NULL, 0, po, pn);
+    rp_drain(&r);
+    const tw_net_stats *st = tw_net_get_stats(r.st);
+    CHECK(st->tlp_probes == 0);
+    /* No ACK for 1.5 ms: the probe, the last segment again. */
+    r.now += 1500000;
+    rp_run(&r, 0);
+    seg s;
+    int probe = 0, other = 0;
+    while (seg_opts(&r, &s, &o))
+        if (s.dlen)
+            *(s.seq == base + 9 * mss ? &probe : &other) += 1;
+    CHECKF(probe == 1 && other == 0 && st->tlp_probes == 1 && st->rto_fires == 0,
+           "probe %d other %d probes %llu", probe, other, (unsigned long long)st->tlp_probes);
+    /* Its SACK: the ninth segment is the hole, resent now. */
+    pn = peer_opts(po, 1, 201, tw__tcp_tsval(&g_conn, r.now));
+    uint32_t b0 = base + 9 * mss, b1 = base + 10 * mss;
+    uint8_t sk[12] = {1, 1, 5, 10, B4(b0), B4(b1)};
+    memcpy(po + pn, sk, 12);
+    r.now += 100000;
+    send_opts(&r, PEER_ISN + 1, base + 8 * mss, TW_TCP_ACK, NULL, 0, po, pn + 12);
+    rp_run(&r, 0);
+    int hole = 0;
+    other = 0;
+    while (seg_opts(&r, &s, &o))
+        if (s.dlen)
+            *(s.seq == base + 8 * mss ? &hole : &other) += 1;
+    CHECKF(hole == 1 && other == 0 && st->sack_recoveries == 1, "hole %d other %d", hole, other);
+    pn = peer_opts(po, 1, 202, tw__tcp_tsval(&g_conn, r.now));
+    r.now += 100000;
+    send_opts(&r, PEER_ISN + 1, base + (uint32_t)sizeof(buf), TW_TCP_ACK, NULL, 0, po, pn);
+    CHECKF(tw_tcp_unacked(&g_conn) == 0 && st->rto_fires == 0, "all acknowledged, no RTO");
+    rp_close(&r);
+}
+
 int main(void)
 {
     t_parse_opts();
@@ -431,5 +486,6 @@ int main(void)
     t_sack_blocks_sent();
     t_paws();
     t_ts_rtt_and_sack_recovery();
+    t_tail_loss_probe();
     return tw_check_done("net_sack_test");
 }

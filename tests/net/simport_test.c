@@ -70,7 +70,7 @@ static result run(uint64_t seed, const tw_sim_link_config *L, uint32_t n, uint64
         fprintf(stderr, "%s\n", err.msg);
         exit(1);
     }
-    uint64_t now = 0;
+    int64_t now = 0;
     uint32_t last = 0;
     for (uint32_t i = 0; i < n || tw_sim_net_in_flight(net); i++) {
         if (i < n) {

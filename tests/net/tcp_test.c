@@ -56,7 +56,7 @@ static void t_passive_open_and_data(void)
     tw_tcp_recv_consume(&g_conn, 5);
     seg s;
     /* PSH: the ACK is due at once, sent on the next poll turn. */
-    CHECKF(tw_net_next_timer_ns(r.st) <= r.now + 1, "PSH ACK due now");
+    CHECKF(tw_net_next_timer_ns(r.st) <= (int64_t)r.now + 1, "PSH ACK due now");
     rp_run(&r, 1);
     CHECKF(rp_seg(&r, &s) && s.ack == PEER_ISN + 6 && s.flags == TW_TCP_ACK, "PSH acked now");
     /* Without PSH: ACK delayed, but by no more than delack_ns. */

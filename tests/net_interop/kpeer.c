@@ -16,6 +16,12 @@
  *                                    busy-reads (MSG_DONTWAIT) unless block:
  *                                    then it sleeps in recv like a plain
  *                                    client (SO_BUSY_POLL set either way)
+ *   kpeer sendclient IP PORT NBYTES SEED
+ *                                    (client) connect, send NBYTES of stream
+ *                                    SEED, wait until the kernel holds none
+ *                                    of it unacknowledged (SIOCOUTQ 0), close;
+ *                                    print "sent N NS" (NS: first byte
+ *                                    written to last byte acknowledged)
  * Exit status 0 on success. */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,6 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -180,7 +189,7 @@ static int cmp_u64(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size, int block)
+static int connect_to(const char *ip, int port)
 {
     int s = socket(AF_INET, SOCK_STREAM, 0);
     if (s < 0)
@@ -196,6 +205,12 @@ static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size, i
         die("address");
     if (connect(s, (struct sockaddr *)&a, sizeof(a)) < 0)
         die("connect");
+    return s;
+}
+
+static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size, int block)
+{
+    int s = connect_to(ip, port);
     uint64_t *lat = calloc(n, sizeof(uint64_t));
     uint8_t msg[4096], in[4096];
     if (!lat || size == 0 || size > sizeof(msg))
@@ -230,8 +245,52 @@ static int mode_rttclient(const char *ip, int port, unsigned n, unsigned size, i
     return 0;
 }
 
+static int mode_sendclient(const char *ip, int port, uint64_t nbytes, uint64_t seed)
+{
+    int s = connect_to(ip, port);
+    static uint8_t buf[1 << 16];
+    int64_t t0 = tw_clock_now_ns();
+    for (uint64_t off = 0; off < nbytes;) {
+        size_t n = nbytes - off < sizeof(buf) ? (size_t)(nbytes - off) : sizeof(buf);
+        tw__stream_fill(seed, off, buf, n);
+        for (size_t w = 0; w < n;) {
+            ssize_t r = write(s, buf + w, n - w);
+            if (r < 0) {
+                if (errno == EINTR)
+                    continue;
+                die("write");
+            }
+            w += (size_t)r;
+        }
+        off += n;
+    }
+    /* Everything written is acknowledged when the send queue is empty;
+     * a short sleep between looks keeps this off the CPU the peers share. */
+    for (int64_t dl = t0 + 120000000000ll;;) {
+        int q = 0;
+        if (ioctl(s, SIOCOUTQ, &q) != 0)
+            die("SIOCOUTQ");
+        if (q == 0)
+            break;
+        if (tw_clock_now_ns() > dl) {
+            fprintf(stderr, "kpeer: %d bytes still unacknowledged after 120 s\n", q);
+            return 1;
+        }
+        struct timespec ts = {0, 20000};
+        nanosleep(&ts, NULL);
+    }
+    int64_t t1 = tw_clock_now_ns();
+    close(s);
+    printf("sent %llu %lld\n", (unsigned long long)nbytes, (long long)(t1 - t0));
+    fflush(stdout);
+    return 0;
+}
+
 int main(int argc, char **argv)
 {
+    if (argc >= 6 && !strcmp(argv[1], "sendclient"))
+        return mode_sendclient(argv[2], atoi(argv[3]), strtoull(argv[4], NULL, 0),
+                               strtoull(argv[5], NULL, 0));
     if (argc >= 3 && !strcmp(argv[1], "echo"))
         return mode_echo(atoi(argv[2]), argc >= 4 && !strcmp(argv[3], "spin"));
     if (argc >= 5 && !strcmp(argv[1], "bulk"))
@@ -242,6 +301,6 @@ int main(int argc, char **argv)
         return mode_rttclient(argv[2], atoi(argv[3]), (unsigned)atoi(argv[4]),
                               (unsigned)atoi(argv[5]), argc >= 7 && !strcmp(argv[6], "block"));
     fprintf(stderr, "usage: kpeer echo PORT [spin] | bulk PORT NBYTES SEED | rst PORT | "
-                    "rttclient IP PORT N SIZE [block]\n");
+                    "rttclient IP PORT N SIZE [block] | sendclient IP PORT NBYTES SEED\n");
     return 2;
 }

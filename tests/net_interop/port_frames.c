@@ -289,6 +289,11 @@ int main(int argc, char **argv)
     CHECK(p->tx_pkts >= ROUNDS);
     CHECK(p->rx_pkts >= ROUNDS - 8);
     tw_port_close(p);
+    if (tw_port_leaked_total()) {
+        char what[256];
+        tw_port_last_leak(what, sizeof(what));
+        fprintf(stderr, "%s\n", what);
+    }
     CHECK(tw_port_leaked_total() == 0);
     tw__netenv_teardown(&env);
     char name[64];

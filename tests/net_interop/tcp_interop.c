@@ -830,6 +830,11 @@ int main(int argc, char **argv)
     st = NULL;
     tw_port_close(port);
     tw_port_close(realport);
+    if (tw_port_leaked_total()) {
+        char what[256];
+        tw_port_last_leak(what, sizeof(what));
+        fprintf(stderr, "%s\n", what);
+    }
     CHECK(tw_port_leaked_total() == 0);
     tw__netenv_teardown(&env);
     char name[64];

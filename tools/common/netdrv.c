@@ -22,10 +22,10 @@ static unsigned bound_poll(void *arg, tw_reactor_now *now)
 unsigned tw__netdrv_poll(void *arg, tw_reactor_now *now)
 {
     tw_net *st = arg;
-    unsigned n = tw_net_poll(st, (uint64_t)now->ns);
-    uint64_t due = tw_net_next_timer_ns(st);
-    if (due < (uint64_t)now->wake_ns)
-        now->wake_ns = (int64_t)due;
+    unsigned n = tw_net_poll(st, now->ns);
+    int64_t due = tw_net_next_timer_ns(st);
+    if (due < now->wake_ns)
+        now->wake_ns = due;
     return n;
 }
 

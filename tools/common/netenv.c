@@ -114,6 +114,11 @@ static int read_mac(const char *ns, const char *ifname, uint8_t mac[6])
 
 int tw__netenv_setup(tw__netenv *e, int with_ns)
 {
+    return tw__netenv_setup_ip(e, with_ns, TW_NETENV_PEER_IP);
+}
+
+int tw__netenv_setup_ip(tw__netenv *e, int with_ns, const char *peer_ip)
+{
     memset(e, 0, sizeof(*e));
     if (geteuid() != 0) {
         fprintf(stderr, "SKIP: needs root (network namespaces and veth pairs)\n");
@@ -197,7 +202,7 @@ int tw__netenv_setup(tw__netenv *e, int with_ns)
                         e->peer) != 0;
         bad |= tw__netenv_sh(1, "ip netns exec %s ethtool -K %s tx off rx off tso off gso off gro off",
                         x, e->peer) != 0;
-        bad |= tw__netenv_sh(1, "ip netns exec %s ip addr add %s/24 dev %s", x, TW_NETENV_PEER_IP,
+        bad |= tw__netenv_sh(1, "ip netns exec %s ip addr add %s/24 dev %s", x, peer_ip,
                         e->peer) != 0;
         bad |= tw__netenv_sh(1, "ip netns exec %s ip link set %s up", x, e->peer) != 0;
     } else {

@@ -40,6 +40,11 @@ typedef struct tw__netenv {
  * must stay valid until tw__netenv_teardown (the exit hooks hold it). */
 int tw__netenv_setup(tw__netenv *e, int with_ns);
 
+/* As tw__netenv_setup, with peer_ip ("a.b.c.d") instead of TW_NETENV_PEER_IP
+ * on the peer end (with_ns 1 or 2): the relay topology puts two kernels of
+ * one subnet at the far ends of two pairs. */
+int tw__netenv_setup_ip(tw__netenv *e, int with_ns, const char *peer_ip);
+
 /* Removes the topology (idempotent; also run at exit and on signals). */
 void tw__netenv_teardown(tw__netenv *e);
 

@@ -27,8 +27,8 @@ int tw__simvenue_open(tw__simvenue *sv, const tw_xchg_cfg *xc, const tw_sim_link
 
 unsigned tw__simvenue_turn(tw__simvenue *sv, int64_t now_ns)
 {
-    unsigned work = tw_sim_net_advance(sv->net, (uint64_t)now_ns);
-    work += tw_net_poll(sv->vst, (uint64_t)now_ns);
+    unsigned work = tw_sim_net_advance(sv->net, now_ns);
+    work += tw_net_poll(sv->vst, now_ns);
     work += tw_xchg_net_poll(sv->xn, now_ns);
     (void)tw_xchg_poll(sv->x, now_ns);
     work += tw_xchg_net_poll(sv->xn, now_ns); /* what the venue just wrote */

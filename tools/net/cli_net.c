@@ -258,6 +258,15 @@ static unsigned echo_poll(void *arg, tw_reactor_now *now)
     return work;
 }
 
+/* The library counts buffers a closed port found still held and keeps
+ * what it found; saying so is the tool's job. */
+static void report_leak(const char *cmd)
+{
+    char what[256];
+    if (tw_port_leaked_total() && tw_port_last_leak(what, sizeof(what)))
+        fprintf(stderr, "%s: %s\n", cmd, what);
+}
+
 int tw__cli_net_echo(int argc, char **argv)
 {
     opts o;
@@ -291,6 +300,7 @@ int tw__cli_net_echo(int argc, char **argv)
     close_capture(p);
     tw_net_close(st);
     tw_port_close(p);
+    report_leak("net echo");
     return 0;
 }
 
@@ -387,5 +397,6 @@ int tw__cli_net_connect(int argc, char **argv)
     close_capture(p);
     tw_net_close(st);
     tw_port_close(p);
+    report_leak("net connect");
     return status;
 }
