@@ -137,6 +137,29 @@ static int take_samples(run *r, const tw_trade_engine *e)
     return r->n ? 0 : -1;
 }
 
+/* A `combo =` line; its length. */
+static int put_combo(char *p, size_t cap, const int64_t *w)
+{
+    return snprintf(p, cap, "combo = %lld,%lld,%lld,%lld,%lld,%lld\n", (long long)w[0],
+                    (long long)w[1], (long long)w[2], (long long)w[3], (long long)w[4],
+                    (long long)w[5]);
+}
+
+/* The risk section (limits out of the way) after ini's k bytes, parsed. */
+static tw_trade_config *finish_config(char *ini, size_t cap, int k, const char *tag)
+{
+    k += snprintf(ini + k, cap - (size_t)k,
+                  "[risk]\nmax_position = 1000000\nmax_total_position = 100000000\n"
+                  "max_orders_per_s = 1000000000\nmax_loss = 1e300\n");
+    tw_trade_config *cfg = NULL;
+    tw_error err = {0};
+    if (tw_trade_config_parse(ini, (size_t)k, tag, &cfg, &err) != 0) {
+        fprintf(stderr, "tickwire bench live: config: %s\n", err.msg);
+        return NULL;
+    }
+    return cfg;
+}
+
 static tw_trade_config *make_config(const char *host, int port, const char *stack, const char *ip,
                                     const char *tag, const variant *var)
 {
@@ -157,35 +180,45 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
                   "[instrument AAA]\nsession = venue\n[strategy s]\ninstrument = AAA\n");
     for (int c = 0; c < 80; c += 20) {
         const int64_t *w = grid + c * 6;
-        k += snprintf(ini + k, sizeof(ini) - (size_t)k, "combo = %lld,%lld,%lld,%lld,%lld,%lld\n",
-                      (long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3],
-                      (long long)w[4], (long long)w[5]);
+        k += put_combo(ini + k, sizeof(ini) - (size_t)k, w);
     }
-    k += snprintf(ini + k, sizeof(ini) - (size_t)k,
-                  "[risk]\nmax_position = 1000000\nmax_total_position = 100000000\n"
-                  "max_orders_per_s = 1000000000\nmax_loss = 1e300\n");
-    tw_trade_config *cfg = NULL;
-    tw_error err = {0};
-    if (tw_trade_config_parse(ini, (size_t)k, tag, &cfg, &err) != 0) {
-        fprintf(stderr, "tickwire bench live: config: %s\n", err.msg);
-        return NULL;
-    }
-    return cfg;
+    return finish_config(ini, sizeof(ini), k, tag);
 }
 
 /* `tickwire exchange` as a child (optionally in netenv e's namespace, on
- * the userspace stack over port spec memif with --busy when given);
- * returns its pid, the port it listens on in *port. */
-static pid_t venue_child_on(const tw__netenv *e, const char *listen, const char *memif, int *port)
+ * the userspace stack over port spec memif) on datasets `data`, with the
+ * arguments `extra` (NULL-terminated) and --busy when asked (always with
+ * memif); its output in out.  Returns its pid, the port it listens on in
+ * *port. */
+static pid_t venue_spawn(const tw__netenv *e, const char *listen, const char *memif,
+                         const char *data, char *const *extra, int busy, char *out,
+                         size_t out_cap, int *port)
 {
-    char data[700], out[600], spec[600];
-    snprintf(data, sizeof(data), "AAA=%s/bars.f64", g_dir);
-    snprintf(out, sizeof(out), "%s/venue_%d.out", g_dir, (int)getpid());
+    char spec[600];
+    snprintf(out, out_cap, "%s/venue_%d.out", g_dir, (int)getpid());
     snprintf(spec, sizeof(spec), "%s", memif ? memif : "");
-    char *av[] = {g_self, (char *)"exchange", (char *)"--listen", (char *)listen, (char *)"--data",
-                  data, (char *)"--lockstep", (char *)"--quiet", (char *)"--max-orders",
-                  (char *)"10000000", memif ? (char *)"--port" : NULL, spec, (char *)"--ip",
-                  (char *)MEMIF_VENUE_IP, (char *)"--busy", NULL};
+    char *av[32];
+    int n = 0;
+    av[n++] = g_self;
+    av[n++] = (char *)"exchange";
+    av[n++] = (char *)"--listen";
+    av[n++] = (char *)listen;
+    av[n++] = (char *)"--data";
+    av[n++] = (char *)data;
+    av[n++] = (char *)"--quiet";
+    av[n++] = (char *)"--max-orders";
+    av[n++] = (char *)"100000000";
+    for (int i = 0; extra[i] && n < 24; i++)
+        av[n++] = extra[i];
+    if (memif) {
+        av[n++] = (char *)"--port";
+        av[n++] = spec;
+        av[n++] = (char *)"--ip";
+        av[n++] = (char *)MEMIF_VENUE_IP;
+    }
+    if (memif || busy)
+        av[n++] = (char *)"--busy";
+    av[n] = NULL;
     FILE *f = fopen(out, "w");
     if (!f)
         return -1;
@@ -222,6 +255,15 @@ static pid_t venue_child_on(const tw__netenv *e, const char *listen, const char 
             usleep(25000);
     }
     return p;
+}
+
+/* The lockstep venue on the one dataset (AAA). */
+static pid_t venue_child_on(const tw__netenv *e, const char *listen, const char *memif, int *port)
+{
+    char data[700], out[700];
+    snprintf(data, sizeof(data), "AAA=%s/bars.f64", g_dir);
+    char *extra[] = {(char *)"--lockstep", NULL};
+    return venue_spawn(e, listen, memif, data, extra, 0, out, sizeof(out), port);
 }
 
 static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
@@ -607,13 +649,424 @@ static void load_average(double la[3])
     }
 }
 
+/* ---- paced: the desk's ticks per second ---------------------------------------
+ *
+ * `tickwire exchange --rate N --busy` (N ticks per second over 4
+ * instruments, no barrier) against the engine with 8 instances (2 combos
+ * per instrument), strategy = inline and busy_poll = yes: venue and trader
+ * each one busy loop, the two vCPUs.  Over memif (root with DPDK) and over
+ * kernel TCP on loopback.  A run is sustained when the trader kept up (it
+ * processed every bar of every instrument, its inbound ring never filled,
+ * no bar was dropped or skipped, the venue's clock never waited on the
+ * trader's backlog and no bar went out later than PACED_LAG_OK_NS) and its
+ * signal books (each instance's kernel trades, PnL and position) equal the
+ * sweep over the bars sent, bit for bit. */
+
+#define PACED_SYMS 4
+#define PACED_COMBOS 2 /* per instrument: 8 instances */
+#define PACED_LAG_OK_NS 2000000ll
+/* The inbound ring: room for the most events one feed of the session's
+ * 128 KiB receive buffer can make (an event needs at least 17 bytes), so
+ * that a trader that keeps up never fills it. */
+#define PACED_RING_SLOTS 16384
+static const char *const paced_sym[PACED_SYMS] = {"AAA", "BBB", "CCC", "DDD"};
+static double *g_pclose[PACED_SYMS];
+static size_t g_pbars; /* bars per instrument in the files */
+
+typedef struct paced_run {
+    const char *transport;
+    uint64_t rate;     /* ticks per second asked */
+    uint64_t bars;     /* bars per instrument in this run */
+    int ran;           /* venue and trader ran to the end, the venue's summary read */
+    int kept_up, books_equal;
+    uint64_t venue_bars;    /* bars sent (per instrument) */
+    uint64_t trader_bars;   /* bar events the trader's sessions took */
+    uint64_t strat_bars, skipped, dups;
+    uint64_t spill_max, ring_max, possdup;
+    uint64_t pace_held;
+    double lag_max_us;
+    uint64_t orders;
+    double secs;       /* the trader's wall time */
+    char why[1024];    /* why it did not keep up */
+    run lat;           /* wire-to-wire under load */
+} paced_run;
+
+static tw_trade_config *make_paced_config(const char *host, int port, const char *stack,
+                                          const char *ip, const char *tag)
+{
+    int64_t grid[TW_GRID_DEFAULT_COMBOS * 6];
+    tw_grid_default(grid);
+    char ini[8192];
+    int k = snprintf(ini, sizeof(ini),
+                     "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\n"
+                     "strategy = inline\nbusy_poll = yes\nring_slots = %d\n"
+                     "[session venue]\nhost = %s\nport = %d\nsender = BENCH\ntarget = VENUE\n"
+                     "store = %s/store_%s/venue\nreconnect_min_ms = 20\n",
+                     g_dir, tag, g_dir, tag, PACED_RING_SLOTS, host, port, g_dir, tag);
+    if (stack)
+        k += snprintf(ini + k, sizeof(ini) - (size_t)k, "stack = %s\nip = %s/24\n", stack, ip);
+    for (int s = 0; s < PACED_SYMS; s++) {
+        k += snprintf(ini + k, sizeof(ini) - (size_t)k,
+                      "[instrument %s]\nsession = venue\n[strategy s%d]\ninstrument = %s\n",
+                      paced_sym[s], s, paced_sym[s]);
+        for (int c = 0; c < PACED_COMBOS; c++) {
+            const int64_t *w = grid + (size_t)((s * PACED_COMBOS + c) * 9 % TW_GRID_DEFAULT_COMBOS) * 6;
+            k += put_combo(ini + k, sizeof(ini) - (size_t)k, w);
+        }
+    }
+    return finish_config(ini, sizeof(ini), k, tag);
+}
+
+static uint64_t bits64(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof(u));
+    return u;
+}
+
+/* Each instance's signal books against the sweep over the first n bars of
+ * its instrument; 1 when all are equal bit for bit. */
+static int paced_books_equal(const tw_strategy *st, uint64_t n, char *why, size_t why_cap)
+{
+    for (uint32_t i = 0; i < tw_strategy_n_instances(st); i++) {
+        tw_instance_stats is;
+        tw_strategy_instance(st, i, &is);
+        const char *sym = tw_strategy_symbol(st, is.instrument);
+        int s = 0;
+        while (s < PACED_SYMS && strcmp(paced_sym[s], sym))
+            s++;
+        if (s == PACED_SYMS || n > g_pbars)
+            return 0;
+        size_t nt = 0;
+        tw_position open;
+        double pnl = 0;
+        int64_t ntr = 0;
+        tw_error err = {0};
+        int rc = tw_trades(g_pclose[s], (size_t)n, is.combo, TW_FEE_DEFAULT, NULL, 0, &nt, &open,
+                           &pnl, &ntr, &err);
+        if (rc != 0 && rc != -ENOSPC) {
+            snprintf(why, why_cap, "the sweep of %s: %s", is.name, err.msg);
+            return 0;
+        }
+        if (is.signal_trades != ntr || bits64(is.signal_pnl) != bits64(pnl) ||
+            is.signal != open.side) {
+            snprintf(why, why_cap, "%s: signal trades %lld pnl %.17g position %d, the sweep %lld "
+                     "%.17g %d", is.name, (long long)is.signal_trades, is.signal_pnl, is.signal,
+                     (long long)ntr, pnl, open.side);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The venue's summary line out of its output file; 0 when found. */
+static int venue_summary(const char *out, uint64_t *bars, uint64_t *held, double *lag_us)
+{
+    FILE *f = fopen(out, "r");
+    char line[2048];
+    int got = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        unsigned long long b, t, h;
+        double l;
+        const char *p = strstr(line, "bars="), *q = strstr(line, "pace_lag_max_us=");
+        if (p && q && sscanf(p, "bars=%llu/%llu", &b, &t) == 2 &&
+            sscanf(q, "pace_lag_max_us=%lf pace_held=%llu", &l, &h) == 2) {
+            *bars = b;
+            *held = h;
+            *lag_us = l;
+            got = 1;
+        }
+    }
+    if (f)
+        fclose(f);
+    return got ? 0 : -1;
+}
+
+/* One paced run: the venue child at `rate` ticks/s for `bars` bars per
+ * instrument, the trader in this process; fills r. */
+static void paced_one(paced_run *r, int memif, uint64_t rate, uint64_t bars, int keep_samples)
+{
+    memset(r, 0, sizeof(*r));
+    r->transport = memif ? "memif (2 processes)" : "kernel TCP (loopback)";
+    r->rate = rate;
+    r->bars = bars;
+    char data[2048], rate_s[32], maxb[32], out[700], tag[32];
+    int k = 0;
+    for (int s = 0; s < PACED_SYMS; s++)
+        k += snprintf(data + k, sizeof(data) - (size_t)k, "%s%s=%s/paced_%s.f64", s ? "," : "",
+                      paced_sym[s], g_dir, paced_sym[s]);
+    snprintf(rate_s, sizeof(rate_s), "%llu", (unsigned long long)rate);
+    snprintf(maxb, sizeof(maxb), "%llu", (unsigned long long)bars);
+    static unsigned seq;
+    snprintf(tag, sizeof(tag), "p%u", seq++);
+    char *extra[] = {(char *)"--rate", rate_s, (char *)"--max-bars", maxb, NULL};
+    int port = 0;
+    pid_t v;
+    tw_trade_config *cfg;
+    char sock[600], vspec[700], tspec[700];
+    if (memif) {
+        snprintf(sock, sizeof(sock), "%s/memif_%s.sock", g_dir, tag);
+        snprintf(vspec, sizeof(vspec), "memif:%s", sock);
+        snprintf(tspec, sizeof(tspec), "memif:%s,role=client", sock);
+        v = venue_spawn(NULL, "7060", vspec, data, extra, 1, out, sizeof(out), &port);
+        cfg = make_paced_config(MEMIF_VENUE_IP, port, tspec, MEMIF_TRADER_IP, tag);
+    } else {
+        v = venue_spawn(NULL, "127.0.0.1:0", NULL, data, extra, 1, out, sizeof(out), &port);
+        cfg = make_paced_config("127.0.0.1", port, NULL, NULL, tag);
+    }
+    if (v <= 0 || port <= 0 || !cfg) {
+        snprintf(r->why, sizeof(r->why), "the venue did not start (see %s)", out);
+        if (v > 0)
+            child_exit(v);
+        tw_trade_config_free(cfg);
+        return;
+    }
+    tw_trade_engine *e = NULL;
+    tw_error err = {0};
+#ifdef TW_BENCH_LIVE_PORTS
+    tw_trade_open_port_fn op = memif ? open_spec : NULL;
+#else
+    tw_trade_open_port_fn op = NULL;
+#endif
+    tw_trade_engine_opts o = {.open_port = op, .close_port = close_spec, .quiet = 1,
+                              .latency_samples = keep_samples ? 1u << 22 : 1u << 12};
+    int64_t t0 = tw_clock_now_ns();
+    int rc = tw_trade_engine_create(&e, cfg, &o, &err);
+    if (rc == 0)
+        rc = tw_trade_engine_run(e, &err);
+    r->secs = (double)(tw_clock_now_ns() - t0) * 1e-9;
+    int vrc = child_exit(v);
+    int vs = venue_summary(out, &r->venue_bars, &r->pace_held, &r->lag_max_us);
+    if (rc != 0 || vrc != 0 || vs != 0) {
+        snprintf(r->why, sizeof(r->why), "%s", rc ? err.msg : "the venue failed (see its output)");
+        if (!rc)
+            fprintf(stderr, "tickwire bench live: paced venue: exit %d, see %s\n", vrc, out);
+    } else {
+        r->ran = 1;
+        tw_trade_gw_stats gs;
+        tw_trade_engine_gw_stats(e, 0, &gs);
+        const tw_strategy *st = tw_trade_engine_strategy(e);
+        tw_strategy_counters sc;
+        tw_strategy_counters_get(st, &sc);
+        r->trader_bars = gs.bars;
+        r->spill_max = gs.spill_max;
+        r->ring_max = gs.ring_max;
+        r->possdup = gs.possdup_bars_dropped;
+        r->orders = gs.orders_sent;
+        r->strat_bars = sc.bars;
+        r->skipped = sc.skipped_bars;
+        r->dups = sc.dup_bars;
+        uint64_t want = r->venue_bars * PACED_SYMS;
+        if (r->venue_bars != bars)
+            snprintf(r->why, sizeof(r->why), "the venue sent %llu of %llu bars",
+                     (unsigned long long)r->venue_bars, (unsigned long long)bars);
+        else if (gs.bars != want || sc.bars != want)
+            snprintf(r->why, sizeof(r->why), "the trader took %llu, the strategy %llu of %llu bars",
+                     (unsigned long long)gs.bars, (unsigned long long)sc.bars,
+                     (unsigned long long)want);
+        else if (gs.spill_max)
+            snprintf(r->why, sizeof(r->why), "the inbound ring filled (%llu events held back)",
+                     (unsigned long long)gs.spill_max);
+        else if (gs.possdup_bars_dropped || sc.skipped_bars || sc.dup_bars)
+            snprintf(r->why, sizeof(r->why), "bars dropped (%llu), skipped (%llu), repeated (%llu)",
+                     (unsigned long long)gs.possdup_bars_dropped,
+                     (unsigned long long)sc.skipped_bars, (unsigned long long)sc.dup_bars);
+        else if (r->pace_held)
+            snprintf(r->why, sizeof(r->why), "the venue's clock waited %llu times on the "
+                     "trader's backlog", (unsigned long long)r->pace_held);
+        else if (r->lag_max_us * 1e3 > (double)PACED_LAG_OK_NS)
+            snprintf(r->why, sizeof(r->why), "a bar went out %.0f us late", r->lag_max_us);
+        else
+            r->kept_up = 1;
+        r->books_equal = paced_books_equal(st, r->venue_bars, r->why[0] ? NULL : r->why,
+                                           r->why[0] ? 0 : sizeof(r->why));
+        if (keep_samples) {
+            r->lat.name = r->transport;
+            r->lat.var = &g_var[N_VARIANTS - 1];
+            if (take_samples(&r->lat, e) != 0)
+                r->lat.n = 0;
+        }
+    }
+    tw_trade_engine_destroy(e);
+    tw_trade_config_free(cfg);
+}
+
+static int paced_ok(const paced_run *r) { return r->ran && r->kept_up && r->books_equal; }
+
+/* The highest rate sustained, from `from` ticks/s: doubling while runs of
+ * `secs` hold, then halving the step four times. */
+static uint64_t paced_search(int memif, uint64_t from, double secs, paced_run *last_fail)
+{
+    uint64_t ok = 0, bad = 0, r = from;
+    memset(last_fail, 0, sizeof(*last_fail));
+    for (int t = 0; t < 16; t++) {
+        uint64_t bars = (uint64_t)((double)r / PACED_SYMS * secs);
+        if (bars < 100)
+            bars = 100;
+        if (bars > g_pbars)
+            bars = g_pbars;
+        paced_run p;
+        paced_one(&p, memif, r, bars, 0);
+        int good = paced_ok(&p);
+        printf("    %-24s %9llu ticks/s: %s%s%s\n", p.transport, (unsigned long long)r,
+               good ? "sustained" : "NOT sustained", good ? "" : ": ", good ? "" : p.why);
+        fflush(stdout);
+        if (good)
+            ok = r;
+        else {
+            bad = r;
+            *last_fail = p;
+        }
+        if (!bad)
+            r *= 2;
+        else if (!ok)
+            r /= 2;
+        else if (bad - ok <= ok / 16 || t >= 12)
+            break;
+        else
+            r = ok + (bad - ok) / 2;
+        if (r < 1000 || r > 64000000)
+            break;
+    }
+    return ok;
+}
+
+static void paced_print(const paced_run *r)
+{
+    printf("  %-22s %9llu %8llu %9llu %6llu %5llu %7llu %9.1f %5llu %8llu %5s",
+           r->transport, (unsigned long long)r->rate, (unsigned long long)r->venue_bars,
+           (unsigned long long)r->trader_bars, (unsigned long long)r->ring_max,
+           (unsigned long long)r->spill_max,
+           (unsigned long long)(r->possdup + r->skipped + r->dups), r->lag_max_us,
+           (unsigned long long)r->pace_held, (unsigned long long)r->orders,
+           r->books_equal ? "equal" : "DIFF");
+    if (r->lat.n)
+        printf(" %7.1f %7.1f %7.1f %8zu\n", r->lat.p50[5] / 1e3, r->lat.p99[5] / 1e3,
+               r->lat.p999[5] / 1e3, r->lat.n);
+    else
+        printf(" %7s %7s %7s %8s\n", "-", "-", "-", "-");
+    if (r->why[0])
+        printf("    %s\n", r->why);
+}
+
+static void paced_goals(const paced_run *r, int p999_goal)
+{
+    printf("  [%s, %llu ticks/s]\n", r->transport, (unsigned long long)r->rate);
+    printf("    the trader keeps up (every bar processed, ring max %llu of %d, no overflow, "
+           "none dropped, the venue's clock never held, no bar %.0f ms late): %s\n",
+           (unsigned long long)r->ring_max, PACED_RING_SLOTS, PACED_LAG_OK_NS / 1e6,
+           verdict(r->ran && r->kept_up));
+    printf("    signal books equal the sweep over the %llu bars sent, bit for bit: %s\n",
+           (unsigned long long)r->venue_bars, verdict(r->ran && r->books_equal));
+    if (p999_goal)
+        printf("    wire-to-wire p99.9 under load <= 20 us (%.1f us): %s\n",
+               r->lat.n ? r->lat.p999[5] / 1e3 : NAN,
+               verdict(r->lat.n && r->lat.p999[5] <= 20000));
+}
+
+static int paced_main(const char *out, uint64_t rate, double secs, double search_secs,
+                      int search)
+{
+    uint64_t bars = (uint64_t)((double)rate / PACED_SYMS * secs);
+    if (bars < 100)
+        bars = 100;
+    /* The files hold the main run and the search's longest probe (8 M ticks/s). */
+    uint64_t most = (uint64_t)(8e6 / PACED_SYMS * search_secs);
+    g_pbars = bars > most ? bars : most;
+    char path[700];
+    tw_error err = {0};
+    for (int s = 0; s < PACED_SYMS; s++) {
+        g_pclose[s] = malloc(g_pbars * sizeof(double));
+        if (!g_pclose[s])
+            return 1;
+        tw_gen_closes(g_pclose[s], g_pbars, 42 + (uint64_t)s, 0.0008);
+        snprintf(path, sizeof(path), "%s/paced_%s.f64", g_dir, paced_sym[s]);
+        if (tw_write_closes(path, g_pclose[s], g_pbars, &err) != 0) {
+            fprintf(stderr, "tickwire bench live: %s\n", err.msg);
+            return 1;
+        }
+    }
+    int memif = 0;
+#ifdef TW_BENCH_LIVE_PORTS
+    memif = geteuid() == 0;
+#endif
+    double la0[3], la1[3];
+    load_average(la0);
+    printf("tickwire bench live --paced: %llu ticks/s over %d instruments (%.0f bars/s each), "
+           "%d instances, %.1f s (%llu bars each); venue --rate --busy, trader strategy = "
+           "inline, busy_poll = yes; ISA %s; TSC %.3f GHz; load average %.2f\n",
+           (unsigned long long)rate, PACED_SYMS, (double)rate / PACED_SYMS,
+           PACED_SYMS * PACED_COMBOS, secs, (unsigned long long)bars,
+           tw_isa_name(tw_cpu_has(TW_ISA_AVX512) ? TW_ISA_AVX512
+                       : tw_cpu_has(TW_ISA_AVX2) ? TW_ISA_AVX2 : TW_ISA_SSE2),
+           tw_tsc_default()->hz * 1e-9, la0[0]);
+    fflush(stdout);
+    paced_run pm, pk;
+    memset(&pm, 0, sizeof(pm));
+    if (memif)
+        paced_one(&pm, 1, rate, bars, 1);
+    paced_one(&pk, 0, rate, bars, 1);
+    printf("\n  %-22s %9s %8s %9s %6s %5s %7s %9s %5s %8s %5s %7s %7s %7s %8s\n", "transport",
+           "ticks/s", "bars", "taken", "ring", "spill", "dropped", "lag us", "held", "orders",
+           "books", "p50 us", "p99", "p99.9", "samples");
+    if (memif)
+        paced_print(&pm);
+    paced_print(&pk);
+    printf("  (bars: per instrument, sent by the venue; taken: bar events the trader took, all "
+           "instruments; ring: its inbound ring's most events; lag: the venue's latest bar; "
+           "held: turns its clock waited on the trader; p50..p99.9: wire-to-wire inside the "
+           "trader, rx to tx, of the bars that caused orders)\n");
+    uint64_t best_m = 0, best_k = 0;
+    if (search) {
+        paced_run f;
+        printf("\nthe highest rate sustained (runs of %.1f s: doubling, then bisecting):\n",
+               search_secs);
+        if (memif)
+            best_m = paced_search(1, rate, search_secs, &f);
+        best_k = paced_search(0, rate, search_secs, &f);
+        if (memif)
+            printf("  memif: %llu ticks/s\n", (unsigned long long)best_m);
+        printf("  kernel TCP: %llu ticks/s\n", (unsigned long long)best_k);
+    }
+    load_average(la1);
+    printf("\ngoals (paced); load average %.2f before, %.2f after:\n", la0[0], la1[0]);
+    if (memif)
+        paced_goals(&pm, 1);
+    else
+        printf("  [memif]: not measured (needs root and a build with DPDK)\n");
+    paced_goals(&pk, 0);
+    if (search && memif)
+        printf("    memif sustains %llu ticks/s (>= 500,000: %s)\n", (unsigned long long)best_m,
+               verdict(best_m >= 500000));
+    (void)out;
+    for (int s = 0; s < N_STAGES; s++) {
+        free(pm.lat.v[s]);
+        free(pk.lat.v[s]);
+    }
+    for (int s = 0; s < PACED_SYMS; s++)
+        free(g_pclose[s]);
+    return (memif && !pm.ran) || !pk.ran ? 1 : 0;
+}
+
 int tw__cli_bench_live(int argc, char **argv)
 {
     const char *out = "bench-live-out";
     g_bars = 20000;
+    int paced = 0, search = 1;
+    double secs = 10, search_secs = 2, rate = 500000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             g_bars = 2000;
+        else if (!strcmp(argv[i], "--paced"))
+            paced = 1;
+        else if (!strcmp(argv[i], "--no-search"))
+            search = 0;
+        else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+            rate = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--secs") && i + 1 < argc)
+            secs = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--search-secs") && i + 1 < argc)
+            search_secs = atof(argv[++i]);
         else if (!strcmp(argv[i], "--busy"))
             g_busy = 1;
         else if (!strcmp(argv[i], "--bars") && i + 1 < argc)
@@ -621,9 +1074,17 @@ int tw__cli_bench_live(int argc, char **argv)
         else if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out = argv[++i];
         else {
-            fprintf(stderr, "usage: tickwire bench live [--bars N] [--quick] [--busy] [--out DIR]\n");
+            fprintf(stderr, "usage: tickwire bench live [--bars N] [--quick] [--busy] [--out DIR]\n"
+                            "       tickwire bench live --paced [--rate TICKS_PER_S] [--secs S]\n"
+                            "                               [--search-secs S] [--no-search] [--out DIR]\n");
             return !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ? 0 : 2;
         }
+    }
+    if (paced && (!(rate >= 1000 && rate <= 64e6) || !(secs >= 0.1 && secs <= 600) ||
+                  !(search_secs >= 0.1 && search_secs <= 60))) {
+        fprintf(stderr, "tickwire bench live: --rate 1000 .. 64e6, --secs 0.1 .. 600, "
+                        "--search-secs 0.1 .. 60\n");
+        return 2;
     }
     if (g_bars < 100 || g_bars > 10000000) {
         fprintf(stderr, "tickwire bench live: --bars: 100 .. 10000000\n");
@@ -661,6 +1122,8 @@ int tw__cli_bench_live(int argc, char **argv)
         fprintf(stderr, "tickwire bench live: %s: %s\n", g_dir, strerror(errno));
         return 1;
     }
+    if (paced)
+        return paced_main(out, (uint64_t)rate, secs, search_secs, search);
     g_close = malloc(g_bars * sizeof(double));
     tw_gen_closes(g_close, g_bars, 42, 0.0008);
     char path[700];

@@ -18,7 +18,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <linux/futex.h>
 
 #include "tickwire/util.h" /* tw_crc32c */
 #include "tickwire/shm_attach.h"
@@ -277,6 +280,41 @@ static int strategy_gone(tw_attach_gw *g)
     return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+/* ---- doorbells ----------------------------------------------------------------- */
+
+int tw_attach_bell_wait(tw_attach_bell *b, uint32_t ticket, int64_t timeout_ns)
+{
+    if (timeout_ns <= 0)
+        timeout_ns = 1;
+    if (timeout_ns > 1000000000ll)
+        timeout_ns = 1000000000ll;
+    struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000ll),
+                          .tv_nsec = (long)(timeout_ns % 1000000000ll)};
+    /* A shared futex (the peer is another process): sleeps only while seq
+     * == ticket, compared by the kernel under its own lock, so a ring
+     * since arm() (which bumped seq) returns EAGAIN at once. */
+    long rc = syscall(SYS_futex, &b->seq, FUTEX_WAIT, ticket, &ts, NULL, 0);
+    int e = rc == 0 ? 0 : errno;
+    /* Relaxed: pairs with the ringer's exchange; we are awake either way. */
+    __atomic_store_n(&b->sleeping, 0u, __ATOMIC_RELAXED);
+    if (rc == 0 || e == EAGAIN)
+        return 0;
+    return e == ETIMEDOUT ? -ETIMEDOUT : -EINTR;
+}
+
+int tw_attach_bell_wake(tw_attach_bell *b)
+{
+    /* Exchange: of several ringers, one wakes.  Relaxed: ordered by the
+     * caller's seq_cst fence; pairs with arm's store of 1. */
+    if (!__atomic_exchange_n(&b->sleeping, 0u, __ATOMIC_RELAXED))
+        return 0;
+    /* Release: pairs with the waiter's FUTEX_WAIT, which compares seq to
+     * its ticket (the kernel orders the compare with the wake). */
+    __atomic_add_fetch(&b->seq, 1u, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &b->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+    return 1;
+}
+
 /* ---- gateway ---------------------------------------------------------------- */
 
 /* Writes the header's geometry and resets the strategy region (no
@@ -297,6 +335,9 @@ static void write_geometry(tw_attach_gw *g)
     memset(h->pad1_, 0, sizeof(h->pad1_));
     memcpy(h->ring, g->desc, 2 * g->n_cores * sizeof(g->desc[0]));
     memset(&h->st_generation, 0, TW_ATTACH_REGION); /* the strategy region */
+    /* The doorbells: nobody waits on them while no strategy is attached
+     * (a net core's bounded wait on its bell just ends early or late). */
+    memset(&h->st_bell, 0, sizeof(h->st_bell) + sizeof(h->gw_bell));
     __atomic_store_n(&h->generation, g->generation, __ATOMIC_RELAXED);
     h->gw_pid = (uint32_t)getpid();
     h->st_pid = 0;
