@@ -50,6 +50,8 @@
 #include "tickwire/fix.h"
 #include "tickwire/fix_session.h"
 #include "tickwire/kernel.h"
+#include "tickwire/net.h"
+#include "tickwire/net_sim.h"
 #include "tickwire/ring.h"
 #include "tickwire/trade_engine.h"
 
@@ -574,6 +576,177 @@ static int stages_alone(alone *a)
     return 0;
 }
 
+/* The userspace stack's own stages alone, on the simulated network (a
+ * port whose rx and tx are a queue: what is left is TCP): the poll that
+ * takes one segment of an X's size through TCP input, and the send of an
+ * order's size through TCP output to the port.  Medians of 64 rounds. */
+typedef struct stack_alone_ns {
+    double tcp_in_ns, tcp_out_ns, idle_poll_ns;
+} stack_alone_ns;
+
+static tw_tcp_conn g_sa_acc;
+static tw_tcp_conn *sa_accept(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *user)
+{
+    (void)l, (void)ip, (void)port, (void)user;
+    return &g_sa_acc;
+}
+
+static int stack_alone(stack_alone_ns *a)
+{
+    static const uint8_t ma[6] = {2, 0, 0, 0x5a, 0, 1}, mb[6] = {2, 0, 0, 0x5a, 0, 2};
+    tw_sim_net *net = NULL;
+    tw_port *pa = NULL, *pb = NULL;
+    tw_net *sa = NULL, *sb = NULL;
+    tw_error err = {0};
+    tw_net_config ca, cb;
+    tw_net_config_init(&ca, 0x0a5a0001u);
+    tw_net_config_init(&cb, 0x0a5a0002u);
+    ca.isn_secret[0] = cb.isn_secret[0] = 7;
+    int rc = -1;
+    static tw_tcp_conn conn;
+    static tw_tcp_listener lis;
+    memset(&conn, 0, sizeof(conn));
+    memset(&g_sa_acc, 0, sizeof(g_sa_acc));
+    if (tw_sim_net_open(&net, 7, 4096, &err) != 0 ||
+        tw_port_sim_open(&pa, net, ma, NULL, 4096, &err) != 0 ||
+        tw_port_sim_open(&pb, net, mb, NULL, 4096, &err) != 0 ||
+        tw_net_open(&sa, pa, &ca, &err) != 0 || tw_net_open(&sb, pb, &cb, &err) != 0 ||
+        tw_tcp_listen(sb, &lis, 7000, sa_accept, NULL) != 0) {
+        fprintf(stderr, "tickwire bench live: stack alone: %s\n", err.msg);
+        goto out;
+    }
+    uint64_t now = 1000000000ull;
+    if (tw_tcp_connect(sa, &conn, 0x0a5a0002u, 7000, 0, now) != 0)
+        goto out;
+    for (int i = 0; i < 1000 && (tw_tcp_get_state(&conn) != TW_TCP_ESTABLISHED ||
+                                 tw_tcp_get_state(&g_sa_acc) != TW_TCP_ESTABLISHED); i++) {
+        now += 1000;
+        tw_sim_net_advance(net, now);
+        tw_net_poll(sa, now);
+        tw_net_poll(sb, now);
+    }
+    if (tw_tcp_get_state(&g_sa_acc) != TW_TCP_ESTABLISHED)
+        goto out;
+    char x[200], d[150];
+    memset(x, 'x', sizeof(x));
+    memset(d, 'd', sizeof(d));
+    const tw_tsc_clock *clk = tw_tsc_default();
+    double vin[64], vout[64], vidle[64];
+    for (int k = 0; k < 64; k++) {
+        uint64_t in = 0, out = 0, idle = 0;
+        for (int i = 0; i < 64; i++) {
+            /* The venue's X to the trader: sent, on the wire, then the
+             * trader's poll takes it (rx burst of the sim port + TCP). */
+            now += 2000;
+            if (tw_tcp_send(&conn, x, sizeof(x), now) != (long)sizeof(x))
+                goto out;
+            tw_net_poll(sa, now);
+            tw_sim_net_advance(net, now);
+            uint64_t t0 = tw_tsc_read();
+            tw_net_poll(sb, now);
+            uint64_t t1 = tw_tsc_read();
+            const uint8_t *p;
+            size_t n;
+            size_t got = 0;
+            while (tw_tcp_recv_peek(&g_sa_acc, &p, &n) > 0) {
+                got += n;
+                tw_tcp_recv_consume(&g_sa_acc, n);
+            }
+            if (got != sizeof(x))
+                goto out;
+            /* The trader's order: TCP output to the port. */
+            uint64_t t2 = tw_tsc_read();
+            if (tw_tcp_send(&g_sa_acc, d, sizeof(d), now) != (long)sizeof(d))
+                goto out;
+            tw_net_poll(sb, now);
+            uint64_t t3 = tw_tsc_read();
+            /* A poll that finds nothing. */
+            tw_net_poll(sb, now);
+            uint64_t t4 = tw_tsc_read();
+            in += t1 - t0;
+            out += t3 - t2;
+            idle += t4 - t3;
+            now += 2000;
+            tw_sim_net_advance(net, now);
+            tw_net_poll(sa, now);
+            while (tw_tcp_recv_peek(&conn, &p, &n) > 0)
+                tw_tcp_recv_consume(&conn, n);
+        }
+        vin[k] = (double)tw_tsc_delta_ns(clk, in) / 64.0;
+        vout[k] = (double)tw_tsc_delta_ns(clk, out) / 64.0;
+        vidle[k] = (double)tw_tsc_delta_ns(clk, idle) / 64.0;
+    }
+    a->tcp_in_ns = tw__median_f64(vin, 64);
+    a->tcp_out_ns = tw__median_f64(vout, 64);
+    a->idle_poll_ns = tw__median_f64(vidle, 64);
+    rc = 0;
+out:
+    if (sa)
+        tw_net_close(sa);
+    if (sb)
+        tw_net_close(sb);
+    if (net)
+        tw_sim_net_close(net);
+    return rc;
+}
+
+/* Multiply-adds per bar of the instances of cfg, counted from their
+ * kernels' definitions: an hma_sar combo is seven WMA passes (kernel.md),
+ * a WMA of window w one multiply and one add per window bar; *shared is
+ * the same with the close's WMA passes of equal windows on one instrument
+ * computed once (the exact kernel's distinct windows).  Instances of
+ * another kernel have no count (*other says how many). */
+static void count_madds(const tw_trade_config *cfg, uint64_t *naive, uint64_t *shared,
+                        uint32_t *n_inst, uint32_t *other)
+{
+    tw_strategy_cfg sc;
+    tw_trade_config_strategy(cfg, &sc);
+    size_t bytes = tw_strategy_memsize(&sc);
+    void *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    tw_error err = {0};
+    tw_strategy *s = mem ? tw_strategy_init(mem, bytes, &sc, &err) : NULL;
+    *naive = *shared = 0;
+    *n_inst = *other = 0;
+    if (!s) {
+        free(mem);
+        return;
+    }
+    int64_t seen[256][2]; /* (instrument, close window) pairs counted */
+    size_t n_seen = 0;
+    *n_inst = tw_strategy_n_instances(s);
+    for (uint32_t i = 0; i < *n_inst; i++) {
+        tw_instance_stats is;
+        tw_strategy_instance(s, i, &is);
+        if (is.kernel) {
+            (*other)++;
+            continue;
+        }
+        const int64_t *w = is.combo;
+        /* The close passes: h_half, h_full, t_third, t_half, t_full; then
+         * WMA(d, h_sqrt) and WMA(e, t_full) on the combo's own series. */
+        const int close_w[5] = {TW_H_HALF, TW_H_FULL, TW_T_THIRD, TW_T_HALF, TW_T_FULL};
+        uint64_t own = (uint64_t)(w[TW_H_SQRT] + w[TW_T_FULL]);
+        *naive += own;
+        *shared += own;
+        for (int j = 0; j < 5; j++) {
+            int64_t win = w[close_w[j]];
+            *naive += (uint64_t)win;
+            int dup = 0;
+            for (size_t q = 0; q < n_seen && !dup; q++)
+                dup = seen[q][0] == is.instrument && seen[q][1] == win;
+            if (!dup) {
+                *shared += (uint64_t)win;
+                if (n_seen < 256) {
+                    seen[n_seen][0] = is.instrument;
+                    seen[n_seen][1] = win;
+                    n_seen++;
+                }
+            }
+        }
+    }
+    free(mem);
+}
+
 /* ---- output ------------------------------------------------------------------ */
 
 /* The sum of a run's stage medians. */
@@ -647,6 +820,56 @@ static void load_average(double la[3])
             la[0] = la[1] = la[2] = NAN;
         fclose(f);
     }
+}
+
+/* Where the time of the memif row goes, stage by stage as the seed's table
+ * has it: measured in the run where the engine stamps (the FIX parse, the
+ * build), alone where it does not (TCP in and out on the simulated port,
+ * the rings, the strategy with its arithmetic); the memif rx and tx bursts
+ * are what the run's stamped intervals hold beyond the stack's TCP alone.
+ * Then the wire-to-wire median against the sum of the stages. */
+static void memif_stages(const run *m, const alone *a, const stack_alone_ns *sa)
+{
+    uint64_t naive = 0, shared = 0;
+    uint32_t n_inst = 0, other = 0;
+    tw_trade_config *cfg = make_config("127.0.0.1", 1, NULL, NULL, "madds", m->var);
+    if (cfg)
+        count_madds(cfg, &naive, &shared, &n_inst, &other);
+    tw_trade_config_free(cfg);
+    double tin = sa ? sa->tcp_in_ns : NAN, tout = sa ? sa->tcp_out_ns : NAN;
+    double rx = m->p50[0] - tin, tx = m->p50[4] - tout;
+    printf("\nwhere the time goes, memif (%s; ns, p50 in the run, median alone):\n",
+           m->var->label);
+    printf("  %-44s %10s %10s\n", "stage", "in the run", "alone");
+    printf("  %-44s %10.0f %10s   (rx -> TCP in the run minus TCP alone)\n",
+           "rx poll (the memif rx burst)", rx, "-");
+    printf("  %-44s %10s %10.0f   (the stack on the simulated port; an idle poll %.0f)\n",
+           "TCP in", "-", tin, sa ? sa->idle_poll_ns : NAN);
+    printf("  %-44s %10.0f %10.0f\n", "FIX parse (the X)", m->p50[1], a->parse_ns);
+    printf("  %-44s %10s %10.0f   (enqueue + dequeue, x2: in and out)\n", "ring", "-",
+           2 * a->ring_ns);
+    if (n_inst > other && naive)
+        printf("  %-44s %10s %10.0f   (%u instances: %llu multiply-adds a bar, %llu with the "
+               "close's equal windows shared; %.2f ns each)\n",
+               "strategy (one bar)", "-", a->strategy_ns, n_inst, (unsigned long long)naive,
+               (unsigned long long)shared, a->strategy_ns / (double)shared);
+    else
+        printf("  %-44s %10s %10.0f   (no hma_sar combo to count)\n", "strategy (one bar)", "-",
+               a->strategy_ns);
+    printf("  %-44s %10.0f %10s\n", "  ring + strategy, parse -> decision", m->p50[2], "-");
+    printf("  %-44s %10.0f %10.0f\n", "build (the NewOrderSingle, stored)", m->p50[3],
+           a->build_ns);
+    printf("  %-44s %10s %10.0f   (the stack on the simulated port)\n", "TCP out", "-", tout);
+    printf("  %-44s %10.0f %10s   (build -> tx in the run minus TCP out alone)\n",
+           "tx (the memif tx burst)", tx, "-");
+    double stages = rx + tin + a->parse_ns + 2 * a->ring_ns + a->strategy_ns + a->build_ns +
+                    tout + tx;
+    printf("  %-44s %10s %10.0f\n", "sum of the stages", "", stages);
+    printf("  %-44s %10.0f %10s   (%.2fx the stages)\n", "wire-to-wire", m->p50[5], "",
+           m->p50[5] / stages);
+    printf("  wire-to-wire p50 <= 1.5 x the sum of the stages (%.0f vs 1.5 x %.0f ns): %s\n",
+           m->p50[5], stages, sa && stages > 0 ? (m->p50[5] <= 1.5 * stages ? "met" : "NOT met")
+                                               : "NOT met (the stack alone failed)");
 }
 
 /* ---- paced: the desk's ticks per second ---------------------------------------
@@ -1244,6 +1467,8 @@ int tw__cli_bench_live(int argc, char **argv)
     }
     if (m.ok)
         print_run(&m);
+    stack_alone_ns sa = {0};
+    int sa_ok = stack_alone(&sa) == 0;
     double sum = a.strategy_ns + a.parse_ns + a.build_ns + 2 * a.ring_ns;
     printf("\nstages alone (ns, median): strategy on one bar %.0f, FIX parse of the X %.0f, FIX "
            "build of the order %.0f, ring enqueue+dequeue %.0f (x2); sum %.0f\n",
@@ -1318,6 +1543,8 @@ int tw__cli_bench_live(int argc, char **argv)
                "measured (%.0f bars/s here; QuickFIX not found at build time)\n", kk->loop_bps);
 #endif
     }
+    if (memif && m.ok)
+        memif_stages(&m, &a, sa_ok ? &sa : NULL);
     if (memif && m.ok) {
         /* The memif row against the same engine on kernel sockets. */
         const run *kk = &k[N_VARIANTS - 1];
