@@ -470,6 +470,18 @@ static int null_write(void *ctx, const char *b, size_t n)
 }
 static void null_close(void *ctx) { (void)ctx; }
 
+/* A strategy core built from cfg in memory of its own (*mem, to free);
+ * NULL when it cannot be. */
+static tw_strategy *strategy_of(const tw_trade_config *cfg, void **mem)
+{
+    tw_strategy_cfg sc;
+    tw_trade_config_strategy(cfg, &sc);
+    size_t bytes = tw_strategy_memsize(&sc);
+    *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    tw_error err = {0};
+    return *mem ? tw_strategy_init(*mem, bytes, &sc, &err) : NULL;
+}
+
 typedef struct alone {
     double strategy_ns, parse_ns, build_ns, ring_ns;
 } alone;
@@ -480,12 +492,9 @@ static int stages_alone(alone *a)
     tw_trade_config *cfg = make_config("127.0.0.1", 1, NULL, NULL, "a", &g_var[0]);
     if (!cfg)
         return -1;
-    tw_strategy_cfg sc;
-    tw_trade_config_strategy(cfg, &sc);
-    size_t bytes = tw_strategy_memsize(&sc);
-    void *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    void *mem = NULL;
     tw_error err = {0};
-    tw_strategy *s = mem ? tw_strategy_init(mem, bytes, &sc, &err) : NULL;
+    tw_strategy *s = strategy_of(cfg, &mem);
     if (!s)
         return -1;
     tw_out *out = calloc(tw_strategy_max_out(s), sizeof(tw_out));
@@ -699,12 +708,8 @@ out:
 static void count_madds(const tw_trade_config *cfg, uint64_t *naive, uint64_t *shared,
                         uint32_t *n_inst, uint32_t *other)
 {
-    tw_strategy_cfg sc;
-    tw_trade_config_strategy(cfg, &sc);
-    size_t bytes = tw_strategy_memsize(&sc);
-    void *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    tw_error err = {0};
-    tw_strategy *s = mem ? tw_strategy_init(mem, bytes, &sc, &err) : NULL;
+    void *mem = NULL;
+    tw_strategy *s = strategy_of(cfg, &mem);
     *naive = *shared = 0;
     *n_inst = *other = 0;
     if (!s) {
