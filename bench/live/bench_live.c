@@ -886,13 +886,18 @@ static void memif_stages(const run *m, const alone *a, const stack_alone_ns *sa)
  * kernel TCP on loopback.  A run is sustained when the trader kept up (it
  * processed every bar of every instrument, its inbound ring never filled,
  * no bar was dropped or skipped, the venue's clock never waited on the
- * trader's backlog and no bar went out later than PACED_LAG_OK_NS) and its
+ * trader's backlog), the venue delivered the rate (PACED_DELIVERED_OK of
+ * it from the first order-causing bar to the last: its own lateness, the
+ * host's scheduling, is printed, not judged) and its
  * signal books (each instance's kernel trades, PnL and position) equal the
  * sweep over the bars sent, bit for bit. */
 
 #define PACED_SYMS 4
 #define PACED_COMBOS 2 /* per instrument: 8 instances */
-#define PACED_LAG_OK_NS 2000000ll
+/* The venue must have delivered this share of the asked rate over the
+ * run (bars due but sent late catch up at once; a host that does not run
+ * the venue often enough does not offer the load at all). */
+#define PACED_DELIVERED_OK 0.95
 /* The inbound ring: room for the most events one feed of the session's
  * 128 KiB receive buffer can make (an event needs at least 17 bytes), so
  * that a trader that keeps up never fills it. */
@@ -913,6 +918,7 @@ typedef struct paced_run {
     uint64_t spill_max, ring_max, possdup;
     uint64_t pace_held;
     double lag_max_us;
+    double delivered;  /* ticks per second the trader saw over the loop */
     uint64_t orders;
     double secs;       /* the trader's wall time */
     char why[1024];    /* why it did not keep up */
@@ -1012,7 +1018,7 @@ static int venue_summary(const char *out, uint64_t *bars, uint64_t *held, double
 
 /* One paced run: the venue child at `rate` ticks/s for `bars` bars per
  * instrument, the trader in this process; fills r. */
-static void paced_one(paced_run *r, int memif, uint64_t rate, uint64_t bars, int keep_samples)
+static void paced_one(paced_run *r, int memif, uint64_t rate, uint64_t bars)
 {
     memset(r, 0, sizeof(*r));
     r->transport = memif ? "memif (2 processes)" : "kernel TCP (loopback)";
@@ -1057,7 +1063,7 @@ static void paced_one(paced_run *r, int memif, uint64_t rate, uint64_t bars, int
     tw_trade_open_port_fn op = NULL;
 #endif
     tw_trade_engine_opts o = {.open_port = op, .close_port = close_spec, .quiet = 1,
-                              .latency_samples = keep_samples ? 1u << 22 : 1u << 12};
+                              .latency_samples = 1u << 22};
     int64_t t0 = tw_clock_now_ns();
     int rc = tw_trade_engine_create(&e, cfg, &o, &err);
     if (rc == 0)
@@ -1102,31 +1108,35 @@ static void paced_one(paced_run *r, int memif, uint64_t rate, uint64_t bars, int
         else if (r->pace_held)
             snprintf(r->why, sizeof(r->why), "the venue's clock waited %llu times on the "
                      "trader's backlog", (unsigned long long)r->pace_held);
-        else if (r->lag_max_us * 1e3 > (double)PACED_LAG_OK_NS)
-            snprintf(r->why, sizeof(r->why), "a bar went out %.0f us late", r->lag_max_us);
         else
             r->kept_up = 1;
         r->books_equal = paced_books_equal(st, r->venue_bars, r->why[0] ? NULL : r->why,
                                            r->why[0] ? 0 : sizeof(r->why));
-        if (keep_samples) {
-            r->lat.name = r->transport;
-            r->lat.var = &g_var[N_VARIANTS - 1];
-            if (take_samples(&r->lat, e) != 0)
-                r->lat.n = 0;
-        }
+        r->lat.name = r->transport;
+        r->lat.var = &g_var[N_VARIANTS - 1];
+        if (take_samples(&r->lat, e) != 0)
+            r->lat.n = 0;
+        r->delivered = r->lat.n > 1 ? r->lat.loop_bps * PACED_SYMS : 0;
+        if (r->kept_up && r->books_equal && r->delivered < PACED_DELIVERED_OK * (double)rate)
+            snprintf(r->why, sizeof(r->why), "the venue delivered %.0f ticks/s (its latest bar "
+                     "%.0f us late): the host, not the trader, held the rate",
+                     r->delivered, r->lag_max_us);
     }
     tw_trade_engine_destroy(e);
     tw_trade_config_free(cfg);
 }
 
-static int paced_ok(const paced_run *r) { return r->ran && r->kept_up && r->books_equal; }
+static int paced_ok(const paced_run *r)
+{
+    return r->ran && r->kept_up && r->books_equal &&
+           r->delivered >= PACED_DELIVERED_OK * (double)r->rate;
+}
 
 /* The highest rate sustained, from `from` ticks/s: doubling while runs of
  * `secs` hold, then halving the step four times. */
-static uint64_t paced_search(int memif, uint64_t from, double secs, paced_run *last_fail)
+static uint64_t paced_search(int memif, uint64_t from, double secs)
 {
     uint64_t ok = 0, bad = 0, r = from;
-    memset(last_fail, 0, sizeof(*last_fail));
     for (int t = 0; t < 16; t++) {
         uint64_t bars = (uint64_t)((double)r / PACED_SYMS * secs);
         if (bars < 100)
@@ -1134,17 +1144,20 @@ static uint64_t paced_search(int memif, uint64_t from, double secs, paced_run *l
         if (bars > g_pbars)
             bars = g_pbars;
         paced_run p;
-        paced_one(&p, memif, r, bars, 0);
+        paced_one(&p, memif, r, bars);
         int good = paced_ok(&p);
-        printf("    %-24s %9llu ticks/s: %s%s%s\n", p.transport, (unsigned long long)r,
-               good ? "sustained" : "NOT sustained", good ? "" : ": ", good ? "" : p.why);
+        printf("    %-24s %9llu ticks/s: %s%s%s (ring max %llu, venue lag %.0f us, "
+               "wire-to-wire p99.9 %.1f us)\n", p.transport, (unsigned long long)r,
+               good ? "sustained" : "NOT sustained", good ? "" : ": ", good ? "" : p.why,
+               (unsigned long long)p.ring_max, p.lag_max_us,
+               p.lat.n ? p.lat.p999[5] / 1e3 : NAN);
+        for (int s = 0; s < N_STAGES; s++)
+            free(p.lat.v[s]);
         fflush(stdout);
         if (good)
             ok = r;
-        else {
+        else
             bad = r;
-            *last_fail = p;
-        }
         if (!bad)
             r *= 2;
         else if (!ok)
@@ -1153,7 +1166,7 @@ static uint64_t paced_search(int memif, uint64_t from, double secs, paced_run *l
             break;
         else
             r = ok + (bad - ok) / 2;
-        if (r < 1000 || r > 64000000)
+        if (r < from / 64 || r < 1000 || r > 8000000)
             break;
     }
     return ok;
@@ -1161,8 +1174,9 @@ static uint64_t paced_search(int memif, uint64_t from, double secs, paced_run *l
 
 static void paced_print(const paced_run *r)
 {
-    printf("  %-22s %9llu %8llu %9llu %6llu %5llu %7llu %9.1f %5llu %8llu %5s",
-           r->transport, (unsigned long long)r->rate, (unsigned long long)r->venue_bars,
+    printf("  %-22s %9llu %9.0f %8llu %9llu %6llu %5llu %7llu %9.1f %5llu %8llu %5s",
+           r->transport, (unsigned long long)r->rate, r->delivered,
+           (unsigned long long)r->venue_bars,
            (unsigned long long)r->trader_bars, (unsigned long long)r->ring_max,
            (unsigned long long)r->spill_max,
            (unsigned long long)(r->possdup + r->skipped + r->dups), r->lag_max_us,
@@ -1181,9 +1195,9 @@ static void paced_goals(const paced_run *r, int p999_goal)
 {
     printf("  [%s, %llu ticks/s]\n", r->transport, (unsigned long long)r->rate);
     printf("    the trader keeps up (every bar processed, ring max %llu of %d, no overflow, "
-           "none dropped, the venue's clock never held, no bar %.0f ms late): %s\n",
-           (unsigned long long)r->ring_max, PACED_RING_SLOTS, PACED_LAG_OK_NS / 1e6,
-           verdict(r->ran && r->kept_up));
+           "none dropped, the venue's clock never held; %.0f ticks/s delivered): %s\n",
+           (unsigned long long)r->ring_max, PACED_RING_SLOTS, r->delivered,
+           verdict(paced_ok(r)));
     printf("    signal books equal the sweep over the %llu bars sent, bit for bit: %s\n",
            (unsigned long long)r->venue_bars, verdict(r->ran && r->books_equal));
     if (p999_goal)
@@ -1232,26 +1246,26 @@ static int paced_main(const char *out, uint64_t rate, double secs, double search
     paced_run pm, pk;
     memset(&pm, 0, sizeof(pm));
     if (memif)
-        paced_one(&pm, 1, rate, bars, 1);
-    paced_one(&pk, 0, rate, bars, 1);
-    printf("\n  %-22s %9s %8s %9s %6s %5s %7s %9s %5s %8s %5s %7s %7s %7s %8s\n", "transport",
-           "ticks/s", "bars", "taken", "ring", "spill", "dropped", "lag us", "held", "orders",
+        paced_one(&pm, 1, rate, bars);
+    paced_one(&pk, 0, rate, bars);
+    printf("\n  %-22s %9s %9s %8s %9s %6s %5s %7s %9s %5s %8s %5s %7s %7s %7s %8s\n",
+           "transport", "ticks/s", "delivered", "bars", "taken", "ring", "spill", "dropped", "lag us", "held", "orders",
            "books", "p50 us", "p99", "p99.9", "samples");
     if (memif)
         paced_print(&pm);
     paced_print(&pk);
-    printf("  (bars: per instrument, sent by the venue; taken: bar events the trader took, all "
+    printf("  (delivered: ticks/s the trader saw from its first order-causing bar to its "
+           "last; bars: per instrument, sent by the venue; taken: bar events the trader took, all "
            "instruments; ring: its inbound ring's most events; lag: the venue's latest bar; "
            "held: turns its clock waited on the trader; p50..p99.9: wire-to-wire inside the "
            "trader, rx to tx, of the bars that caused orders)\n");
     uint64_t best_m = 0, best_k = 0;
     if (search) {
-        paced_run f;
         printf("\nthe highest rate sustained (runs of %.1f s: doubling, then bisecting):\n",
                search_secs);
         if (memif)
-            best_m = paced_search(1, rate, search_secs, &f);
-        best_k = paced_search(0, rate, search_secs, &f);
+            best_m = paced_search(1, rate, search_secs);
+        best_k = paced_search(0, rate, search_secs);
         if (memif)
             printf("  memif: %llu ticks/s\n", (unsigned long long)best_m);
         printf("  kernel TCP: %llu ticks/s\n", (unsigned long long)best_k);

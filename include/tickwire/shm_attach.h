@@ -390,6 +390,16 @@ static inline tw_ring *tw_attach_gw_out_ring(tw_attach_gw *g, uint32_t core)
 int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *payload,
                      tw_journal_rec *rec);
 
+/* Net core's thread, when a turn found nothing to do: sleeps on the
+ * core's doorbell until the strategy commits to its outbound ring (it
+ * rings with tw_attach_st_ring_gw), or timeout_ns (bounded: the bell is
+ * the strategy's to write).  Returns 0 at once when the ring holds
+ * intents, 0 when woken, -ETIMEDOUT or -EINTR (tw_attach_bell_wait). */
+int tw_attach_gw_wait(tw_attach_gw *g, uint32_t core, int64_t timeout_ns);
+
+/* (tw_attach_gw_put and tw_attach_gw_append ring the strategy's doorbell
+ * after they publish: no system call while the strategy is awake.) */
+
 /* Any thread: appends one record to the journal and publishes the
  * journal's new end, putting it into no ring (a record of no net core: the
  * control's KILL, the engine's own notes).  The strategy reads it from the
@@ -444,6 +454,21 @@ int tw_attach_st_next_burst(tw_attach_st *s, tw_journal_rec *out, uint32_t n, tw
 static inline tw_ring *tw_attach_st_out_ring(tw_attach_st *s, uint32_t core)
 {
     return s->out[core];
+}
+
+/* When tw_attach_st_next_burst() returned nothing: sleeps on the
+ * strategy's doorbell until the gateway appends a record (its put and
+ * append ring it), or timeout_ns (bounded; keep it short enough for the
+ * heartbeat and the gateway checks).  Returns 0 at once when the journal
+ * already has the next record, 0 when woken, -ETIMEDOUT or -EINTR. */
+int tw_attach_st_wait(tw_attach_st *s, int64_t timeout_ns);
+
+/* After committing intents to core's outbound ring: wakes the net core if
+ * it sleeps in tw_attach_gw_wait (no system call otherwise).  Returns 1
+ * when it woke it. */
+static inline int tw_attach_st_ring_gw(tw_attach_st *s, uint32_t core)
+{
+    return tw_attach_bell_ring(&s->hdr->gw_bell[core]);
 }
 
 /* The strategy's heartbeat: beat is anything that changes (a counter). */

@@ -775,7 +775,8 @@ int tw_attach_gw_core_sync(tw_attach_gw *g, uint32_t core)
     return k->live ? TW_ATTACH_CORE_LIVE : TW_ATTACH_CORE_DOWN;
 }
 
-int tw_attach_gw_append(tw_attach_gw *g, uint32_t kind, const void *payload,
+/* The append of tw_attach_gw_append, without the doorbell. */
+static int append_quiet(tw_attach_gw *g, uint32_t kind, const void *payload,
                         tw_journal_rec *rec)
 {
     pthread_mutex_lock(&g->jlock);
@@ -789,12 +790,39 @@ int tw_attach_gw_append(tw_attach_gw *g, uint32_t kind, const void *payload,
     return rc;
 }
 
+int tw_attach_gw_append(tw_attach_gw *g, uint32_t kind, const void *payload,
+                        tw_journal_rec *rec)
+{
+    int rc = append_quiet(g, kind, payload, rec);
+    if (rc == 0)
+        /* After the release-store of journal_end: the bell's fence orders
+         * it before the load of the strategy's `sleeping` (pairs with
+         * tw_attach_st_wait's arm and its look at journal_end). */
+        (void)tw_attach_bell_ring(&g->hdr->st_bell);
+    return rc;
+}
+
+int tw_attach_gw_wait(tw_attach_gw *g, uint32_t core, int64_t timeout_ns)
+{
+    TW_VERIFY(core < g->n_cores);
+    tw_attach_bell *b = &g->hdr->gw_bell[core];
+    uint32_t t = tw_attach_bell_arm(b);
+    /* tw_ring_count's relaxed loads are ordered after arm's fence: pairs
+     * with the strategy's commit (release-store of the ring's head) and
+     * the fence of its tw_attach_st_ring_gw. */
+    if (tw_ring_count(tw_attach_gw_out_ring(g, core))) {
+        tw_attach_bell_disarm(b);
+        return 0;
+    }
+    return tw_attach_bell_wait(b, t, timeout_ns);
+}
+
 int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *payload,
                      tw_journal_rec *rec)
 {
     TW_VERIFY(core < g->n_cores);
     tw_journal_rec r;
-    int rc = tw_attach_gw_append(g, kind, payload, &r);
+    int rc = append_quiet(g, kind, payload, &r);
     if (rc != 0)
         return rc;
     if (rec)
@@ -804,10 +832,28 @@ int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *
         k->in_put++;
     else
         k->in_dropped++;
+    /* After the journal's end and the ring's head are published (both
+     * release-stores): pairs with tw_attach_st_wait, as in append. */
+    (void)tw_attach_bell_ring(&g->hdr->st_bell);
     return 0;
 }
 
 /* ---- strategy --------------------------------------------------------------- */
+
+int tw_attach_st_wait(tw_attach_st *s, int64_t timeout_ns)
+{
+    tw_attach_bell *b = &s->hdr->st_bell;
+    uint32_t t = tw_attach_bell_arm(b);
+    /* Acquire pairs with the gateway's release-store of journal_end after
+     * each append (and is ordered after arm's fence, which pairs with the
+     * fence of the gateway's ring after that store): every record below
+     * the end is readable, from a ring or the journal. */
+    if (__atomic_load_n(&s->hdr->journal_end, __ATOMIC_ACQUIRE) > s->next_seq) {
+        tw_attach_bell_disarm(b);
+        return 0;
+    }
+    return tw_attach_bell_wait(b, t, timeout_ns);
+}
 
 int tw_attach_st_connect(tw_attach_st *s, const char *sock_path, int timeout_ms, tw_error *err)
 {

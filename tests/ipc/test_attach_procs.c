@@ -85,12 +85,16 @@ static int echo_loop(tw_attach_st *s)
                 tw_attach_st_beat(s, ++beat);
                 sched_yield();
             }
+            (void)tw_attach_st_ring_gw(s, (uint32_t)o.core);
         }
         tw_attach_st_beat(s, ++beat);
         if (k == 0) {
             if (tw_attach_st_check_gateway(s, 0, 0) != 0)
                 return 3;
-            sched_yield();
+            /* Asleep until the gateway's next put (bounded: 1 ms). */
+            int w = tw_attach_st_wait(s, 1000000);
+            if (w != 0 && w != -ETIMEDOUT && w != -EINTR)
+                return 6;
         }
     }
 }
@@ -146,6 +150,7 @@ typedef struct gw_world {
     uint64_t intents[2], wrong;
     at_core expect;
     uint64_t expect_intents;
+    uint64_t gw_waits; /* turns a core slept on its doorbell */
 } gw_world;
 
 static int gw_open(gw_world *w, int64_t beat_timeout_ns)
@@ -187,11 +192,20 @@ static int gw_turn(gw_world *w, int produce)
         if (st == TW_ATTACH_CORE_DOWN)
             continue;
         at_out o;
+        unsigned got = 0;
         while (tw_ring_dequeue_burst_sc(tw_attach_gw_out_ring(&w->g, c), &o, 1) == 1) {
             w->intents[c]++;
+            got++;
             if (!at_out_ok(&o, 2) || o.core != c)
                 w->wrong++;
             CHECK_EQ(tw_attach_gw_put(&w->g, c, TW_JOURNAL_OUT, &o, NULL), 0);
+        }
+        /* Nothing to send and nothing to take: the core sleeps on its
+         * doorbell until the strategy commits (bounded: 100 us). */
+        if (!produce && !got && st == TW_ATTACH_CORE_LIVE) {
+            int r = tw_attach_gw_wait(&w->g, c, 100000);
+            CHECK(r == 0 || r == -ETIMEDOUT || r == -EINTR);
+            w->gw_waits++;
         }
     }
     if (produce && w->next_idx <= w->n) {
