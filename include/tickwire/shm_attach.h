@@ -191,7 +191,9 @@ typedef struct tw_attach_hdr {
     uint32_t st_pad_;
     uint64_t st_cur_seq;    /* the journal seq of the record it is processing, stored
                                before it starts on it (a crash's record; atomic) */
-    uint8_t pad3_[TW_ATTACH_REGION - 40];
+    uint64_t st_done_seq;   /* every record below it is processed and its intents are
+                               committed (tw_attach_st_done; atomic) */
+    uint8_t pad3_[TW_ATTACH_REGION - 48];
     uint8_t pad4_[TW_ATTACH_REGION];
     tw_attach_ring_desc ring[2 * TW_ATTACH_MAX_CORES];
     /* Doorbells, written by both sides (zeroed at each reset): the
@@ -327,6 +329,7 @@ typedef struct tw_attach_gw {
     int killed;          /* KILLING: SIGKILL sent */
     tw_journal *journal;
     pthread_mutex_t jlock; /* serialises journal appends across cores */
+    uint64_t journal_end;  /* our own copy of the header's (atomic): the doorbell's waits */
     char sock_path[TW_UNIX_PATH_MAX];
     /* Counters (control thread). */
     uint64_t attaches, detaches;
@@ -391,10 +394,14 @@ int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *
                      tw_journal_rec *rec);
 
 /* Net core's thread, when a turn found nothing to do: sleeps on the
- * core's doorbell until the strategy commits to its outbound ring (it
- * rings with tw_attach_st_ring_gw), or timeout_ns (bounded: the bell is
- * the strategy's to write).  Returns 0 at once when the ring holds
- * intents, 0 when woken, -ETIMEDOUT or -EINTR (tw_attach_bell_wait). */
+ * core's doorbell while the strategy has records it has not finished
+ * (its st_done_seq below the journal's end), until it commits intents or
+ * finishes them (tw_attach_st_ring_gw, tw_attach_st_done ring it), or
+ * timeout_ns (bounded: the bell and st_done_seq are the strategy's to
+ * write).  Returns 0 at once when the outbound ring holds intents, 0 when
+ * woken; 1 at once when the strategy has nothing in flight (no intent can
+ * come before the next put: wait on the transport instead); -ETIMEDOUT or
+ * -EINTR (tw_attach_bell_wait). */
 int tw_attach_gw_wait(tw_attach_gw *g, uint32_t core, int64_t timeout_ns);
 
 /* (tw_attach_gw_put and tw_attach_gw_append ring the strategy's doorbell
@@ -462,6 +469,11 @@ static inline tw_ring *tw_attach_st_out_ring(tw_attach_st *s, uint32_t core)
  * heartbeat and the gateway checks).  Returns 0 at once when the journal
  * already has the next record, 0 when woken, -ETIMEDOUT or -EINTR. */
 int tw_attach_st_wait(tw_attach_st *s, int64_t timeout_ns);
+
+/* After the records handed out so far are processed (their intents
+ * committed): publishes st_done_seq and wakes every net core that sleeps
+ * in tw_attach_gw_wait (no system call for one that is awake). */
+void tw_attach_st_done(tw_attach_st *s);
 
 /* After committing intents to core's outbound ring: wakes the net core if
  * it sleeps in tw_attach_gw_wait (no system call otherwise).  Returns 1

@@ -439,6 +439,8 @@ int tw_attach_gw_open(tw_attach_gw *g, const tw_attach_gw_cfg *cfg, tw_error *er
     g->reset_gen = 1;
     g->live_gen = 0;
     __atomic_store_n(&g->hdr->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELEASE);
+    /* Relaxed: no core runs yet. */
+    __atomic_store_n(&g->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELAXED);
     write_geometry(g);
     g->state = TW_ATTACH_GW_WAITING;
     return 0;
@@ -785,7 +787,13 @@ static int append_quiet(tw_attach_gw *g, uint32_t kind, const void *payload,
         /* Release pairs with the strategy's acquire-load of journal_end in
          * tw_attach_st_next_burst: the record is in the journal (the page
          * cache) before the strategy can see the end past it. */
-        __atomic_store_n(&g->hdr->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELEASE);
+    {
+        uint64_t end = tw_journal_next_seq(g->journal);
+        __atomic_store_n(&g->hdr->journal_end, end, __ATOMIC_RELEASE);
+        /* Relaxed: the waits below read it to decide whether to sleep;
+         * the doorbell's fences order it (see tw_attach_gw_wait). */
+        __atomic_store_n(&g->journal_end, end, __ATOMIC_RELAXED);
+    }
     pthread_mutex_unlock(&g->jlock);
     return rc;
 }
@@ -814,6 +822,14 @@ int tw_attach_gw_wait(tw_attach_gw *g, uint32_t core, int64_t timeout_ns)
         tw_attach_bell_disarm(b);
         return 0;
     }
+    /* Acquire pairs with tw_attach_st_done's release-store (itself before
+     * the strategy's fence and its look at our `sleeping`); our journal
+     * end is what we have put so far (relaxed: our own cores' stores). */
+    uint64_t done = __atomic_load_n(&g->hdr->st_done_seq, __ATOMIC_ACQUIRE);
+    if (done >= __atomic_load_n(&g->journal_end, __ATOMIC_RELAXED)) {
+        tw_attach_bell_disarm(b);
+        return 1;
+    }
     return tw_attach_bell_wait(b, t, timeout_ns);
 }
 
@@ -839,6 +855,15 @@ int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *
 }
 
 /* ---- strategy --------------------------------------------------------------- */
+
+void tw_attach_st_done(tw_attach_st *s)
+{
+    /* Release: pairs with tw_attach_gw_wait's acquire-load; the intents
+     * committed before (the rings' release-stores) come first. */
+    __atomic_store_n(&s->hdr->st_done_seq, s->next_seq, __ATOMIC_RELEASE);
+    for (uint32_t c = 0; c < s->n_cores; c++)
+        (void)tw_attach_bell_ring(&s->hdr->gw_bell[c]); /* fence inside: see tw_attach_bell_ring */
+}
 
 int tw_attach_st_wait(tw_attach_st *s, int64_t timeout_ns)
 {
