@@ -66,6 +66,7 @@ typedef struct variant {
     const char *label;
     int inl;  /* strategy = inline (-1: neither line, the engine's auto) */
     int busy; /* busy_poll = yes (with inl -1: what auto chose) */
+    int procs; /* 1: mode = processes; -1 or 1: a journal of its own (the modes' pair) */
 } variant;
 
 #define N_VARIANTS 4
@@ -90,10 +91,10 @@ static double *g_close;
 static size_t g_bars;
 static int g_busy; /* --busy: the default configuration busy-polls too */
 static variant g_var[N_VARIANTS] = {
-    {"no engine options (the default: auto)", -1, 0},
-    {"strategy = thread, yielding", 0, 0},
-    {"strategy = inline, yielding", 1, 0},
-    {"strategy = inline, busy_poll = yes", 1, 1},
+    {"no engine options (the default: auto)", -1, 0, 0},
+    {"strategy = thread, yielding", 0, 0, 0},
+    {"strategy = inline, yielding", 1, 0, 0},
+    {"strategy = inline, busy_poll = yes", 1, 1, 0},
 };
 
 /* Samples out of the engine; 0, or -1 when a sample's stamps are out of order. */
@@ -147,12 +148,19 @@ static int put_combo(char *p, size_t cap, const int64_t *w)
                     (long long)w[5]);
 }
 
-/* The risk section (limits out of the way) after ini's k bytes, parsed. */
-static tw_trade_config *finish_config(char *ini, size_t cap, int k, const char *tag)
+/* The risk section (limits out of the way) after ini's k bytes, parsed;
+ * written to save as well when not NULL (a strategy process reads it). */
+static tw_trade_config *finish_config(char *ini, size_t cap, int k, const char *tag,
+                                      const char *save)
 {
     k += snprintf(ini + k, cap - (size_t)k,
                   "[risk]\nmax_position = 1000000\nmax_total_position = 100000000\n"
                   "max_orders_per_s = 1000000000\nmax_loss = 1e300\n");
+    FILE *f = save ? fopen(save, "w") : NULL;
+    if (save && (!f || fwrite(ini, 1, (size_t)k, f) != (size_t)k || fclose(f) != 0)) {
+        fprintf(stderr, "tickwire bench live: cannot write %s\n", save);
+        return NULL;
+    }
     tw_trade_config *cfg = NULL;
     tw_error err = {0};
     if (tw_trade_config_parse(ini, (size_t)k, tag, &cfg, &err) != 0) {
@@ -167,10 +175,16 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
 {
     int64_t grid[TW_GRID_DEFAULT_COMBOS * 6];
     tw_grid_default(grid);
-    char ini[4096], opts[64] = "";
+    char ini[4096], opts[800] = "", save[700];
     if (var->inl >= 0)
         snprintf(opts, sizeof(opts), "busy_poll = %s\nstrategy = %s\n", var->busy ? "yes" : "no",
                  var->inl ? "inline" : "thread");
+    if (var->procs) {
+        size_t ol = strlen(opts);
+        snprintf(opts + ol, sizeof(opts) - ol, "mode = %s\njournal = %s/journal_%s\n",
+                 var->procs > 0 ? "processes" : "threads", g_dir, tag);
+        snprintf(save, sizeof(save), "%s/%s.ini", g_dir, tag);
+    }
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\n%s"
                      "[session venue]\nhost = %s\nport = %d\nsender = BENCH\ntarget = VENUE\n"
@@ -184,7 +198,7 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
         const int64_t *w = grid + c * 6;
         k += put_combo(ini + k, sizeof(ini) - (size_t)k, w);
     }
-    return finish_config(ini, sizeof(ini), k, tag);
+    return finish_config(ini, sizeof(ini), k, tag, var->procs ? save : NULL);
 }
 
 /* `tickwire exchange` as a child (optionally in netenv e's namespace, on
@@ -295,6 +309,16 @@ static int run_threaded(run *r, const char *host, int port, const char *stack, c
     tw_error err = {0};
     tw_trade_engine_opts o = {.open_port = open_port, .close_port = close_spec, .quiet = 1,
                               .latency_samples = 1u << 22};
+    /* mode = processes: the strategy process is this program's `trade
+     * --attach`, on the configuration make_config wrote. */
+    char sock[TW_UNIX_PATH_MAX], ini[700];
+    snprintf(ini, sizeof(ini), "%s/%s.ini", g_dir, tag);
+    char *sargv[] = {g_self, (char *)"trade", (char *)"--attach", sock, (char *)"--config", ini,
+                     (char *)"--quiet", NULL};
+    if (r->var->procs > 0) {
+        tw_trade_engine_attach_sock(cfg, sock);
+        o.strategy_argv = sargv;
+    }
     int64_t t0 = tw_clock_now_ns();
     int rc = tw_trade_engine_create(&e, cfg, &o, &err);
     if (rc == 0)
@@ -948,7 +972,7 @@ static tw_trade_config *make_paced_config(const char *host, int port, const char
             k += put_combo(ini + k, sizeof(ini) - (size_t)k, w);
         }
     }
-    return finish_config(ini, sizeof(ini), k, tag);
+    return finish_config(ini, sizeof(ini), k, tag, NULL);
 }
 
 static uint64_t bits64(double d)
@@ -1407,6 +1431,29 @@ int tw__cli_bench_live(int argc, char **argv)
         if (v > 0 && child_exit(v) != 0)
             k[j].ok = 0;
     }
+    /* mode = processes against mode = threads in one configuration
+     * (strategy = thread, yielding, a journal each), kernel sockets,
+     * alternating rounds: threads, processes, threads, processes. */
+    static variant modes[2] = {
+        {"mode = threads (strategy = thread, yielding, journal)", 0, 0, -1},
+        {"mode = processes (strategy process, yielding, journal)", 0, 0, 1},
+    };
+    run pm[4];
+    memset(pm, 0, sizeof(pm));
+    for (int j = 0; j < 4; j++) {
+        pm[j].name = "kernel sockets (loopback)";
+        pm[j].var = &modes[j % 2];
+        int port;
+        pid_t v = venue_child(NULL, "127.0.0.1:0", &port);
+        snprintf(tag, sizeof(tag), "md%d", j);
+        pm[j].ok = v > 0 && port > 0 &&
+                   run_threaded(&pm[j], "127.0.0.1", port, NULL, NULL, NULL, tag) == 0;
+        if (v > 0 && child_exit(v) != 0)
+            pm[j].ok = 0;
+        if (!pm[j].ok)
+            fprintf(stderr, "tickwire bench live: the %s run failed; files in %s\n",
+                    modes[j % 2].label, g_dir);
+    }
     /* The userspace stack: veth AF_XDP when root, else the sim network. */
     int veth = 0;
 #ifdef TW_BENCH_LIVE_PORTS
@@ -1544,8 +1591,26 @@ int tw__cli_bench_live(int argc, char **argv)
     printf("  %-64s %12.0f %12.0f %8ld\n", "QuickFIX venue + QuickFIX trader (qf_pair)", qf_bps,
            (double)q.bars / q.wall_s, q.orders);
 #endif
+    double mode_bps[2] = {0, 0};
+    int modes_ok = pm[0].ok && pm[1].ok && pm[2].ok && pm[3].ok;
+    printf("\nprocesses vs threads, lockstep over kernel TCP on loopback, %zu bars, rounds "
+           "alternating (ABAB):\n", g_bars);
+    printf("  %-58s %12s %12s %12s %9s\n", "", "round 1", "round 2", "mean b/s", "p50 us");
+    for (int md = 0; md < 2; md++) {
+        const run *a1 = &pm[md], *a2 = &pm[md + 2];
+        mode_bps[md] = (a1->loop_bps + a2->loop_bps) / 2;
+        printf("  %-58s %12.0f %12.0f %12.0f %9.1f\n", modes[md].label, a1->loop_bps,
+               a2->loop_bps, mode_bps[md], (a1->p50[5] + a2->p50[5]) / 2e3);
+    }
     printf("\ngoals (latency budget), per configuration; load average %.2f before, %.2f "
            "after:\n", la0[0], la1[0]);
+    if (modes_ok)
+        printf("  [modes] processes mode lockstep throughput >= 0.8 x threads mode's (%.0f vs "
+               "%.0f bars/s, %.2fx): %s\n", mode_bps[1], mode_bps[0], mode_bps[1] / mode_bps[0],
+               verdict(mode_bps[1] >= 0.8 * mode_bps[0]));
+    else
+        printf("  [modes] processes mode lockstep throughput >= 0.8 x threads mode's: NOT met "
+               "(a run failed; files in %s)\n", g_dir);
     for (int j = 0; j < N_VARIANTS; j++) {
         const run *kk = &k[j], *uu = &u[j];
         const char *lb = g_var[j].label;
@@ -1596,8 +1661,11 @@ int tw__cli_bench_live(int argc, char **argv)
             free(k[j].v[s]);
             free(u[j].v[s]);
         }
-    for (int s = 0; s < N_STAGES; s++)
+    for (int s = 0; s < N_STAGES; s++) {
         free(m.v[s]);
+        for (int j = 0; j < 4; j++)
+            free(pm[j].v[s]);
+    }
     free(g_close);
     return 0;
 }
