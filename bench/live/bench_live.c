@@ -968,7 +968,14 @@ static tw_trade_config *make_paced_config(const char *host, int port, const char
                       "[instrument %s]\nsession = venue\n[strategy s%d]\ninstrument = %s\n",
                       paced_sym[s], s, paced_sym[s]);
         for (int c = 0; c < PACED_COMBOS; c++) {
-            const int64_t *w = grid + (size_t)((s * PACED_COMBOS + c) * 9 % TW_GRID_DEFAULT_COMBOS) * 6;
+            /* The default grid's longest combos (lengths 180-200): their
+             * signal turns every few hundred bars, so fills come back
+             * before the next decision on either transport and the order
+             * flow is the signal's, not the round trip's (a combo that
+             * turns every few bars sends as fast as its open order fills,
+             * one per round trip, under the open-orders rule). */
+            const int64_t *w =
+                grid + (size_t)(TW_GRID_DEFAULT_COMBOS - 1 - (s * PACED_COMBOS + c)) * 6;
             k += put_combo(ini + k, sizeof(ini) - (size_t)k, w);
         }
     }
