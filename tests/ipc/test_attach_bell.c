@@ -8,13 +8,12 @@
  * for the echo in ring BA (bell A); side B the other way round.  Each
  * side that finds its ring empty arms, looks again, and waits (100 ms
  * bound).  Every item carries its index: a side that gets another one
- * than the next stops (an item lost or repeated).  A wait that times out
- * is a lost wake-up exactly when the item it waited for is in the ring
- * and its ringer had finished tw_attach_bell_ring() for it (the ringer
- * publishes how far it rang after each ring): a ring that ends after the
- * waiter armed must see it armed and wake it, one that ended before it
- * armed left the item where the waiter's second look finds it.  So a slow
- * peer (a loaded host) costs timeouts, never a false failure.  Then a
+ * than the next stops, and the other with it (an item lost or repeated).
+ * A wait that times out is a lost wake-up when its item is in the ring,
+ * nobody bumped the bell since it armed, and the ringer had finished
+ * ringing for it well before the wait ended (take() says why that is
+ * exact); a slow peer (a loaded host) costs timeouts, never a failure.
+ * Then a
  * stream: A enqueues as fast as the ring takes (yielding while it is
  * full), B sleeps whenever it is empty; every item arrives, in order.
  * And single-thread cases: a ring with nobody armed makes no system call,
@@ -28,16 +27,18 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tickwire/clock.h"
 #include "tickwire/shm_attach.h"
 #include "tw_check.h"
 
 #define SLOTS 64
-#define PINGS 20000
-#define STREAM 200000
+#define PINGS 5000
+#define STREAM 50000
 #define WAIT_NS 100000000ll
 
 typedef struct side_stats {
     uint64_t rung;      /* items this side has finished ringing for (atomic) */
+    int64_t rung_ns;    /* when it finished ringing for the last of them (atomic) */
     uint64_t wakes;     /* rings that made the FUTEX_WAKE */
     uint64_t rings;
     uint64_t waits, timeouts, lost, bad;
@@ -48,6 +49,7 @@ typedef struct shared {
     tw_attach_bell bell[2]; /* bell[s]: side s waits on it */
     side_stats st[2];
     uint64_t stream_done;   /* B took every stream item (atomic) */
+    uint32_t abort;         /* a side stopped: the other stops too (atomic) */
     uint8_t pad[64];
 } shared;
 
@@ -71,18 +73,38 @@ static void put(shared *sh, int me, uint64_t idx)
 {
     int peer = !me;
     item it = {.idx = idx};
-    while (tw_ring_enqueue_burst_sp(ring_of(sh, peer), &it, 1) != 1)
+    /* Acquire: pairs with the stopping side's release-store of abort. */
+    while (tw_ring_enqueue_burst_sp(ring_of(sh, peer), &it, 1) != 1 &&
+           !__atomic_load_n(&sh->abort, __ATOMIC_ACQUIRE))
         sched_yield();
     side_stats *s = &sh->st[me];
     s->rings++;
     s->wakes += (uint64_t)tw_attach_bell_ring(&sh->bell[peer]);
+    /* Relaxed: published by the release-store of rung below. */
+    __atomic_store_n(&s->rung_ns, tw_clock_now_ns(), __ATOMIC_RELAXED);
     /* Release: pairs with the waiter's acquire-load in take(), which reads
      * it after a timeout to tell a lost wake-up from a slow ringer. */
     __atomic_store_n(&s->rung, idx, __ATOMIC_RELEASE);
 }
 
+/* A side stops: the other sees it in its loops. */
+static int stop(shared *sh)
+{
+    /* Release: pairs with the acquire-loads in put() and take(). */
+    __atomic_store_n(&sh->abort, 1, __ATOMIC_RELEASE);
+    return -1;
+}
+
 /* Side me takes the next item from its ring, sleeping on its bell while
- * it is empty; 0 with *idx, or -1 when the item was lost (stopping). */
+ * it is empty; 0 with *idx, or -1 when the item was lost (stopping).
+ *
+ * A wait that times out although its item was rung is a lost wake-up when
+ * nobody bumped the bell since we armed (seq still our ticket) and the
+ * ringer had finished ringing well before our wait ended: a ring whose
+ * fence came after our arm's must have seen us armed and bumped seq; one
+ * whose fence came before it left the item for our second look.  (A ring
+ * that came after the timeout, as a slow peer's does, finished after the
+ * wait ended: not counted.) */
 static int take(shared *sh, int me, uint64_t want, uint64_t *idx)
 {
     tw_ring *r = ring_of(sh, me);
@@ -91,6 +113,9 @@ static int take(shared *sh, int me, uint64_t want, uint64_t *idx)
     for (;;) {
         if (tw_ring_dequeue_burst_sc(r, &it, 1) == 1)
             break;
+        /* Acquire: pairs with stop()'s release-store. */
+        if (__atomic_load_n(&sh->abort, __ATOMIC_ACQUIRE))
+            return -1;
         uint32_t t = tw_attach_bell_arm(&sh->bell[me]);
         if (tw_ring_count(r)) {
             tw_attach_bell_disarm(&sh->bell[me]);
@@ -99,14 +124,20 @@ static int take(shared *sh, int me, uint64_t want, uint64_t *idx)
         s->waits++;
         if (tw_attach_bell_wait(&sh->bell[me], t, WAIT_NS) != -ETIMEDOUT)
             continue;
+        int64_t end_ns = tw_clock_now_ns();
         s->timeouts++;
-        /* Acquire: pairs with put()'s release-store of rung. */
+        /* Acquire: pairs with put()'s release-store of rung (rung_ns and
+         * the item before it). */
         uint64_t rung = __atomic_load_n(&sh->st[!me].rung, __ATOMIC_ACQUIRE);
-        if (tw_ring_count(r) && rung >= want) {
+        int64_t rung_ns = __atomic_load_n(&sh->st[!me].rung_ns, __ATOMIC_RELAXED);
+        /* Relaxed: only a ringer that woke us changes it. */
+        uint32_t seq = __atomic_load_n(&sh->bell[me].seq, __ATOMIC_RELAXED);
+        if (tw_ring_count(r) && rung >= want && seq == t && rung_ns + WAIT_NS / 2 < end_ns) {
             s->lost++;
-            fprintf(stderr, "side %d: item %llu was rung and is in the ring, but the wait "
-                            "timed out: a lost wake-up\n", me, (unsigned long long)want);
-            return -1;
+            fprintf(stderr, "side %d: item %llu was rung %lld us before the wait timed out and "
+                            "nobody woke it: a lost wake-up\n", me, (unsigned long long)want,
+                    (long long)((end_ns - rung_ns) / 1000));
+            return stop(sh);
         }
     }
     *idx = it.idx;
@@ -114,7 +145,7 @@ static int take(shared *sh, int me, uint64_t want, uint64_t *idx)
         s->bad++;
         fprintf(stderr, "side %d: item %llu, expected %llu: lost or repeated\n", me,
                 (unsigned long long)it.idx, (unsigned long long)want);
-        return -1;
+        return stop(sh);
     }
     return 0;
 }
