@@ -335,9 +335,19 @@ static void write_geometry(tw_attach_gw *g)
     memset(h->pad1_, 0, sizeof(h->pad1_));
     memcpy(h->ring, g->desc, 2 * g->n_cores * sizeof(g->desc[0]));
     memset(&h->st_generation, 0, TW_ATTACH_REGION); /* the strategy region */
-    /* The doorbells: nobody waits on them while no strategy is attached
-     * (a net core's bounded wait on its bell just ends early or late). */
-    memset(&h->st_bell, 0, sizeof(h->st_bell) + sizeof(h->gw_bell));
+    /* The doorbells, from scratch (a dead strategy may have scribbled on
+     * them).  Atomic stores: the net cores ring the strategy's bell from
+     * their puts meanwhile (their loads in tw_attach_bell_ring pair with
+     * nothing here: a ring that sees the old or the new words wakes at
+     * most nobody), and a core's bounded wait just ends early or late. */
+    tw_attach_bell *bells[1 + TW_ATTACH_MAX_CORES];
+    bells[0] = &h->st_bell;
+    for (uint32_t c = 0; c < TW_ATTACH_MAX_CORES; c++)
+        bells[1 + c] = &h->gw_bell[c];
+    for (uint32_t i = 0; i < 1 + TW_ATTACH_MAX_CORES; i++) {
+        __atomic_store_n(&bells[i]->sleeping, 0u, __ATOMIC_RELAXED);
+        __atomic_store_n(&bells[i]->seq, 0u, __ATOMIC_RELAXED);
+    }
     __atomic_store_n(&h->generation, g->generation, __ATOMIC_RELAXED);
     h->gw_pid = (uint32_t)getpid();
     h->st_pid = 0;
