@@ -30,6 +30,7 @@
  *   tickwire bench live [--bars N] [--quick] [--busy] [--out DIR] */
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <math.h>
 #include <sched.h>
 #include <signal.h>
@@ -50,6 +51,8 @@
 #include "tickwire/fix.h"
 #include "tickwire/fix_session.h"
 #include "tickwire/kernel.h"
+#include "tickwire/net.h"
+#include "tickwire/net_sim.h"
 #include "tickwire/ring.h"
 #include "tickwire/trade_engine.h"
 
@@ -64,6 +67,7 @@ typedef struct variant {
     const char *label;
     int inl;  /* strategy = inline (-1: neither line, the engine's auto) */
     int busy; /* busy_poll = yes (with inl -1: what auto chose) */
+    int procs; /* 1: mode = processes; -1 or 1: a journal of its own (the modes' pair) */
 } variant;
 
 #define N_VARIANTS 4
@@ -88,10 +92,10 @@ static double *g_close;
 static size_t g_bars;
 static int g_busy; /* --busy: the default configuration busy-polls too */
 static variant g_var[N_VARIANTS] = {
-    {"no engine options (the default: auto)", -1, 0},
-    {"strategy = thread, yielding", 0, 0},
-    {"strategy = inline, yielding", 1, 0},
-    {"strategy = inline, busy_poll = yes", 1, 1},
+    {"no engine options (the default: auto)", -1, 0, 0},
+    {"strategy = thread, yielding", 0, 0, 0},
+    {"strategy = inline, yielding", 1, 0, 0},
+    {"strategy = inline, busy_poll = yes", 1, 1, 0},
 };
 
 /* Samples out of the engine; 0, or -1 when a sample's stamps are out of order. */
@@ -137,15 +141,51 @@ static int take_samples(run *r, const tw_trade_engine *e)
     return r->n ? 0 : -1;
 }
 
+/* A `combo =` line; its length. */
+static int put_combo(char *p, size_t cap, const int64_t *w)
+{
+    return snprintf(p, cap, "combo = %lld,%lld,%lld,%lld,%lld,%lld\n", (long long)w[0],
+                    (long long)w[1], (long long)w[2], (long long)w[3], (long long)w[4],
+                    (long long)w[5]);
+}
+
+/* The risk section (limits out of the way) after ini's k bytes, parsed;
+ * written to save as well when not NULL (a strategy process reads it). */
+static tw_trade_config *finish_config(char *ini, size_t cap, int k, const char *tag,
+                                      const char *save)
+{
+    k += snprintf(ini + k, cap - (size_t)k,
+                  "[risk]\nmax_position = 1000000\nmax_total_position = 100000000\n"
+                  "max_orders_per_s = 1000000000\nmax_loss = 1e300\n");
+    FILE *f = save ? fopen(save, "w") : NULL;
+    if (save && (!f || fwrite(ini, 1, (size_t)k, f) != (size_t)k || fclose(f) != 0)) {
+        fprintf(stderr, "tickwire bench live: cannot write %s\n", save);
+        return NULL;
+    }
+    tw_trade_config *cfg = NULL;
+    tw_error err = {0};
+    if (tw_trade_config_parse(ini, (size_t)k, tag, &cfg, &err) != 0) {
+        fprintf(stderr, "tickwire bench live: config: %s\n", err.msg);
+        return NULL;
+    }
+    return cfg;
+}
+
 static tw_trade_config *make_config(const char *host, int port, const char *stack, const char *ip,
                                     const char *tag, const variant *var)
 {
     int64_t grid[TW_GRID_DEFAULT_COMBOS * 6];
     tw_grid_default(grid);
-    char ini[4096], opts[64] = "";
+    char ini[4096], opts[800] = "", save[700];
     if (var->inl >= 0)
         snprintf(opts, sizeof(opts), "busy_poll = %s\nstrategy = %s\n", var->busy ? "yes" : "no",
                  var->inl ? "inline" : "thread");
+    if (var->procs) {
+        size_t ol = strlen(opts);
+        snprintf(opts + ol, sizeof(opts) - ol, "mode = %s\njournal = %s/journal_%s\n",
+                 var->procs > 0 ? "processes" : "threads", g_dir, tag);
+        snprintf(save, sizeof(save), "%s/%s.ini", g_dir, tag);
+    }
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\n%s"
                      "[session venue]\nhost = %s\nport = %d\nsender = BENCH\ntarget = VENUE\n"
@@ -157,35 +197,45 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
                   "[instrument AAA]\nsession = venue\n[strategy s]\ninstrument = AAA\n");
     for (int c = 0; c < 80; c += 20) {
         const int64_t *w = grid + c * 6;
-        k += snprintf(ini + k, sizeof(ini) - (size_t)k, "combo = %lld,%lld,%lld,%lld,%lld,%lld\n",
-                      (long long)w[0], (long long)w[1], (long long)w[2], (long long)w[3],
-                      (long long)w[4], (long long)w[5]);
+        k += put_combo(ini + k, sizeof(ini) - (size_t)k, w);
     }
-    k += snprintf(ini + k, sizeof(ini) - (size_t)k,
-                  "[risk]\nmax_position = 1000000\nmax_total_position = 100000000\n"
-                  "max_orders_per_s = 1000000000\nmax_loss = 1e300\n");
-    tw_trade_config *cfg = NULL;
-    tw_error err = {0};
-    if (tw_trade_config_parse(ini, (size_t)k, tag, &cfg, &err) != 0) {
-        fprintf(stderr, "tickwire bench live: config: %s\n", err.msg);
-        return NULL;
-    }
-    return cfg;
+    return finish_config(ini, sizeof(ini), k, tag, var->procs ? save : NULL);
 }
 
 /* `tickwire exchange` as a child (optionally in netenv e's namespace, on
- * the userspace stack over port spec memif with --busy when given);
- * returns its pid, the port it listens on in *port. */
-static pid_t venue_child_on(const tw__netenv *e, const char *listen, const char *memif, int *port)
+ * the userspace stack over port spec memif) on datasets `data`, with the
+ * arguments `extra` (NULL-terminated) and --busy when asked (always with
+ * memif); its output in out.  Returns its pid, the port it listens on in
+ * *port. */
+static pid_t venue_spawn(const tw__netenv *e, const char *listen, const char *memif,
+                         const char *data, char *const *extra, int busy, char *out,
+                         size_t out_cap, int *port)
 {
-    char data[700], out[600], spec[600];
-    snprintf(data, sizeof(data), "AAA=%s/bars.f64", g_dir);
-    snprintf(out, sizeof(out), "%s/venue_%d.out", g_dir, (int)getpid());
+    char spec[600];
+    snprintf(out, out_cap, "%s/venue_%d.out", g_dir, (int)getpid());
     snprintf(spec, sizeof(spec), "%s", memif ? memif : "");
-    char *av[] = {g_self, (char *)"exchange", (char *)"--listen", (char *)listen, (char *)"--data",
-                  data, (char *)"--lockstep", (char *)"--quiet", (char *)"--max-orders",
-                  (char *)"10000000", memif ? (char *)"--port" : NULL, spec, (char *)"--ip",
-                  (char *)MEMIF_VENUE_IP, (char *)"--busy", NULL};
+    char *av[32];
+    int n = 0;
+    av[n++] = g_self;
+    av[n++] = (char *)"exchange";
+    av[n++] = (char *)"--listen";
+    av[n++] = (char *)listen;
+    av[n++] = (char *)"--data";
+    av[n++] = (char *)data;
+    av[n++] = (char *)"--quiet";
+    av[n++] = (char *)"--max-orders";
+    av[n++] = (char *)"100000000";
+    for (int i = 0; extra[i] && n < 24; i++)
+        av[n++] = extra[i];
+    if (memif) {
+        av[n++] = (char *)"--port";
+        av[n++] = spec;
+        av[n++] = (char *)"--ip";
+        av[n++] = (char *)MEMIF_VENUE_IP;
+    }
+    if (memif || busy)
+        av[n++] = (char *)"--busy";
+    av[n] = NULL;
     FILE *f = fopen(out, "w");
     if (!f)
         return -1;
@@ -224,6 +274,15 @@ static pid_t venue_child_on(const tw__netenv *e, const char *listen, const char 
     return p;
 }
 
+/* The lockstep venue on the one dataset (AAA). */
+static pid_t venue_child_on(const tw__netenv *e, const char *listen, const char *memif, int *port)
+{
+    char data[700], out[700];
+    snprintf(data, sizeof(data), "AAA=%s/bars.f64", g_dir);
+    char *extra[] = {(char *)"--lockstep", NULL};
+    return venue_spawn(e, listen, memif, data, extra, 0, out, sizeof(out), port);
+}
+
 static pid_t venue_child(const tw__netenv *e, const char *listen, int *port)
 {
     return venue_child_on(e, listen, NULL, port);
@@ -251,6 +310,16 @@ static int run_threaded(run *r, const char *host, int port, const char *stack, c
     tw_error err = {0};
     tw_trade_engine_opts o = {.open_port = open_port, .close_port = close_spec, .quiet = 1,
                               .latency_samples = 1u << 22};
+    /* mode = processes: the strategy process is this program's `trade
+     * --attach`, on the configuration make_config wrote. */
+    char sock[TW_UNIX_PATH_MAX], ini[700];
+    snprintf(ini, sizeof(ini), "%s/%s.ini", g_dir, tag);
+    char *sargv[] = {g_self, (char *)"trade", (char *)"--attach", sock, (char *)"--config", ini,
+                     (char *)"--quiet", NULL};
+    if (r->var->procs > 0) {
+        tw_trade_engine_attach_sock(cfg, sock);
+        o.strategy_argv = sargv;
+    }
     int64_t t0 = tw_clock_now_ns();
     int rc = tw_trade_engine_create(&e, cfg, &o, &err);
     if (rc == 0)
@@ -426,6 +495,18 @@ static int null_write(void *ctx, const char *b, size_t n)
 }
 static void null_close(void *ctx) { (void)ctx; }
 
+/* A strategy core built from cfg in memory of its own (*mem, to free);
+ * NULL when it cannot be. */
+static tw_strategy *strategy_of(const tw_trade_config *cfg, void **mem)
+{
+    tw_strategy_cfg sc;
+    tw_trade_config_strategy(cfg, &sc);
+    size_t bytes = tw_strategy_memsize(&sc);
+    *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    tw_error err = {0};
+    return *mem ? tw_strategy_init(*mem, bytes, &sc, &err) : NULL;
+}
+
 typedef struct alone {
     double strategy_ns, parse_ns, build_ns, ring_ns;
 } alone;
@@ -436,12 +517,9 @@ static int stages_alone(alone *a)
     tw_trade_config *cfg = make_config("127.0.0.1", 1, NULL, NULL, "a", &g_var[0]);
     if (!cfg)
         return -1;
-    tw_strategy_cfg sc;
-    tw_trade_config_strategy(cfg, &sc);
-    size_t bytes = tw_strategy_memsize(&sc);
-    void *mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
+    void *mem = NULL;
     tw_error err = {0};
-    tw_strategy *s = mem ? tw_strategy_init(mem, bytes, &sc, &err) : NULL;
+    tw_strategy *s = strategy_of(cfg, &mem);
     if (!s)
         return -1;
     tw_out *out = calloc(tw_strategy_max_out(s), sizeof(tw_out));
@@ -532,6 +610,173 @@ static int stages_alone(alone *a)
     return 0;
 }
 
+/* The userspace stack's own stages alone, on the simulated network (a
+ * port whose rx and tx are a queue: what is left is TCP): the poll that
+ * takes one segment of an X's size through TCP input, and the send of an
+ * order's size through TCP output to the port.  Medians of 64 rounds. */
+typedef struct stack_alone_ns {
+    double tcp_in_ns, tcp_out_ns, idle_poll_ns;
+} stack_alone_ns;
+
+static tw_tcp_conn g_sa_acc;
+static tw_tcp_conn *sa_accept(tw_tcp_listener *l, uint32_t ip, uint16_t port, void *user)
+{
+    (void)l, (void)ip, (void)port, (void)user;
+    return &g_sa_acc;
+}
+
+static int stack_alone(stack_alone_ns *a)
+{
+    static const uint8_t ma[6] = {2, 0, 0, 0x5a, 0, 1}, mb[6] = {2, 0, 0, 0x5a, 0, 2};
+    tw_sim_net *net = NULL;
+    tw_port *pa = NULL, *pb = NULL;
+    tw_net *sa = NULL, *sb = NULL;
+    tw_error err = {0};
+    tw_net_config ca, cb;
+    tw_net_config_init(&ca, 0x0a5a0001u);
+    tw_net_config_init(&cb, 0x0a5a0002u);
+    ca.isn_secret[0] = cb.isn_secret[0] = 7;
+    int rc = -1;
+    static tw_tcp_conn conn;
+    static tw_tcp_listener lis;
+    memset(&conn, 0, sizeof(conn));
+    memset(&g_sa_acc, 0, sizeof(g_sa_acc));
+    if (tw_sim_net_open(&net, 7, 4096, &err) != 0 ||
+        tw_port_sim_open(&pa, net, ma, NULL, 4096, &err) != 0 ||
+        tw_port_sim_open(&pb, net, mb, NULL, 4096, &err) != 0 ||
+        tw_net_open(&sa, pa, &ca, &err) != 0 || tw_net_open(&sb, pb, &cb, &err) != 0 ||
+        tw_tcp_listen(sb, &lis, 7000, sa_accept, NULL) != 0) {
+        fprintf(stderr, "tickwire bench live: stack alone: %s\n", err.msg);
+        goto out;
+    }
+    uint64_t now = 1000000000ull;
+    if (tw_tcp_connect(sa, &conn, 0x0a5a0002u, 7000, 0, now) != 0)
+        goto out;
+    for (int i = 0; i < 1000 && (tw_tcp_get_state(&conn) != TW_TCP_ESTABLISHED ||
+                                 tw_tcp_get_state(&g_sa_acc) != TW_TCP_ESTABLISHED); i++) {
+        now += 1000;
+        tw_sim_net_advance(net, now);
+        tw_net_poll(sa, now);
+        tw_net_poll(sb, now);
+    }
+    if (tw_tcp_get_state(&g_sa_acc) != TW_TCP_ESTABLISHED)
+        goto out;
+    char x[200], d[150];
+    memset(x, 'x', sizeof(x));
+    memset(d, 'd', sizeof(d));
+    const tw_tsc_clock *clk = tw_tsc_default();
+    double vin[64], vout[64], vidle[64];
+    for (int k = 0; k < 64; k++) {
+        uint64_t in = 0, out = 0, idle = 0;
+        for (int i = 0; i < 64; i++) {
+            /* The venue's X to the trader: sent, on the wire, then the
+             * trader's poll takes it (rx burst of the sim port + TCP). */
+            now += 2000;
+            if (tw_tcp_send(&conn, x, sizeof(x), now) != (long)sizeof(x))
+                goto out;
+            tw_net_poll(sa, now);
+            tw_sim_net_advance(net, now);
+            uint64_t t0 = tw_tsc_read();
+            tw_net_poll(sb, now);
+            uint64_t t1 = tw_tsc_read();
+            const uint8_t *p;
+            size_t n;
+            size_t got = 0;
+            while (tw_tcp_recv_peek(&g_sa_acc, &p, &n) > 0) {
+                got += n;
+                tw_tcp_recv_consume(&g_sa_acc, n);
+            }
+            if (got != sizeof(x))
+                goto out;
+            /* The trader's order: TCP output to the port. */
+            uint64_t t2 = tw_tsc_read();
+            if (tw_tcp_send(&g_sa_acc, d, sizeof(d), now) != (long)sizeof(d))
+                goto out;
+            tw_net_poll(sb, now);
+            uint64_t t3 = tw_tsc_read();
+            /* A poll that finds nothing. */
+            tw_net_poll(sb, now);
+            uint64_t t4 = tw_tsc_read();
+            in += t1 - t0;
+            out += t3 - t2;
+            idle += t4 - t3;
+            now += 2000;
+            tw_sim_net_advance(net, now);
+            tw_net_poll(sa, now);
+            while (tw_tcp_recv_peek(&conn, &p, &n) > 0)
+                tw_tcp_recv_consume(&conn, n);
+        }
+        vin[k] = (double)tw_tsc_delta_ns(clk, in) / 64.0;
+        vout[k] = (double)tw_tsc_delta_ns(clk, out) / 64.0;
+        vidle[k] = (double)tw_tsc_delta_ns(clk, idle) / 64.0;
+    }
+    a->tcp_in_ns = tw__median_f64(vin, 64);
+    a->tcp_out_ns = tw__median_f64(vout, 64);
+    a->idle_poll_ns = tw__median_f64(vidle, 64);
+    rc = 0;
+out:
+    if (sa)
+        tw_net_close(sa);
+    if (sb)
+        tw_net_close(sb);
+    if (net)
+        tw_sim_net_close(net);
+    return rc;
+}
+
+/* Multiply-adds per bar of the instances of cfg, counted from their
+ * kernels' definitions: an hma_sar combo is seven WMA passes (kernel.md),
+ * a WMA of window w one multiply and one add per window bar; *shared is
+ * the same with the close's WMA passes of equal windows on one instrument
+ * computed once (the exact kernel's distinct windows).  Instances of
+ * another kernel have no count (*other says how many). */
+static void count_madds(const tw_trade_config *cfg, uint64_t *naive, uint64_t *shared,
+                        uint32_t *n_inst, uint32_t *other)
+{
+    void *mem = NULL;
+    tw_strategy *s = strategy_of(cfg, &mem);
+    *naive = *shared = 0;
+    *n_inst = *other = 0;
+    if (!s) {
+        free(mem);
+        return;
+    }
+    int64_t seen[256][2]; /* (instrument, close window) pairs counted */
+    size_t n_seen = 0;
+    *n_inst = tw_strategy_n_instances(s);
+    for (uint32_t i = 0; i < *n_inst; i++) {
+        tw_instance_stats is;
+        tw_strategy_instance(s, i, &is);
+        if (is.kernel) {
+            (*other)++;
+            continue;
+        }
+        const int64_t *w = is.combo;
+        /* The close passes: h_half, h_full, t_third, t_half, t_full; then
+         * WMA(d, h_sqrt) and WMA(e, t_full) on the combo's own series. */
+        const int close_w[5] = {TW_H_HALF, TW_H_FULL, TW_T_THIRD, TW_T_HALF, TW_T_FULL};
+        uint64_t own = (uint64_t)(w[TW_H_SQRT] + w[TW_T_FULL]);
+        *naive += own;
+        *shared += own;
+        for (int j = 0; j < 5; j++) {
+            int64_t win = w[close_w[j]];
+            *naive += (uint64_t)win;
+            int dup = 0;
+            for (size_t q = 0; q < n_seen && !dup; q++)
+                dup = seen[q][0] == is.instrument && seen[q][1] == win;
+            if (!dup) {
+                *shared += (uint64_t)win;
+                if (n_seen < 256) {
+                    seen[n_seen][0] = is.instrument;
+                    seen[n_seen][1] = win;
+                    n_seen++;
+                }
+            }
+        }
+    }
+    free(mem);
+}
+
 /* ---- output ------------------------------------------------------------------ */
 
 /* The sum of a run's stage medians. */
@@ -607,13 +852,519 @@ static void load_average(double la[3])
     }
 }
 
+/* Where the time of the memif row goes, stage by stage as the seed's table
+ * has it: measured in the run where the engine stamps (the FIX parse, the
+ * build), alone where it does not (TCP in and out on the simulated port,
+ * the rings, the strategy with its arithmetic); the memif rx and tx bursts
+ * are what the run's stamped intervals hold beyond the stack's TCP alone.
+ * Then the wire-to-wire median against the sum of the stages. */
+static void memif_stages(const run *m, const alone *a, const stack_alone_ns *sa)
+{
+    uint64_t naive = 0, shared = 0;
+    uint32_t n_inst = 0, other = 0;
+    tw_trade_config *cfg = make_config("127.0.0.1", 1, NULL, NULL, "madds", m->var);
+    if (cfg)
+        count_madds(cfg, &naive, &shared, &n_inst, &other);
+    tw_trade_config_free(cfg);
+    double tin = sa ? sa->tcp_in_ns : NAN, tout = sa ? sa->tcp_out_ns : NAN;
+    double rx = m->p50[0] - tin, tx = m->p50[4] - tout;
+    printf("\nwhere the time goes, memif (%s; ns, p50 in the run, median alone):\n",
+           m->var->label);
+    printf("  %-44s %10s %10s\n", "stage", "in the run", "alone");
+    printf("  %-44s %10.0f %10s   (rx -> TCP in the run minus TCP alone)\n",
+           "rx poll (the memif rx burst)", rx, "-");
+    printf("  %-44s %10s %10.0f   (the stack on the simulated port; an idle poll %.0f)\n",
+           "TCP in", "-", tin, sa ? sa->idle_poll_ns : NAN);
+    printf("  %-44s %10.0f %10.0f\n", "FIX parse (the X)", m->p50[1], a->parse_ns);
+    printf("  %-44s %10s %10.0f   (enqueue + dequeue, x2: in and out)\n", "ring", "-",
+           2 * a->ring_ns);
+    if (n_inst > other && naive)
+        printf("  %-44s %10s %10.0f   (%u instances: %llu multiply-adds a bar, %llu with the "
+               "close's equal windows shared; %.2f ns each)\n",
+               "strategy (one bar)", "-", a->strategy_ns, n_inst, (unsigned long long)naive,
+               (unsigned long long)shared, a->strategy_ns / (double)shared);
+    else
+        printf("  %-44s %10s %10.0f   (no hma_sar combo to count)\n", "strategy (one bar)", "-",
+               a->strategy_ns);
+    printf("  %-44s %10.0f %10s\n", "  ring + strategy, parse -> decision", m->p50[2], "-");
+    printf("  %-44s %10.0f %10.0f\n", "build (the NewOrderSingle, stored)", m->p50[3],
+           a->build_ns);
+    printf("  %-44s %10s %10.0f   (the stack on the simulated port)\n", "TCP out", "-", tout);
+    printf("  %-44s %10.0f %10s   (build -> tx in the run minus TCP out alone)\n",
+           "tx (the memif tx burst)", tx, "-");
+    double stages = rx + tin + a->parse_ns + 2 * a->ring_ns + a->strategy_ns + a->build_ns +
+                    tout + tx;
+    printf("  %-44s %10s %10.0f\n", "sum of the stages", "", stages);
+    printf("  %-44s %10.0f %10s   (%.2fx the stages)\n", "wire-to-wire", m->p50[5], "",
+           m->p50[5] / stages);
+    printf("  wire-to-wire p50 <= 1.5 x the sum of the stages (%.0f vs 1.5 x %.0f ns): %s\n",
+           m->p50[5], stages, sa && stages > 0 ? (m->p50[5] <= 1.5 * stages ? "met" : "NOT met")
+                                               : "NOT met (the stack alone failed)");
+}
+
+/* ---- paced: the desk's ticks per second ---------------------------------------
+ *
+ * `tickwire exchange --rate N --busy` (N ticks per second over 4
+ * instruments, no barrier) against the engine with 8 instances (2 combos
+ * per instrument), strategy = inline and busy_poll = yes: venue and trader
+ * each one busy loop, the two vCPUs.  Over memif (root with DPDK) and over
+ * kernel TCP on loopback.  A run is sustained when the trader kept up (it
+ * processed every bar of every instrument, its inbound ring never filled,
+ * no bar was dropped or skipped, the venue's clock never waited on the
+ * trader's backlog), the venue delivered the rate (PACED_DELIVERED_OK of
+ * it from the first order-causing bar to the last: its own lateness, the
+ * host's scheduling, is printed, not judged) and its
+ * signal books (each instance's kernel trades, PnL and position) equal the
+ * sweep over the bars sent, bit for bit. */
+
+#define PACED_SYMS 4
+#define PACED_COMBOS 2 /* per instrument: 8 instances */
+/* The venue must have delivered this share of the asked rate over the
+ * run (bars due but sent late catch up at once; a host that does not run
+ * the venue often enough does not offer the load at all). */
+#define PACED_DELIVERED_OK 0.95
+/* The inbound ring: room for the most events one feed of the session's
+ * 128 KiB receive buffer can make (an event needs at least 17 bytes), so
+ * that a trader that keeps up never fills it. */
+#define PACED_RING_SLOTS 16384
+static const char *const paced_sym[PACED_SYMS] = {"AAA", "BBB", "CCC", "DDD"};
+static double *g_pclose[PACED_SYMS];
+static size_t g_pbars; /* bars per instrument in the files */
+
+typedef struct paced_run {
+    const char *transport;
+    uint64_t rate;     /* ticks per second asked */
+    uint64_t bars;     /* bars per instrument in this run */
+    int ran;           /* venue and trader ran to the end, the venue's summary read */
+    int kept_up, books_equal;
+    uint64_t venue_bars;    /* bars sent (per instrument) */
+    uint64_t trader_bars;   /* bar events the trader's sessions took */
+    uint64_t strat_bars, skipped, dups;
+    uint64_t spill_max, ring_max, possdup;
+    uint64_t pace_held;
+    double lag_max_us;
+    double delivered;  /* ticks per second the trader saw over the loop */
+    uint64_t orders;
+    double secs;       /* the trader's wall time */
+    char why[1024];    /* why it did not keep up */
+    run lat;           /* wire-to-wire under load */
+} paced_run;
+
+static tw_trade_config *make_paced_config(const char *host, int port, const char *stack,
+                                          const char *ip, const char *tag)
+{
+    int64_t grid[TW_GRID_DEFAULT_COMBOS * 6];
+    tw_grid_default(grid);
+    char ini[8192];
+    int k = snprintf(ini, sizeof(ini),
+                     "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\n"
+                     "strategy = inline\nbusy_poll = yes\nring_slots = %d\n"
+                     "[session venue]\nhost = %s\nport = %d\nsender = BENCH\ntarget = VENUE\n"
+                     "store = %s/store_%s/venue\nreconnect_min_ms = 20\n",
+                     g_dir, tag, g_dir, tag, PACED_RING_SLOTS, host, port, g_dir, tag);
+    if (stack)
+        k += snprintf(ini + k, sizeof(ini) - (size_t)k, "stack = %s\nip = %s/24\n", stack, ip);
+    for (int s = 0; s < PACED_SYMS; s++) {
+        k += snprintf(ini + k, sizeof(ini) - (size_t)k,
+                      "[instrument %s]\nsession = venue\n[strategy s%d]\ninstrument = %s\n",
+                      paced_sym[s], s, paced_sym[s]);
+        for (int c = 0; c < PACED_COMBOS; c++) {
+            /* The default grid's longest combos (lengths 180-200): their
+             * signal turns every few hundred bars, so fills come back
+             * before the next decision on either transport and the order
+             * flow is the signal's, not the round trip's (a combo that
+             * turns every few bars sends as fast as its open order fills,
+             * one per round trip, under the open-orders rule). */
+            const int64_t *w =
+                grid + (size_t)(TW_GRID_DEFAULT_COMBOS - 1 - (s * PACED_COMBOS + c)) * 6;
+            k += put_combo(ini + k, sizeof(ini) - (size_t)k, w);
+        }
+    }
+    return finish_config(ini, sizeof(ini), k, tag, NULL);
+}
+
+static uint64_t bits64(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof(u));
+    return u;
+}
+
+/* Each instance's signal books against the sweep over the first n bars of
+ * its instrument; 1 when all are equal bit for bit. */
+static int paced_books_equal(const tw_strategy *st, uint64_t n, char *why, size_t why_cap)
+{
+    for (uint32_t i = 0; i < tw_strategy_n_instances(st); i++) {
+        tw_instance_stats is;
+        tw_strategy_instance(st, i, &is);
+        const char *sym = tw_strategy_symbol(st, is.instrument);
+        int s = 0;
+        while (s < PACED_SYMS && strcmp(paced_sym[s], sym))
+            s++;
+        if (s == PACED_SYMS || n > g_pbars)
+            return 0;
+        size_t nt = 0;
+        tw_position open;
+        double pnl = 0;
+        int64_t ntr = 0;
+        tw_error err = {0};
+        int rc = tw_trades(g_pclose[s], (size_t)n, is.combo, TW_FEE_DEFAULT, NULL, 0, &nt, &open,
+                           &pnl, &ntr, &err);
+        if (rc != 0 && rc != -ENOSPC) {
+            snprintf(why, why_cap, "the sweep of %s: %s", is.name, err.msg);
+            return 0;
+        }
+        if (is.signal_trades != ntr || bits64(is.signal_pnl) != bits64(pnl) ||
+            is.signal != open.side) {
+            snprintf(why, why_cap, "%s: signal trades %lld pnl %.17g position %d, the sweep %lld "
+                     "%.17g %d", is.name, (long long)is.signal_trades, is.signal_pnl, is.signal,
+                     (long long)ntr, pnl, open.side);
+            return 0;
+        }
+    }
+    return 1;
+}
+
+/* The venue's summary line out of its output file; 0 when found. */
+static int venue_summary(const char *out, uint64_t *bars, uint64_t *held, double *lag_us)
+{
+    FILE *f = fopen(out, "r");
+    char line[2048];
+    int got = 0;
+    while (f && fgets(line, sizeof(line), f)) {
+        unsigned long long b, t, h;
+        double l;
+        const char *p = strstr(line, "bars="), *q = strstr(line, "pace_lag_max_us=");
+        if (p && q && sscanf(p, "bars=%llu/%llu", &b, &t) == 2 &&
+            sscanf(q, "pace_lag_max_us=%lf pace_held=%llu", &l, &h) == 2) {
+            *bars = b;
+            *held = h;
+            *lag_us = l;
+            got = 1;
+        }
+    }
+    if (f)
+        fclose(f);
+    return got ? 0 : -1;
+}
+
+static int rm_entry(const char *p, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    return remove(p);
+}
+
+/* One paced run: the venue child at `rate` ticks/s for `bars` bars per
+ * instrument, the trader in this process; fills r. */
+static void paced_one(paced_run *r, int memif, uint64_t rate, uint64_t bars)
+{
+    memset(r, 0, sizeof(*r));
+    r->transport = memif ? "memif (2 processes)" : "kernel TCP (loopback)";
+    r->rate = rate;
+    r->bars = bars;
+    char data[2048], rate_s[32], maxb[32], out[700], tag[32];
+    int k = 0;
+    for (int s = 0; s < PACED_SYMS; s++)
+        k += snprintf(data + k, sizeof(data) - (size_t)k, "%s%s=%s/paced_%s.f64", s ? "," : "",
+                      paced_sym[s], g_dir, paced_sym[s]);
+    snprintf(rate_s, sizeof(rate_s), "%llu", (unsigned long long)rate);
+    snprintf(maxb, sizeof(maxb), "%llu", (unsigned long long)bars);
+    static unsigned seq;
+    snprintf(tag, sizeof(tag), "p%u", seq++);
+    /* The venue's stores beside the trader's, under --out: on a tmpfs
+     * the run leaves the disk out (its write-back throttles both sides
+     * at these rates: the venue stores 400 MB of X in 10 s). */
+    char vstore[700];
+    snprintf(vstore, sizeof(vstore), "%s/venue_store_%s", g_dir, tag);
+    char *extra[] = {(char *)"--rate", rate_s, (char *)"--max-bars", maxb, (char *)"--store",
+                     vstore, NULL};
+    int port = 0;
+    pid_t v;
+    tw_trade_config *cfg;
+    char sock[600], vspec[700], tspec[700];
+    if (memif) {
+        snprintf(sock, sizeof(sock), "%s/memif_%s.sock", g_dir, tag);
+        snprintf(vspec, sizeof(vspec), "memif:%s", sock);
+        snprintf(tspec, sizeof(tspec), "memif:%s,role=client", sock);
+        v = venue_spawn(NULL, "7060", vspec, data, extra, 1, out, sizeof(out), &port);
+        cfg = make_paced_config(MEMIF_VENUE_IP, port, tspec, MEMIF_TRADER_IP, tag);
+    } else {
+        v = venue_spawn(NULL, "127.0.0.1:0", NULL, data, extra, 1, out, sizeof(out), &port);
+        cfg = make_paced_config("127.0.0.1", port, NULL, NULL, tag);
+    }
+    if (v <= 0 || port <= 0 || !cfg) {
+        snprintf(r->why, sizeof(r->why), "the venue did not start (see %s)", out);
+        if (v > 0)
+            child_exit(v);
+        tw_trade_config_free(cfg);
+        return;
+    }
+    tw_trade_engine *e = NULL;
+    tw_error err = {0};
+#ifdef TW_BENCH_LIVE_PORTS
+    tw_trade_open_port_fn op = memif ? open_spec : NULL;
+#else
+    tw_trade_open_port_fn op = NULL;
+#endif
+    tw_trade_engine_opts o = {.open_port = op, .close_port = close_spec, .quiet = 1,
+                              .latency_samples = 1u << 22};
+    int64_t t0 = tw_clock_now_ns();
+    int rc = tw_trade_engine_create(&e, cfg, &o, &err);
+    if (rc == 0)
+        rc = tw_trade_engine_run(e, &err);
+    r->secs = (double)(tw_clock_now_ns() - t0) * 1e-9;
+    int vrc = child_exit(v);
+    int vs = venue_summary(out, &r->venue_bars, &r->pace_held, &r->lag_max_us);
+    if (rc != 0 || vrc != 0 || vs != 0) {
+        snprintf(r->why, sizeof(r->why), "%s", rc ? err.msg : "the venue failed (see its output)");
+        if (!rc)
+            fprintf(stderr, "tickwire bench live: paced venue: exit %d, see %s\n", vrc, out);
+    } else {
+        r->ran = 1;
+        tw_trade_gw_stats gs;
+        tw_trade_engine_gw_stats(e, 0, &gs);
+        const tw_strategy *st = tw_trade_engine_strategy(e);
+        tw_strategy_counters sc;
+        tw_strategy_counters_get(st, &sc);
+        r->trader_bars = gs.bars;
+        r->spill_max = gs.spill_max;
+        r->ring_max = gs.ring_max;
+        r->possdup = gs.possdup_bars_dropped;
+        r->orders = gs.orders_sent;
+        r->strat_bars = sc.bars;
+        r->skipped = sc.skipped_bars;
+        r->dups = sc.dup_bars;
+        uint64_t want = r->venue_bars * PACED_SYMS;
+        if (r->venue_bars != bars)
+            snprintf(r->why, sizeof(r->why), "the venue sent %llu of %llu bars",
+                     (unsigned long long)r->venue_bars, (unsigned long long)bars);
+        else if (gs.bars != want || sc.bars != want)
+            snprintf(r->why, sizeof(r->why), "the trader took %llu, the strategy %llu of %llu bars",
+                     (unsigned long long)gs.bars, (unsigned long long)sc.bars,
+                     (unsigned long long)want);
+        else if (gs.spill_max)
+            snprintf(r->why, sizeof(r->why), "the inbound ring filled (%llu events held back)",
+                     (unsigned long long)gs.spill_max);
+        else if (gs.possdup_bars_dropped || sc.skipped_bars || sc.dup_bars)
+            snprintf(r->why, sizeof(r->why), "bars dropped (%llu), skipped (%llu), repeated (%llu)",
+                     (unsigned long long)gs.possdup_bars_dropped,
+                     (unsigned long long)sc.skipped_bars, (unsigned long long)sc.dup_bars);
+        else if (r->pace_held)
+            snprintf(r->why, sizeof(r->why), "the venue's clock waited %llu times on the "
+                     "trader's backlog", (unsigned long long)r->pace_held);
+        else
+            r->kept_up = 1;
+        r->books_equal = paced_books_equal(st, r->venue_bars, r->why[0] ? NULL : r->why,
+                                           r->why[0] ? 0 : sizeof(r->why));
+        r->lat.name = r->transport;
+        r->lat.var = &g_var[N_VARIANTS - 1];
+        if (take_samples(&r->lat, e) != 0)
+            r->lat.n = 0;
+        r->delivered = r->lat.n > 1 ? r->lat.loop_bps * PACED_SYMS : 0;
+        if (r->kept_up && r->books_equal && r->delivered < PACED_DELIVERED_OK * (double)rate)
+            snprintf(r->why, sizeof(r->why), "the venue delivered %.0f ticks/s (its latest bar "
+                     "%.0f us late): the host, not the trader, held the rate",
+                     r->delivered, r->lag_max_us);
+    }
+    tw_trade_engine_destroy(e);
+    tw_trade_config_free(cfg);
+    /* The stores and the journal (hundreds of MB a run) go; the logs and
+     * the report stay. */
+    char path[800];
+    snprintf(path, sizeof(path), "%s/store_%s", g_dir, tag);
+    nftw(path, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    nftw(vstore, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+}
+
+static int paced_ok(const paced_run *r)
+{
+    return r->ran && r->kept_up && r->books_equal &&
+           r->delivered >= PACED_DELIVERED_OK * (double)r->rate;
+}
+
+/* The highest rate sustained, from `from` ticks/s: doubling while runs of
+ * `secs` hold, then halving the step four times. */
+static uint64_t paced_search(int memif, uint64_t from, double secs)
+{
+    uint64_t ok = 0, bad = 0, r = from;
+    for (int t = 0; t < 16; t++) {
+        uint64_t bars = (uint64_t)((double)r / PACED_SYMS * secs);
+        if (bars < 100)
+            bars = 100;
+        if (bars > g_pbars)
+            bars = g_pbars;
+        paced_run p;
+        paced_one(&p, memif, r, bars);
+        int good = paced_ok(&p);
+        printf("    %-24s %9llu ticks/s: %s%s%s (ring max %llu, venue lag %.0f us, "
+               "wire-to-wire p99.9 %.1f us)\n", p.transport, (unsigned long long)r,
+               good ? "sustained" : "NOT sustained", good ? "" : ": ", good ? "" : p.why,
+               (unsigned long long)p.ring_max, p.lag_max_us,
+               p.lat.n ? p.lat.p999[5] / 1e3 : NAN);
+        for (int s = 0; s < N_STAGES; s++)
+            free(p.lat.v[s]);
+        fflush(stdout);
+        if (good)
+            ok = r;
+        else
+            bad = r;
+        if (!bad)
+            r *= 2;
+        else if (!ok)
+            r /= 2;
+        else if (bad - ok <= ok / 16 || t >= 12)
+            break;
+        else
+            r = ok + (bad - ok) / 2;
+        if (r < from / 64 || r < 1000 || r > 8000000)
+            break;
+    }
+    return ok;
+}
+
+static void paced_print(const paced_run *r)
+{
+    printf("  %-22s %9llu %9.0f %8llu %9llu %6llu %5llu %7llu %9.1f %5llu %8llu %5s",
+           r->transport, (unsigned long long)r->rate, r->delivered,
+           (unsigned long long)r->venue_bars,
+           (unsigned long long)r->trader_bars, (unsigned long long)r->ring_max,
+           (unsigned long long)r->spill_max,
+           (unsigned long long)(r->possdup + r->skipped + r->dups), r->lag_max_us,
+           (unsigned long long)r->pace_held, (unsigned long long)r->orders,
+           r->books_equal ? "equal" : "DIFF");
+    if (r->lat.n)
+        printf(" %7.1f %7.1f %7.1f %8zu\n", r->lat.p50[5] / 1e3, r->lat.p99[5] / 1e3,
+               r->lat.p999[5] / 1e3, r->lat.n);
+    else
+        printf(" %7s %7s %7s %8s\n", "-", "-", "-", "-");
+    if (r->why[0])
+        printf("    %s\n", r->why);
+}
+
+static void paced_goals(const paced_run *r, int p999_goal)
+{
+    printf("  [%s, %llu ticks/s]\n", r->transport, (unsigned long long)r->rate);
+    printf("    the trader keeps up (every bar processed, ring max %llu of %d, no overflow, "
+           "none dropped, the venue's clock never held; %.0f ticks/s delivered): %s\n",
+           (unsigned long long)r->ring_max, PACED_RING_SLOTS, r->delivered,
+           verdict(paced_ok(r)));
+    printf("    signal books equal the sweep over the %llu bars sent, bit for bit: %s\n",
+           (unsigned long long)r->venue_bars, verdict(r->ran && r->books_equal));
+    if (p999_goal)
+        printf("    wire-to-wire p99.9 under load <= 20 us (%.1f us): %s\n",
+               r->lat.n ? r->lat.p999[5] / 1e3 : NAN,
+               verdict(r->lat.n && r->lat.p999[5] <= 20000));
+}
+
+static int paced_main(const char *out, uint64_t rate, double secs, double search_secs,
+                      int search)
+{
+    uint64_t bars = (uint64_t)((double)rate / PACED_SYMS * secs);
+    if (bars < 100)
+        bars = 100;
+    /* The files hold the main run and the search's longest probe (8 M ticks/s). */
+    uint64_t most = (uint64_t)(8e6 / PACED_SYMS * search_secs);
+    g_pbars = bars > most ? bars : most;
+    char path[700];
+    tw_error err = {0};
+    for (int s = 0; s < PACED_SYMS; s++) {
+        g_pclose[s] = malloc(g_pbars * sizeof(double));
+        if (!g_pclose[s])
+            return 1;
+        tw_gen_closes(g_pclose[s], g_pbars, 42 + (uint64_t)s, 0.0008);
+        snprintf(path, sizeof(path), "%s/paced_%s.f64", g_dir, paced_sym[s]);
+        if (tw_write_closes(path, g_pclose[s], g_pbars, &err) != 0) {
+            fprintf(stderr, "tickwire bench live: %s\n", err.msg);
+            return 1;
+        }
+    }
+    int memif = 0;
+#ifdef TW_BENCH_LIVE_PORTS
+    memif = geteuid() == 0;
+#endif
+    double la0[3], la1[3];
+    load_average(la0);
+    printf("tickwire bench live --paced: %llu ticks/s over %d instruments (%.0f bars/s each), "
+           "%d instances, %.1f s (%llu bars each); venue --rate --busy, trader strategy = "
+           "inline, busy_poll = yes; ISA %s; TSC %.3f GHz; load average %.2f\n",
+           (unsigned long long)rate, PACED_SYMS, (double)rate / PACED_SYMS,
+           PACED_SYMS * PACED_COMBOS, secs, (unsigned long long)bars,
+           tw_isa_name(tw_cpu_has(TW_ISA_AVX512) ? TW_ISA_AVX512
+                       : tw_cpu_has(TW_ISA_AVX2) ? TW_ISA_AVX2 : TW_ISA_SSE2),
+           tw_tsc_default()->hz * 1e-9, la0[0]);
+    fflush(stdout);
+    paced_run pm, pk;
+    memset(&pm, 0, sizeof(pm));
+    if (memif)
+        paced_one(&pm, 1, rate, bars);
+    paced_one(&pk, 0, rate, bars);
+    printf("\n  %-22s %9s %9s %8s %9s %6s %5s %7s %9s %5s %8s %5s %7s %7s %7s %8s\n",
+           "transport", "ticks/s", "delivered", "bars", "taken", "ring", "spill", "dropped", "lag us", "held", "orders",
+           "books", "p50 us", "p99", "p99.9", "samples");
+    if (memif)
+        paced_print(&pm);
+    paced_print(&pk);
+    printf("  (delivered: ticks/s the trader saw from its first order-causing bar to its "
+           "last; bars: per instrument, sent by the venue; taken: bar events the trader took, all "
+           "instruments; ring: its inbound ring's most events; lag: the venue's latest bar; "
+           "held: turns its clock waited on the trader; p50..p99.9: wire-to-wire inside the "
+           "trader, rx to tx, of the bars that caused orders)\n");
+    uint64_t best_m = 0, best_k = 0;
+    if (search) {
+        printf("\nthe highest rate sustained (runs of %.1f s: doubling, then bisecting):\n",
+               search_secs);
+        if (memif)
+            best_m = paced_search(1, rate, search_secs);
+        best_k = paced_search(0, rate, search_secs);
+        if (memif)
+            printf("  memif: %llu ticks/s\n", (unsigned long long)best_m);
+        printf("  kernel TCP: %llu ticks/s\n", (unsigned long long)best_k);
+    }
+    load_average(la1);
+    printf("\ngoals (paced); load average %.2f before, %.2f after:\n", la0[0], la1[0]);
+    if (memif)
+        paced_goals(&pm, 1);
+    else
+        printf("  [memif]: not measured (needs root and a build with DPDK)\n");
+    paced_goals(&pk, 0);
+    if (search && memif)
+        printf("    memif sustains %llu ticks/s (>= 500,000: %s)\n", (unsigned long long)best_m,
+               verdict(best_m >= 500000));
+    (void)out;
+    for (int s = 0; s < N_STAGES; s++) {
+        free(pm.lat.v[s]);
+        free(pk.lat.v[s]);
+    }
+    for (int s = 0; s < PACED_SYMS; s++)
+        free(g_pclose[s]);
+    /* The run must have happened and decided what the sweep decides;
+     * keeping up is a goal, judged above. */
+    int bad = (memif && !(pm.ran && pm.books_equal)) || !(pk.ran && pk.books_equal);
+    if (bad)
+        fprintf(stderr, "tickwire bench live: a paced run failed or its books differ from the "
+                        "sweep; files in %s\n", g_dir);
+    return bad ? 1 : 0;
+}
+
 int tw__cli_bench_live(int argc, char **argv)
 {
     const char *out = "bench-live-out";
     g_bars = 20000;
+    int paced = 0, search = 1;
+    double secs = 10, search_secs = 2, rate = 500000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
             g_bars = 2000;
+        else if (!strcmp(argv[i], "--paced"))
+            paced = 1;
+        else if (!strcmp(argv[i], "--no-search"))
+            search = 0;
+        else if (!strcmp(argv[i], "--rate") && i + 1 < argc)
+            rate = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--secs") && i + 1 < argc)
+            secs = atof(argv[++i]);
+        else if (!strcmp(argv[i], "--search-secs") && i + 1 < argc)
+            search_secs = atof(argv[++i]);
         else if (!strcmp(argv[i], "--busy"))
             g_busy = 1;
         else if (!strcmp(argv[i], "--bars") && i + 1 < argc)
@@ -621,9 +1372,17 @@ int tw__cli_bench_live(int argc, char **argv)
         else if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out = argv[++i];
         else {
-            fprintf(stderr, "usage: tickwire bench live [--bars N] [--quick] [--busy] [--out DIR]\n");
+            fprintf(stderr, "usage: tickwire bench live [--bars N] [--quick] [--busy] [--out DIR]\n"
+                            "       tickwire bench live --paced [--rate TICKS_PER_S] [--secs S]\n"
+                            "                               [--search-secs S] [--no-search] [--out DIR]\n");
             return !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ? 0 : 2;
         }
+    }
+    if (paced && (!(rate >= 1000 && rate <= 64e6) || !(secs >= 0.1 && secs <= 600) ||
+                  !(search_secs >= 0.1 && search_secs <= 60))) {
+        fprintf(stderr, "tickwire bench live: --rate 1000 .. 64e6, --secs 0.1 .. 600, "
+                        "--search-secs 0.1 .. 60\n");
+        return 2;
     }
     if (g_bars < 100 || g_bars > 10000000) {
         fprintf(stderr, "tickwire bench live: --bars: 100 .. 10000000\n");
@@ -661,6 +1420,8 @@ int tw__cli_bench_live(int argc, char **argv)
         fprintf(stderr, "tickwire bench live: %s: %s\n", g_dir, strerror(errno));
         return 1;
     }
+    if (paced)
+        return paced_main(out, (uint64_t)rate, secs, search_secs, search);
     g_close = malloc(g_bars * sizeof(double));
     tw_gen_closes(g_close, g_bars, 42, 0.0008);
     char path[700];
@@ -695,6 +1456,29 @@ int tw__cli_bench_live(int argc, char **argv)
                   run_threaded(&k[j], "127.0.0.1", port, NULL, NULL, NULL, tag) == 0;
         if (v > 0 && child_exit(v) != 0)
             k[j].ok = 0;
+    }
+    /* mode = processes against mode = threads in one configuration
+     * (strategy = thread, yielding, a journal each), kernel sockets,
+     * alternating rounds: threads, processes, threads, processes. */
+    static variant modes[2] = {
+        {"mode = threads (strategy = thread, yielding, journal)", 0, 0, -1},
+        {"mode = processes (strategy process, yielding, journal)", 0, 0, 1},
+    };
+    run pm[4];
+    memset(pm, 0, sizeof(pm));
+    for (int j = 0; j < 4; j++) {
+        pm[j].name = "kernel sockets (loopback)";
+        pm[j].var = &modes[j % 2];
+        int port;
+        pid_t v = venue_child(NULL, "127.0.0.1:0", &port);
+        snprintf(tag, sizeof(tag), "md%d", j);
+        pm[j].ok = v > 0 && port > 0 &&
+                   run_threaded(&pm[j], "127.0.0.1", port, NULL, NULL, NULL, tag) == 0;
+        if (v > 0 && child_exit(v) != 0)
+            pm[j].ok = 0;
+        if (!pm[j].ok)
+            fprintf(stderr, "tickwire bench live: the %s run failed; files in %s\n",
+                    modes[j % 2].label, g_dir);
     }
     /* The userspace stack: veth AF_XDP when root, else the sim network. */
     int veth = 0;
@@ -781,6 +1565,8 @@ int tw__cli_bench_live(int argc, char **argv)
     }
     if (m.ok)
         print_run(&m);
+    stack_alone_ns sa = {0};
+    int sa_ok = stack_alone(&sa) == 0;
     double sum = a.strategy_ns + a.parse_ns + a.build_ns + 2 * a.ring_ns;
     printf("\nstages alone (ns, median): strategy on one bar %.0f, FIX parse of the X %.0f, FIX "
            "build of the order %.0f, ring enqueue+dequeue %.0f (x2); sum %.0f\n",
@@ -831,8 +1617,26 @@ int tw__cli_bench_live(int argc, char **argv)
     printf("  %-64s %12.0f %12.0f %8ld\n", "QuickFIX venue + QuickFIX trader (qf_pair)", qf_bps,
            (double)q.bars / q.wall_s, q.orders);
 #endif
+    double mode_bps[2] = {0, 0};
+    int modes_ok = pm[0].ok && pm[1].ok && pm[2].ok && pm[3].ok;
+    printf("\nprocesses vs threads, lockstep over kernel TCP on loopback, %zu bars, rounds "
+           "alternating (ABAB):\n", g_bars);
+    printf("  %-58s %12s %12s %12s %9s\n", "", "round 1", "round 2", "mean b/s", "p50 us");
+    for (int md = 0; md < 2; md++) {
+        const run *a1 = &pm[md], *a2 = &pm[md + 2];
+        mode_bps[md] = (a1->loop_bps + a2->loop_bps) / 2;
+        printf("  %-58s %12.0f %12.0f %12.0f %9.1f\n", modes[md].label, a1->loop_bps,
+               a2->loop_bps, mode_bps[md], (a1->p50[5] + a2->p50[5]) / 2e3);
+    }
     printf("\ngoals (latency budget), per configuration; load average %.2f before, %.2f "
            "after:\n", la0[0], la1[0]);
+    if (modes_ok)
+        printf("  [modes] processes mode lockstep throughput >= 0.8 x threads mode's (%.0f vs "
+               "%.0f bars/s, %.2fx): %s\n", mode_bps[1], mode_bps[0], mode_bps[1] / mode_bps[0],
+               verdict(mode_bps[1] >= 0.8 * mode_bps[0]));
+    else
+        printf("  [modes] processes mode lockstep throughput >= 0.8 x threads mode's: NOT met "
+               "(a run failed; files in %s)\n", g_dir);
     for (int j = 0; j < N_VARIANTS; j++) {
         const run *kk = &k[j], *uu = &u[j];
         const char *lb = g_var[j].label;
@@ -855,6 +1659,8 @@ int tw__cli_bench_live(int argc, char **argv)
                "measured (%.0f bars/s here; QuickFIX not found at build time)\n", kk->loop_bps);
 #endif
     }
+    if (memif && m.ok)
+        memif_stages(&m, &a, sa_ok ? &sa : NULL);
     if (memif && m.ok) {
         /* The memif row against the same engine on kernel sockets. */
         const run *kk = &k[N_VARIANTS - 1];
@@ -881,8 +1687,11 @@ int tw__cli_bench_live(int argc, char **argv)
             free(k[j].v[s]);
             free(u[j].v[s]);
         }
-    for (int s = 0; s < N_STAGES; s++)
+    for (int s = 0; s < N_STAGES; s++) {
         free(m.v[s]);
+        for (int j = 0; j < 4; j++)
+            free(pm[j].v[s]);
+    }
     free(g_close);
     return 0;
 }

@@ -101,6 +101,12 @@ typedef struct tw_xchg_cfg {
     unsigned n_symbols;
     int lockstep;                 /* 1: per-bar TestRequest/Heartbeat barrier; 0: paced */
     uint64_t bar_interval_ns;     /* paced: time between bars; 0 = flat out */
+    /* Paced by ticks: market-data ticks per second across all instruments
+     * (a tick is one instrument's entry of a bar, so bars go out every
+     * n_symbols / ticks_per_s s); > 0 takes the place of bar_interval_ns.
+     * Bar b is due at bar 0's time + b intervals on the monotonic clock:
+     * a late turn sends every bar due, up to the burst bound, not one. */
+    uint64_t ticks_per_s;
     uint64_t max_bars;            /* stop after this many bars; 0 = the longest dataset */
     unsigned min_sessions;        /* bar 0 waits for this many subscribed sessions [1] */
     unsigned max_sessions;        /* CompIDs [64] */
@@ -214,6 +220,11 @@ typedef struct tw_xchg_stats {
     uint64_t garbled_bytes;     /* bytes that did not frame as FIX */
     uint64_t send_errors;       /* application messages the session could not send */
     uint64_t faults_disconnect, faults_gap, faults_reject, faults_slow;
+    /* Paced runs: the most a bar went out after its due time (ns), and how
+     * many turns the bar clock waited on a session's backlog (a trader
+     * that does not keep up: its unsent output above cfg.backlog_high). */
+    uint64_t pace_lag_max_ns;
+    uint64_t pace_held;
 } tw_xchg_stats;
 
 const tw_xchg_stats *tw_xchg_get_stats(const tw_xchg *x);
@@ -256,9 +267,13 @@ int tw_xchg_tcp_listen(const char *host, uint16_t port, int *fd, uint16_t *bound
 /* Serves the venue on listening socket lfd (which it closes) until the
  * venue is done, or *signals asks (1: a clean stop, 2 or more: quit now).
  * What the venue writes during a call is gathered per connection and sent
- * with one send() when the call returns.  Returns 0, or a negative code
- * with err filled (out of memory, poll failed). */
-int tw_xchg_tcp_run(tw_xchg *x, int lfd, unsigned max_conns,
+ * with one send() when the call returns.  busy = 0: waits in poll(2) until
+ * input or the venue's next deadline (to the microsecond, with ppoll);
+ * busy = 1: never sleeps (poll with a zero timeout each turn: a paced run
+ * at a high rate keeps its clock to the bar, at the price of a CPU).
+ * Returns 0, or a negative code with err filled (out of memory, poll
+ * failed). */
+int tw_xchg_tcp_run(tw_xchg *x, int lfd, unsigned max_conns, int busy,
                     const volatile sig_atomic_t *signals, tw_error *err);
 
 #ifdef __cplusplus

@@ -61,7 +61,7 @@ extern "C" {
 #endif
 
 #define TW_ATTACH_MAGIC 0x4843415454415754ull /* "TWATTACH" little-endian */
-#define TW_ATTACH_VERSION 1u
+#define TW_ATTACH_VERSION 2u /* 2: the doorbells */
 #define TW_ATTACH_MAX_CORES 16u
 #define TW_ATTACH_HDR_BYTES 4096u /* rings start on a page of their own */
 #define TW_ATTACH_REGION 128u
@@ -83,6 +83,82 @@ typedef struct tw_attach_ring_desc {
     uint32_t dir;       /* TW_ATTACH_IN / TW_ATTACH_OUT */
     uint32_t core;      /* the net core it belongs to */
 } tw_attach_ring_desc;
+
+/* A doorbell: lets the consumer of a ring sleep when it finds nothing to
+ * do, and costs its producer no system call while the consumer is awake.
+ * One waiter per bell (the ring's consumer), any number of ringers.
+ *
+ *   waiter (found nothing to do)          ringer (after publishing work)
+ *     t = tw_attach_bell_arm(b)              tw_attach_bell_ring(b)
+ *     look again: work?                        seq_cst fence, then reads
+ *       yes: tw_attach_bell_disarm(b)          `sleeping`: 0 -> nothing (no
+ *       no:  tw_attach_bell_wait(b, t, ns)     syscall); 1 -> clears it,
+ *                                              bumps `seq`, FUTEX_WAKE
+ *
+ * No lost wake-up: the waiter's store of `sleeping` and the ringer's
+ * publish of the work are each followed by a seq_cst fence before the
+ * other's load, so either the waiter's second look sees the work or the
+ * ringer sees `sleeping`; and FUTEX_WAIT sleeps only while `seq` still
+ * holds the ticket the waiter read after arming, so a ring between the
+ * look and the wait makes the wait return at once.  The wait is always
+ * bounded: a bell is shared memory the peer can scribble on, so a
+ * corrupted bell costs at most a timeout, never a hang.  The futex is a
+ * shared one (no FUTEX_PRIVATE_FLAG): the two sides are processes. */
+typedef struct tw_attach_bell {
+    uint32_t seq;      /* the futex word: bumped by a ringer that wakes (atomic) */
+    uint32_t sleeping; /* 1: the waiter armed and may be asleep (atomic) */
+    uint8_t pad_[TW_CACHE_LINE - 8];
+} tw_attach_bell;
+_Static_assert(sizeof(tw_attach_bell) == TW_CACHE_LINE, "a bell is one cache line");
+
+/* Waiter: says it is about to sleep.  Returns the ticket for the wait;
+ * look for work once more after this call, before waiting. */
+static inline uint32_t tw_attach_bell_arm(tw_attach_bell *b)
+{
+    /* Relaxed store, then the fence: the fence pairs with the one in
+     * tw_attach_bell_ring, between the ringer's publish of work (a ring's
+     * release-store of its head) and its load of `sleeping`; the two
+     * fences order the stores before the loads on both sides, so one side
+     * sees the other's store. */
+    __atomic_store_n(&b->sleeping, 1u, __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* Relaxed: the ticket is compared by the kernel in FUTEX_WAIT, which
+     * reads the word itself; it pairs with the ringer's add to seq. */
+    return __atomic_load_n(&b->seq, __ATOMIC_RELAXED);
+}
+
+/* Waiter: found work after arming; stays awake. */
+static inline void tw_attach_bell_disarm(tw_attach_bell *b)
+{
+    /* Relaxed: a ringer that still saw 1 wakes nobody (one spare syscall);
+     * pairs with the ringer's exchange of `sleeping`. */
+    __atomic_store_n(&b->sleeping, 0u, __ATOMIC_RELAXED);
+}
+
+/* Waiter: sleeps until a ringer wakes it, the ticket is stale (a ring came
+ * after arming), a signal, or timeout_ns (> 0; at most 1 s is taken).
+ * Disarms.  Returns 0 (woken, or the ticket was stale), -ETIMEDOUT or
+ * -EINTR. */
+int tw_attach_bell_wait(tw_attach_bell *b, uint32_t ticket, int64_t timeout_ns);
+
+/* Ringer's slow path: the waiter sleeps.  Clears `sleeping`, bumps `seq`
+ * and wakes it.  Returns 1 when this call woke it (one FUTEX_WAKE), 0
+ * when another ringer had already. */
+int tw_attach_bell_wake(tw_attach_bell *b);
+
+/* Ringer: after publishing work (a ring's commit).  Returns 0 without a
+ * system call when the waiter is awake, else tw_attach_bell_wake(). */
+static inline int tw_attach_bell_ring(tw_attach_bell *b)
+{
+    /* Pairs with the fence of tw_attach_bell_arm (see there): the work
+     * published before this fence is seen by a waiter whose `sleeping` we
+     * do not see. */
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    /* Relaxed: ordered by the fence above; pairs with arm's store. */
+    if (!__atomic_load_n(&b->sleeping, __ATOMIC_RELAXED))
+        return 0;
+    return tw_attach_bell_wake(b);
+}
 
 /* The segment's header.  Ring i < n_cores is core i's inbound ring, ring
  * n_cores + i its outbound ring. */
@@ -115,9 +191,19 @@ typedef struct tw_attach_hdr {
     uint32_t st_pad_;
     uint64_t st_cur_seq;    /* the journal seq of the record it is processing, stored
                                before it starts on it (a crash's record; atomic) */
-    uint8_t pad3_[TW_ATTACH_REGION - 40];
+    uint64_t st_done_seq;   /* every record below it is processed and its intents are
+                               committed (tw_attach_st_done; atomic) */
+    uint8_t pad3_[TW_ATTACH_REGION - 48];
     uint8_t pad4_[TW_ATTACH_REGION];
     tw_attach_ring_desc ring[2 * TW_ATTACH_MAX_CORES];
+    /* Doorbells, written by both sides (zeroed at each reset): the
+     * strategy waits on st_bell when no core's inbound ring nor the
+     * journal has its next record (the net cores ring it after a put or
+     * an append); net core c may wait on gw_bell[c] for its outbound ring
+     * (the strategy rings it after a commit).  Outside input for the
+     * gateway: it only ever waits on them with a bound. */
+    tw_attach_bell st_bell;
+    tw_attach_bell gw_bell[TW_ATTACH_MAX_CORES];
 } tw_attach_hdr;
 
 _Static_assert(sizeof(tw_attach_ring_desc) == 32, "attach ring descriptor size");
@@ -125,6 +211,9 @@ _Static_assert(offsetof(tw_attach_hdr, generation) == TW_ATTACH_REGION, "attach 
 _Static_assert(offsetof(tw_attach_hdr, st_generation) == 2 * TW_ATTACH_REGION,
                "attach strategy region");
 _Static_assert(offsetof(tw_attach_hdr, ring) == 4 * TW_ATTACH_REGION, "attach ring table");
+_Static_assert(offsetof(tw_attach_hdr, st_bell) == 4 * TW_ATTACH_REGION + 2 * TW_ATTACH_MAX_CORES * 32,
+               "attach doorbells after the ring table");
+_Static_assert(offsetof(tw_attach_hdr, st_bell) % TW_CACHE_LINE == 0, "doorbells on their lines");
 _Static_assert(sizeof(tw_attach_hdr) <= TW_ATTACH_HDR_BYTES, "attach header fits its page");
 
 /* The handshake's messages (SOCK_SEQPACKET, one per packet). */
@@ -240,6 +329,7 @@ typedef struct tw_attach_gw {
     int killed;          /* KILLING: SIGKILL sent */
     tw_journal *journal;
     pthread_mutex_t jlock; /* serialises journal appends across cores */
+    uint64_t journal_end;  /* our own copy of the header's (atomic): the doorbell's waits */
     char sock_path[TW_UNIX_PATH_MAX];
     /* Counters (control thread). */
     uint64_t attaches, detaches;
@@ -303,6 +393,20 @@ static inline tw_ring *tw_attach_gw_out_ring(tw_attach_gw *g, uint32_t core)
 int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *payload,
                      tw_journal_rec *rec);
 
+/* Net core's thread, when a turn found nothing to do: sleeps on the
+ * core's doorbell while the strategy has records it has not finished
+ * (its st_done_seq below the journal's end), until it commits intents or
+ * finishes them (tw_attach_st_ring_gw, tw_attach_st_done ring it), or
+ * timeout_ns (bounded: the bell and st_done_seq are the strategy's to
+ * write).  Returns 0 at once when the outbound ring holds intents, 0 when
+ * woken; 1 at once when the strategy has nothing in flight (no intent can
+ * come before the next put: wait on the transport instead); -ETIMEDOUT or
+ * -EINTR (tw_attach_bell_wait). */
+int tw_attach_gw_wait(tw_attach_gw *g, uint32_t core, int64_t timeout_ns);
+
+/* (tw_attach_gw_put and tw_attach_gw_append ring the strategy's doorbell
+ * after they publish: no system call while the strategy is awake.) */
+
 /* Any thread: appends one record to the journal and publishes the
  * journal's new end, putting it into no ring (a record of no net core: the
  * control's KILL, the engine's own notes).  The strategy reads it from the
@@ -357,6 +461,26 @@ int tw_attach_st_next_burst(tw_attach_st *s, tw_journal_rec *out, uint32_t n, tw
 static inline tw_ring *tw_attach_st_out_ring(tw_attach_st *s, uint32_t core)
 {
     return s->out[core];
+}
+
+/* When tw_attach_st_next_burst() returned nothing: sleeps on the
+ * strategy's doorbell until the gateway appends a record (its put and
+ * append ring it), or timeout_ns (bounded; keep it short enough for the
+ * heartbeat and the gateway checks).  Returns 0 at once when the journal
+ * already has the next record, 0 when woken, -ETIMEDOUT or -EINTR. */
+int tw_attach_st_wait(tw_attach_st *s, int64_t timeout_ns);
+
+/* After the records handed out so far are processed (their intents
+ * committed): publishes st_done_seq and wakes every net core that sleeps
+ * in tw_attach_gw_wait (no system call for one that is awake). */
+void tw_attach_st_done(tw_attach_st *s);
+
+/* After committing intents to core's outbound ring: wakes the net core if
+ * it sleeps in tw_attach_gw_wait (no system call otherwise).  Returns 1
+ * when it woke it. */
+static inline int tw_attach_st_ring_gw(tw_attach_st *s, uint32_t core)
+{
+    return tw_attach_bell_ring(&s->hdr->gw_bell[core]);
 }
 
 /* The strategy's heartbeat: beat is anything that changes (a counter). */

@@ -198,6 +198,10 @@ typedef struct tw_trade_run_stats {
      * (not including) that record. */
     uint64_t crash_loop_record;
     uint32_t crash_loop_crashes;
+    /* The engine's configuration as run (may be NULL): the report then has
+     * "engine": {"mode", "strategy", "busy_poll", "strategy_auto",
+     * "busy_auto", "auto_why"}, what auto chose and why. */
+    const tw_trade_engine_cfg *engine;
 } tw_trade_run_stats;
 
 /* tw_trade_report_fprint() with run (may be NULL: the same output). */

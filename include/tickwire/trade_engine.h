@@ -115,6 +115,7 @@ typedef struct tw_trade_gw_stats {
     uint64_t intents_dropped;  /* intents that could not be sent (stopping without a
                                   connection; a message the session refused) */
     uint64_t latency_samples;  /* bars that caused orders (samples kept: min with cap) */
+    uint64_t ring_max;         /* most events in the inbound ring after a push (threads mode) */
 } tw_trade_gw_stats;
 
 /* Builds an engine from a parsed configuration (cfg must outlive it):

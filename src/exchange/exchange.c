@@ -111,6 +111,9 @@ int tw_xchg_create(tw_xchg **out, const tw_xchg_cfg *cfg, tw_error *err)
     if (c->ts_digits != 3 && c->ts_digits != 6 && c->ts_digits != 9)
         c->ts_digits = 6;
     x->n_sym = c->n_symbols;
+    /* Paced: ticks across the instruments, or bars, per interval. */
+    x->bar_ns = c->ticks_per_s ? (double)c->n_symbols * 1e9 / (double)c->ticks_per_s
+                               : (double)c->bar_interval_ns;
     x->sym_name = calloc(x->n_sym, sizeof(*x->sym_name));
     x->sym_name_len = calloc(x->n_sym, sizeof(*x->sym_name_len));
     x->last_px_bar = calloc(x->n_sym, sizeof(*x->last_px_bar));
@@ -270,8 +273,8 @@ int64_t tw_xchg_poll(tw_xchg *x, int64_t now_ns)
     if (x->run >= RUN_CLOSED)
         tw__xchg_send_closed_where_due(x, now_ns);
     tw__xchg_advance(x, now_ns);
-    if (x->run == RUN_BARS && !x->cfg.lockstep && x->cfg.bar_interval_ns) {
-        int64_t due = x->bars_t0_ns + (int64_t)(x->cfg.bar_interval_ns * (uint64_t)(x->cur_bar + 1));
+    if (x->run == RUN_BARS && !x->cfg.lockstep && x->bar_ns > 0) {
+        int64_t due = tw__xchg_bar_due_ns(x, (uint64_t)(x->cur_bar + 1));
         if (due < next)
             next = due > now_ns ? due : now_ns;
     } else if (x->run == RUN_BARS && !x->cfg.lockstep) {
@@ -330,6 +333,11 @@ size_t tw_xchg_summary(const tw_xchg *x, char *buf, size_t cap)
         (unsigned long long)s->garbled_bytes, (unsigned long long)s->faults_disconnect,
         (unsigned long long)s->faults_gap, (unsigned long long)s->faults_reject,
         (unsigned long long)s->faults_slow);
+    if (n >= 0 && (size_t)n < cap && !x->cfg.lockstep && x->bar_ns > 0) {
+        int k = snprintf(buf + n, cap - (size_t)n, " pace_lag_max_us=%.1f pace_held=%llu",
+                         (double)s->pace_lag_max_ns * 1e-3, (unsigned long long)s->pace_held);
+        n = k < 0 ? n : n + k;
+    }
     if (n < 0)
         n = 0;
     return (size_t)n < cap ? (size_t)n : (cap ? cap - 1 : 0);

@@ -96,6 +96,7 @@ struct tw_xchg {
     int awaiting;           /* lockstep: the barrier of cur_bar is open */
     int stopping;           /* tw_xchg_stop was called */
     int64_t bars_t0_ns;     /* paced: when bar 0 went out */
+    double bar_ns;          /* paced: ns between bars (from ticks_per_s or bar_interval_ns; 0: flat out) */
     int64_t closed_at_ns;   /* when Closed went out (RUN_CLOSED) */
     int64_t logout_at_ns;   /* when our Logouts went out (RUN_LOGOUT) */
     /* Per symbol: the last priced bar sent (-1: none yet), its price text,
@@ -168,6 +169,8 @@ void tw__xchg_on_cancel(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now
 /* Bars (md.c): formats bar i's entries, sends them (and the barrier's
  * TestRequest) to every subscribed session. */
 void tw__xchg_emit_bar(tw_xchg *x, uint64_t i, int64_t now_ns);
+/* Paced: the monotonic time bar b is due (bar 0's time + b intervals). */
+int64_t tw__xchg_bar_due_ns(const tw_xchg *x, uint64_t b);
 /* The ClOrdID table (orders.c). */
 xs_order *tw__xchg_order_find(xs_sess *s, const char *id, size_t len, uint64_t *h1,
                               uint64_t *h2);

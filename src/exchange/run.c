@@ -8,7 +8,15 @@
 #include "exchange/exchange_internal.h"
 #include "tickwire/util.h"
 
-#define PACED_BURST 64 /* bars per turn at most (flat out) */
+/* Bars per turn at most (flat out, or a paced clock catching up after a
+ * late turn: at 125,000 bars/s a turn 2 ms late owes 250). */
+#define PACED_BURST 512
+
+int64_t tw__xchg_bar_due_ns(const tw_xchg *x, uint64_t b)
+{
+    /* In double: exact to the ns for 2^53 ns (104 days) of bars. */
+    return x->bars_t0_ns + (int64_t)((double)b * x->bar_ns);
+}
 
 void tw__xchg_run_to(tw_xchg *x, xs_run next)
 {
@@ -108,18 +116,23 @@ void tw__xchg_advance(tw_xchg *x, int64_t now_ns)
     }
     for (int k = 0; k < PACED_BURST; k++) {
         uint64_t next = (uint64_t)(x->cur_bar + 1);
-        uint64_t iv = x->cfg.bar_interval_ns;
+        int paced = x->bar_ns > 0;
         if (next >= x->n_bars) {
             /* The last bar lasts one interval too, then Closed. */
-            if (!iv || now_ns - x->bars_t0_ns >= (int64_t)(iv * x->n_bars))
+            if (!paced || now_ns >= tw__xchg_bar_due_ns(x, x->n_bars))
                 close_run(x, now_ns);
             return;
         }
-        if (iv && now_ns - x->bars_t0_ns < (int64_t)(iv * next))
+        int64_t due = paced ? tw__xchg_bar_due_ns(x, next) : now_ns;
+        if (now_ns < due)
             return;
         for (unsigned i = 0; i < x->n_sess; i++)
-            if (x->sess[i]->n_sub && backlog_high(x, x->sess[i]))
+            if (x->sess[i]->n_sub && backlog_high(x, x->sess[i])) {
+                x->st.pace_held += paced;
                 return;
+            }
+        if (paced && (uint64_t)(now_ns - due) > x->st.pace_lag_max_ns)
+            x->st.pace_lag_max_ns = (uint64_t)(now_ns - due);
         tw__xchg_emit_bar(x, next, now_ns);
         if (x->run != RUN_BARS)
             return;

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "tickwire/clock.h"
@@ -182,7 +183,7 @@ static void read_conn(tw_xchg *x, kconn *c, int64_t now_ns)
     }
 }
 
-int tw_xchg_tcp_run(tw_xchg *x, int lfd, unsigned max_conns,
+int tw_xchg_tcp_run(tw_xchg *x, int lfd, unsigned max_conns, int busy,
                     const volatile sig_atomic_t *signals, tw_error *err)
 {
     unsigned n = max_conns;
@@ -241,12 +242,16 @@ int tw_xchg_tcp_run(tw_xchg *x, int lfd, unsigned max_conns,
             }
             np++;
         }
-        int64_t wait = next - now;
-        int ms = wait <= 0 ? 0 : (int)((wait + 999999) / 1000000);
-        if (ms > 100)
-            ms = 100;
-        if (poll(pf, np, ms) < 0 && errno != EINTR) {
-            rc = tw__err(err, -errno, "poll: %s", strerror(errno));
+        /* To the microsecond (a paced clock's next bar), at most 100 ms
+         * (signals); busy: never asleep, the clock is read every turn. */
+        int64_t wait = busy ? 0 : next - now;
+        if (wait < 0)
+            wait = 0;
+        if (wait > 100000000)
+            wait = 100000000;
+        struct timespec ts = {.tv_sec = 0, .tv_nsec = (long)wait};
+        if (ppoll(pf, np, &ts, NULL) < 0 && errno != EINTR) {
+            rc = tw__err(err, -errno, "ppoll: %s", strerror(errno));
             break;
         }
         now = tw_clock_now_ns();

@@ -18,7 +18,10 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <linux/futex.h>
 
 #include "tickwire/util.h" /* tw_crc32c */
 #include "tickwire/shm_attach.h"
@@ -277,6 +280,41 @@ static int strategy_gone(tw_attach_gw *g)
     return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+/* ---- doorbells ----------------------------------------------------------------- */
+
+int tw_attach_bell_wait(tw_attach_bell *b, uint32_t ticket, int64_t timeout_ns)
+{
+    if (timeout_ns <= 0)
+        timeout_ns = 1;
+    if (timeout_ns > 1000000000ll)
+        timeout_ns = 1000000000ll;
+    struct timespec ts = {.tv_sec = (time_t)(timeout_ns / 1000000000ll),
+                          .tv_nsec = (long)(timeout_ns % 1000000000ll)};
+    /* A shared futex (the peer is another process): sleeps only while seq
+     * == ticket, compared by the kernel under its own lock, so a ring
+     * since arm() (which bumped seq) returns EAGAIN at once. */
+    long rc = syscall(SYS_futex, &b->seq, FUTEX_WAIT, ticket, &ts, NULL, 0);
+    int e = rc == 0 ? 0 : errno;
+    /* Relaxed: pairs with the ringer's exchange; we are awake either way. */
+    __atomic_store_n(&b->sleeping, 0u, __ATOMIC_RELAXED);
+    if (rc == 0 || e == EAGAIN)
+        return 0;
+    return e == ETIMEDOUT ? -ETIMEDOUT : -EINTR;
+}
+
+int tw_attach_bell_wake(tw_attach_bell *b)
+{
+    /* Exchange: of several ringers, one wakes.  Relaxed: ordered by the
+     * caller's seq_cst fence; pairs with arm's store of 1. */
+    if (!__atomic_exchange_n(&b->sleeping, 0u, __ATOMIC_RELAXED))
+        return 0;
+    /* Release: pairs with the waiter's FUTEX_WAIT, which compares seq to
+     * its ticket (the kernel orders the compare with the wake). */
+    __atomic_add_fetch(&b->seq, 1u, __ATOMIC_RELEASE);
+    syscall(SYS_futex, &b->seq, FUTEX_WAKE, 1, NULL, NULL, 0);
+    return 1;
+}
+
 /* ---- gateway ---------------------------------------------------------------- */
 
 /* Writes the header's geometry and resets the strategy region (no
@@ -297,6 +335,19 @@ static void write_geometry(tw_attach_gw *g)
     memset(h->pad1_, 0, sizeof(h->pad1_));
     memcpy(h->ring, g->desc, 2 * g->n_cores * sizeof(g->desc[0]));
     memset(&h->st_generation, 0, TW_ATTACH_REGION); /* the strategy region */
+    /* The doorbells, from scratch (a dead strategy may have scribbled on
+     * them).  Atomic stores: the net cores ring the strategy's bell from
+     * their puts meanwhile (their loads in tw_attach_bell_ring pair with
+     * nothing here: a ring that sees the old or the new words wakes at
+     * most nobody), and a core's bounded wait just ends early or late. */
+    tw_attach_bell *bells[1 + TW_ATTACH_MAX_CORES];
+    bells[0] = &h->st_bell;
+    for (uint32_t c = 0; c < TW_ATTACH_MAX_CORES; c++)
+        bells[1 + c] = &h->gw_bell[c];
+    for (uint32_t i = 0; i < 1 + TW_ATTACH_MAX_CORES; i++) {
+        __atomic_store_n(&bells[i]->sleeping, 0u, __ATOMIC_RELAXED);
+        __atomic_store_n(&bells[i]->seq, 0u, __ATOMIC_RELAXED);
+    }
     __atomic_store_n(&h->generation, g->generation, __ATOMIC_RELAXED);
     h->gw_pid = (uint32_t)getpid();
     h->st_pid = 0;
@@ -398,6 +449,8 @@ int tw_attach_gw_open(tw_attach_gw *g, const tw_attach_gw_cfg *cfg, tw_error *er
     g->reset_gen = 1;
     g->live_gen = 0;
     __atomic_store_n(&g->hdr->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELEASE);
+    /* Relaxed: no core runs yet. */
+    __atomic_store_n(&g->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELAXED);
     write_geometry(g);
     g->state = TW_ATTACH_GW_WAITING;
     return 0;
@@ -734,7 +787,8 @@ int tw_attach_gw_core_sync(tw_attach_gw *g, uint32_t core)
     return k->live ? TW_ATTACH_CORE_LIVE : TW_ATTACH_CORE_DOWN;
 }
 
-int tw_attach_gw_append(tw_attach_gw *g, uint32_t kind, const void *payload,
+/* The append of tw_attach_gw_append, without the doorbell. */
+static int append_quiet(tw_attach_gw *g, uint32_t kind, const void *payload,
                         tw_journal_rec *rec)
 {
     pthread_mutex_lock(&g->jlock);
@@ -743,9 +797,50 @@ int tw_attach_gw_append(tw_attach_gw *g, uint32_t kind, const void *payload,
         /* Release pairs with the strategy's acquire-load of journal_end in
          * tw_attach_st_next_burst: the record is in the journal (the page
          * cache) before the strategy can see the end past it. */
-        __atomic_store_n(&g->hdr->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELEASE);
+    {
+        uint64_t end = tw_journal_next_seq(g->journal);
+        __atomic_store_n(&g->hdr->journal_end, end, __ATOMIC_RELEASE);
+        /* Relaxed: the waits below read it to decide whether to sleep;
+         * the doorbell's fences order it (see tw_attach_gw_wait). */
+        __atomic_store_n(&g->journal_end, end, __ATOMIC_RELAXED);
+    }
     pthread_mutex_unlock(&g->jlock);
     return rc;
+}
+
+int tw_attach_gw_append(tw_attach_gw *g, uint32_t kind, const void *payload,
+                        tw_journal_rec *rec)
+{
+    int rc = append_quiet(g, kind, payload, rec);
+    if (rc == 0)
+        /* After the release-store of journal_end: the bell's fence orders
+         * it before the load of the strategy's `sleeping` (pairs with
+         * tw_attach_st_wait's arm and its look at journal_end). */
+        (void)tw_attach_bell_ring(&g->hdr->st_bell);
+    return rc;
+}
+
+int tw_attach_gw_wait(tw_attach_gw *g, uint32_t core, int64_t timeout_ns)
+{
+    TW_VERIFY(core < g->n_cores);
+    tw_attach_bell *b = &g->hdr->gw_bell[core];
+    uint32_t t = tw_attach_bell_arm(b);
+    /* tw_ring_count's relaxed loads are ordered after arm's fence: pairs
+     * with the strategy's commit (release-store of the ring's head) and
+     * the fence of its tw_attach_st_ring_gw. */
+    if (tw_ring_count(tw_attach_gw_out_ring(g, core))) {
+        tw_attach_bell_disarm(b);
+        return 0;
+    }
+    /* Acquire pairs with tw_attach_st_done's release-store (itself before
+     * the strategy's fence and its look at our `sleeping`); our journal
+     * end is what we have put so far (relaxed: our own cores' stores). */
+    uint64_t done = __atomic_load_n(&g->hdr->st_done_seq, __ATOMIC_ACQUIRE);
+    if (done >= __atomic_load_n(&g->journal_end, __ATOMIC_RELAXED)) {
+        tw_attach_bell_disarm(b);
+        return 1;
+    }
+    return tw_attach_bell_wait(b, t, timeout_ns);
 }
 
 int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *payload,
@@ -753,7 +848,7 @@ int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *
 {
     TW_VERIFY(core < g->n_cores);
     tw_journal_rec r;
-    int rc = tw_attach_gw_append(g, kind, payload, &r);
+    int rc = append_quiet(g, kind, payload, &r);
     if (rc != 0)
         return rc;
     if (rec)
@@ -763,10 +858,37 @@ int tw_attach_gw_put(tw_attach_gw *g, uint32_t core, uint32_t kind, const void *
         k->in_put++;
     else
         k->in_dropped++;
+    /* After the journal's end and the ring's head are published (both
+     * release-stores): pairs with tw_attach_st_wait, as in append. */
+    (void)tw_attach_bell_ring(&g->hdr->st_bell);
     return 0;
 }
 
 /* ---- strategy --------------------------------------------------------------- */
+
+void tw_attach_st_done(tw_attach_st *s)
+{
+    /* Release: pairs with tw_attach_gw_wait's acquire-load; the intents
+     * committed before (the rings' release-stores) come first. */
+    __atomic_store_n(&s->hdr->st_done_seq, s->next_seq, __ATOMIC_RELEASE);
+    for (uint32_t c = 0; c < s->n_cores; c++)
+        (void)tw_attach_bell_ring(&s->hdr->gw_bell[c]); /* fence inside: see tw_attach_bell_ring */
+}
+
+int tw_attach_st_wait(tw_attach_st *s, int64_t timeout_ns)
+{
+    tw_attach_bell *b = &s->hdr->st_bell;
+    uint32_t t = tw_attach_bell_arm(b);
+    /* Acquire pairs with the gateway's release-store of journal_end after
+     * each append (and is ordered after arm's fence, which pairs with the
+     * fence of the gateway's ring after that store): every record below
+     * the end is readable, from a ring or the journal. */
+    if (__atomic_load_n(&s->hdr->journal_end, __ATOMIC_ACQUIRE) > s->next_seq) {
+        tw_attach_bell_disarm(b);
+        return 0;
+    }
+    return tw_attach_bell_wait(b, t, timeout_ns);
+}
 
 int tw_attach_st_connect(tw_attach_st *s, const char *sock_path, int timeout_ms, tw_error *err)
 {

@@ -1,5 +1,7 @@
-/* The doorbell of a yielding core (engine_internal.h, "doorbell"): an
- * eventfd written once per sleep of its consumer. */
+/* The doorbells of yielding cores (engine_internal.h, "doorbell"): in
+ * threads mode an eventfd written once per sleep of its consumer; in
+ * processes mode the attach segment's futex bells (shm_attach.h) between
+ * a net core and the strategy process. */
 #include <errno.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
@@ -58,4 +60,17 @@ void tw__bell_wake(tw__bell *b)
 {
     if (b->fd >= 0 && __atomic_load_n(&b->sleeping, __ATOMIC_RELAXED))
         __atomic_store_n(&b->sleeping, 0, __ATOMIC_RELAXED);
+}
+
+unsigned tw__bell_attach_idle(tw_attach_gw *att, uint32_t core, tw_reactor_now *now)
+{
+    /* The second look after arming is inside tw_attach_gw_wait (the ring,
+     * then the strategy's done mark against the journal's end). */
+    int rc = tw_attach_gw_wait(att, core, TW__BELL_ATT_WAIT_NS);
+    if (rc == 0)
+        return 1; /* intents, or the strategy finished its records */
+    int64_t bound = rc == 1 ? TW__BELL_ATT_IDLE_NS : TW__BELL_ATT_WAIT_NS;
+    if (now->wake_ns > now->ns + bound)
+        now->wake_ns = now->ns + bound;
+    return 0;
 }

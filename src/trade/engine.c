@@ -326,7 +326,8 @@ static int write_results(tw_trade_engine *e, int rc, tw_error *err)
         tw__gw_stats(e->gw[i], &ss[i], NULL);
     tw_error re = {0};
     tw_trade_run_stats run = { .crash_loop_record = e->crash_loop_seq,
-                               .crash_loop_crashes = e->crash_loop_seq ? e->crash_count : 0 };
+                               .crash_loop_crashes = e->crash_loop_seq ? e->crash_count : 0,
+                               .engine = &e->cfg->engine };
     int r2 = tw_trade_report_write_run(e->cfg->engine.report, e->host.s, ss, e->n_gw, &run, &re);
     free(ss);
     if (r2 != 0 && rc == 0)

@@ -63,6 +63,20 @@ void tw__bell_sleep(tw__bell *b);
 /* Consumer: found work (clears sleeping). */
 void tw__bell_wake(tw__bell *b);
 
+/* Processes mode, between the gateway's net core and the strategy process:
+ * the attach segment's futex doorbells (shm_attach.h, tw_attach_bell).
+ * A yielding net core's idle turn, once the reactor's spins are over:
+ * while the strategy has records in flight it sleeps on the core's bell
+ * until an intent or the end of them (at most TW__BELL_ATT_WAIT_NS; then
+ * the reactor's ppoll on the socket for as long), and with nothing in
+ * flight it leaves the wait to the reactor's ppoll, bounded by
+ * TW__BELL_ATT_IDLE_NS (an intent no record of this core caused, such as
+ * the kill switch's, arrives within it).  Returns 1 when intents may be
+ * in the ring (turn again), else 0 with now->wake_ns lowered. */
+#define TW__BELL_ATT_WAIT_NS 50000ll
+#define TW__BELL_ATT_IDLE_NS 1000000ll
+unsigned tw__bell_attach_idle(tw_attach_gw *att, uint32_t core, tw_reactor_now *now);
+
 /* ---- transports (xport.c, xport_tcp.c, xport_stack.c) ---------------------------
  *
  * A session's byte stream: kernel TCP (xport_tcp.c) or the userspace

@@ -233,9 +233,9 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
         /* Resets our rings after a strategy died (once what it committed
          * is sent), and says whether one is attached. */
         g->att_st = tw_attach_gw_core_sync(&g->e->att, g->index);
-        /* The strategy process rings no doorbell: a yielding core looks
-         * at its outbound ring at least this often. */
-        if (g->att_st != TW_ATTACH_CORE_DOWN && now->wake_ns > now->ns + TW__GW_ATT_POLL_NS)
+        /* Draining a dead strategy's ring: look again soon.  (A live
+         * one rings the core's doorbell: the idle turn below.) */
+        if (g->att_st == TW_ATTACH_CORE_DRAIN && now->wake_ns > now->ns + TW__GW_ATT_POLL_NS)
             now->wake_ns = now->ns + TW__GW_ATT_POLL_NS;
     }
     /* A yielding core spins TW_REACTOR_IDLE_SPINS idle turns before it
@@ -298,6 +298,10 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
     tw_ring *r = tw__gw_intents_ring(g);
     if (g->fs.state == TW_FIX_ACTIVE && r && tw_ring_count(r))
         return 1;
+    /* Processes mode, spins over: the strategy process's doorbell. */
+    if (g->e->procs && g->att_st == TW_ATTACH_CORE_LIVE && !g->busy &&
+        g->idle_turns >= TW_REACTOR_IDLE_SPINS)
+        return tw__bell_attach_idle(&g->e->att, g->index, now);
     return 0;
 }
 

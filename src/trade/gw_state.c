@@ -61,6 +61,9 @@ void tw__gw_push(tw__gw *g, tw_ev *ev)
     tw__evlog_ev(g->e, ev, &rec);
     if (g->spill.n == 0 && tw_ring_enqueue_burst_sp(g->in, &rec, 1) == 1) {
         g->pushed = 1;
+        uint32_t depth = tw_ring_count(g->in);
+        if (depth > g->st.ring_max)
+            g->st.ring_max = depth;
         return;
     }
     /* The feed bound makes this room certain (gw.c, at its top). */

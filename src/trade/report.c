@@ -187,6 +187,26 @@ int tw_trade_report_fprint_run(FILE *f, const tw_strategy *s,
     put_u64(f, "overfills", c.overfills, 1);
     put_u64(f, "barriers", c.barriers, 0);
     fputs("}", f);
+    if (run && run->engine) {
+        /* What the engine ran as, and what auto chose and why. */
+        const tw_trade_engine_cfg *ec = run->engine;
+        fputs(",\n\"engine\": {", f);
+        put_key(f, "mode");
+        put_str(f, ec->mode == TW_TRADE_PROCESSES ? "processes" : "threads");
+        fputs(", ", f);
+        put_key(f, "strategy");
+        put_str(f, ec->strategy == TW_TRADE_STRATEGY_INLINE ? "inline" : "thread");
+        fputs(", ", f);
+        put_key(f, "busy_poll");
+        fputs(ec->busy_poll ? "true, " : "false, ", f);
+        put_key(f, "strategy_auto");
+        fputs(ec->strategy_auto ? "true, " : "false, ", f);
+        put_key(f, "busy_auto");
+        fputs(ec->busy_auto ? "true, " : "false, ", f);
+        put_key(f, "auto_why");
+        put_str(f, ec->auto_why);
+        fputs("}", f);
+    }
     if (run && run->crash_loop_crashes) {
         fputs(",\n\"crash_loop\": {", f);
         put_u64(f, "record", run->crash_loop_record, 1);

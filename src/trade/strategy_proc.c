@@ -38,7 +38,8 @@
 
 #define BURST 64
 #define IDLE_SPINS 64
-#define IDLE_SLEEP_NS 50000ll       /* no doorbell from the gateway: poll at least this often */
+#define IDLE_SLEEP_NS 50000ll       /* a full outbound ring: look again this often */
+#define IDLE_WAIT_NS 1000000ll      /* idle: the doorbell's bound (heartbeat, gateway checks) */
 #define GW_BEAT_TIMEOUT_NS 3000000000ll /* a gateway whose beat stands still this long is gone */
 #define CONNECT_FOR_NS 60000000000ll
 
@@ -272,6 +273,9 @@ static int run(sp *p, tw_error *err)
         }
         tw_attach_st_beat(&p->st, ++p->beat);
         if (k > 0) {
+            /* The burst's intents are committed: wakes a net core that
+             * waits for them (no system call for one that is awake). */
+            tw_attach_st_done(&p->st);
             idle = 0;
             continue;
         }
@@ -281,7 +285,7 @@ static int run(sp *p, tw_error *err)
         if (++idle < IDLE_SPINS)
             sched_yield();
         else
-            tw_clock_sleep_ns(IDLE_SLEEP_NS);
+            (void)tw_attach_st_wait(&p->st, IDLE_WAIT_NS); /* the gateway's put rings it */
     }
 }
 

@@ -861,6 +861,39 @@ static void t_paced(void)
     CHECK_EQ(xt_count(cl, "1"), 1); /* "open" only */
     xt_env_close(&e);
 
+    /* Paced by ticks: 200 ticks/s over two symbols is a bar every 10 ms,
+     * due on the clock from bar 0: a turn 45 ms late sends the 5 bars it
+     * owes at once (and says how late), the next one is on time. */
+    xt_cfg(&c, &e, syms, 2);
+    c.lockstep = 0;
+    c.ticks_per_s = 200;
+    REQUIRE(xt_env_open(&e, &c) == 0);
+    cl = logged_on(&e, "T", 0, NULL);
+    REQUIRE(cl);
+    xt_subscribe(cl, "m", both, 2);
+    xt_pump(&e);
+    CHECK_EQ(xt_count(cl, "X"), 1);
+    int64_t t0 = e.now;
+    e.now = t0 + 9999999;
+    xt_pump(&e);
+    CHECK_EQ(xt_count(cl, "X"), 1);
+    e.now = t0 + 55000000;
+    xt_pump(&e);
+    CHECK_EQ(xt_count(cl, "X"), 6);
+    CHECK_EQ(tw_xchg_get_stats(e.x)->pace_lag_max_ns, 45000000);
+    e.now = t0 + 60000000;
+    xt_pump(&e);
+    CHECK_EQ(xt_count(cl, "X"), 7);
+    CHECK_EQ(tw_xchg_get_stats(e.x)->pace_lag_max_ns, 45000000);
+    CHECK_EQ(tw_xchg_get_stats(e.x)->pace_held, 0);
+    run_to_end(&e);
+    r = xt_check_stream(cl, syms, 2, NULL, 0);
+    CHECK(r.bars[0] == 20 && r.bars[1] == 12 && r.closed && r.test_requests == 0);
+    char sum[1024];
+    tw_xchg_summary(e.x, sum, sizeof(sum));
+    CHECK(strstr(sum, " pace_lag_max_us=45000.0 pace_held=0") != NULL);
+    xt_env_close(&e);
+
     /* Flat out: all bars in one go, Closed right after. */
     xt_cfg(&c, &e, syms, 2);
     c.lockstep = 0;

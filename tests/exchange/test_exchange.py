@@ -231,8 +231,10 @@ def test_fault_slow_with_a_flood():
 def test_paced():
     need_trader()
     with tempfile.TemporaryDirectory() as tmp:
-        r, s = run_one(tmp, venue_args=["--rate", "400"], trader_args=["--paced"])
+        # 800 ticks/s over two symbols: 400 bars/s; --busy over kernel TCP.
+        r, s = run_one(tmp, venue_args=["--rate", "800", "--busy"], trader_args=["--paced"])
         assert r["test_requests"] == 0
+        assert float(s["pace_lag_max_us"]) >= 0 and int(s["pace_held"]) >= 0
 
 
 def test_two_sessions_share_the_barrier():
@@ -310,6 +312,7 @@ def test_idle_and_pre_logon_connections_are_closed():
     (["--listen", "0", "--data", "AAA=a.npy", "--fault", "slow:1:0"], "MS"),
     (["--listen", "0", "--data", "AAA=a.npy", "--rate", "10", "--lockstep"], "exclude"),
     (["--listen", "0", "--data", "AAA=a.npy", "--rate", "-1"], "--rate"),
+    (["--listen", "0", "--data", "AAA=a.npy", "--rate", "0.5"], "ticks/s"),
     (["--listen", "99999", "--data", "AAA=a.npy"], "--listen"),
     (["--listen", "0", "--data", "AAA=a.npy", "--sender", "a/b"], "CompID"),
     (["--listen", "0", "--data", "AAA=a.npy", "--ip", "10.0.0.1"], "--port"),

@@ -85,12 +85,18 @@ static int echo_loop(tw_attach_st *s)
                 tw_attach_st_beat(s, ++beat);
                 sched_yield();
             }
+            (void)tw_attach_st_ring_gw(s, (uint32_t)o.core);
         }
         tw_attach_st_beat(s, ++beat);
+        if (k > 0)
+            tw_attach_st_done(s); /* the burst's intents are committed */
         if (k == 0) {
             if (tw_attach_st_check_gateway(s, 0, 0) != 0)
                 return 3;
-            sched_yield();
+            /* Asleep until the gateway's next put (bounded: 1 ms). */
+            int w = tw_attach_st_wait(s, 1000000);
+            if (w != 0 && w != -ETIMEDOUT && w != -EINTR)
+                return 6;
         }
     }
 }
@@ -146,6 +152,8 @@ typedef struct gw_world {
     uint64_t intents[2], wrong;
     at_core expect;
     uint64_t expect_intents;
+    uint64_t gw_waits; /* turns a core slept on its doorbell (the strategy had work) */
+    uint64_t gw_idle;  /* turns a core found the strategy with nothing in flight */
 } gw_world;
 
 static int gw_open(gw_world *w, int64_t beat_timeout_ns)
@@ -187,11 +195,21 @@ static int gw_turn(gw_world *w, int produce)
         if (st == TW_ATTACH_CORE_DOWN)
             continue;
         at_out o;
+        unsigned got = 0;
         while (tw_ring_dequeue_burst_sc(tw_attach_gw_out_ring(&w->g, c), &o, 1) == 1) {
             w->intents[c]++;
+            got++;
             if (!at_out_ok(&o, 2) || o.core != c)
                 w->wrong++;
             CHECK_EQ(tw_attach_gw_put(&w->g, c, TW_JOURNAL_OUT, &o, NULL), 0);
+        }
+        /* Nothing to send and nothing to take: the core sleeps on its
+         * doorbell until the strategy commits (bounded: 100 us). */
+        if (!produce && !got && st == TW_ATTACH_CORE_LIVE) {
+            int r = tw_attach_gw_wait(&w->g, c, 100000);
+            CHECK(r == 0 || r == 1 || r == -ETIMEDOUT || r == -EINTR);
+            w->gw_waits += r != 1;
+            w->gw_idle += r == 1;
         }
     }
     if (produce && w->next_idx <= w->n) {
@@ -249,6 +267,12 @@ static void test_flow(void)
     }
     CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "probe status 0x%x", st);
     CHECK(w.g.refused >= 1);
+    /* The strategy says when it has finished what it was given
+     * (tw_attach_st_done): once it has caught up, a core's wait finds
+     * nothing in flight and does not sleep. */
+    for (long i = 0; i < 50000000 && w.gw_idle == 0; i++)
+        gw_turn(&w, 0);
+    CHECK(w.gw_idle > 0);
     CHECK(until(&w, TW_ATTACH_EV_DETACHED, 1)); /* the echo child ends at STOP */
     CHECKF(waitpid(echo, &st, 0) == echo && WIFEXITED(st) && WEXITSTATUS(st) == 0, "echo status 0x%x", st);
     CHECK(until(&w, TW_ATTACH_EV_WAITING, 0));

@@ -33,7 +33,7 @@ static int run_tcp(tw_xchg *x, const xcli_opts *o)
     }
     printf("tickwire exchange: listening on %s:%u (kernel TCP)\n", o->host, bound);
     fflush(stdout);
-    if (tw_xchg_tcp_run(x, lfd, o->max_conns, &tw__xcli_signals, &err) != 0) {
+    if (tw_xchg_tcp_run(x, lfd, o->max_conns, o->busy, &tw__xcli_signals, &err) != 0) {
         fprintf(stderr, "tickwire exchange: %s\n", err.msg);
         return 1;
     }
@@ -47,9 +47,9 @@ int tw__cli_exchange(int argc, char **argv);
 
 static const char usage[] =
     "usage: tickwire exchange --listen [HOST:]PORT --data SYM=FILE[,SYM=FILE...]\n"
-    "                         [--lockstep | --rate BARS_PER_S] [--sender COMPID]\n"
+    "                         [--lockstep | --rate TICKS_PER_S] [--sender COMPID]\n"
     "                         [--fills FILE] [--max-bars N] [--fault KIND:ARG]...\n"
-    "                         [--port SPEC --ip A.B.C.D [--mac M] [--busy] [--pcap FILE]]\n"
+    "                         [--port SPEC --ip A.B.C.D [--mac M] [--pcap FILE]] [--busy]\n"
     "                         [--store DIR] [--sessions N] [--column NAME]\n"
     "                         [--logon-timeout S] [--grace S] [--end-timeout S]\n"
     "                         [--max-orders N] [--entries-per-x N] [--quiet]\n"
@@ -64,7 +64,12 @@ static const char usage[] =
     "                        repeatable; bars of all symbols advance together\n"
     "  --lockstep            TestRequest bar-<i> after each bar, the next bar after\n"
     "                        every subscribed session's Heartbeat (the default)\n"
-    "  --rate N              paced: N bars per second, no barrier (0: flat out)\n"
+    "  --rate N              paced: N market-data ticks per second across all\n"
+    "                        symbols (a tick: one symbol's entry of a bar; bars every\n"
+    "                        symbols/N s on the monotonic clock), no barrier (0:\n"
+    "                        flat out)\n"
+    "  --busy                never sleep between turns (a paced run keeps its clock\n"
+    "                        to the bar; costs a CPU)\n"
     "  --sessions N          bar 0 waits for N subscribed sessions (1)\n"
     "  --sender COMPID       our SenderCompID (VENUE); traders may use any CompID\n"
     "  --store DIR           per-CompID crash-safe stores (a temporary directory)\n"
@@ -311,8 +316,8 @@ int tw__cli_exchange(int argc, char **argv)
             fprintf(stderr, "tickwire exchange: --listen PORT 0 needs kernel TCP; give a port\n");
             return 2;
         }
-    } else if (o.ip || o.mac || o.busy || o.pcap) {
-        fprintf(stderr, "tickwire exchange: --ip/--mac/--busy/--pcap go with --port SPEC "
+    } else if (o.ip || o.mac || o.pcap) {
+        fprintf(stderr, "tickwire exchange: --ip/--mac/--pcap go with --port SPEC "
                         "(over kernel TCP, tcpdump sees the traffic)\n");
         return 2;
     }
@@ -325,11 +330,12 @@ int tw__cli_exchange(int argc, char **argv)
         double r;
         if (tw__cli_double("exchange", "--rate", rate, &r))
             return 2;
-        if (r < 0 || r > 1e9) {
-            fprintf(stderr, "tickwire exchange: --rate: %s is outside [0, 1e9] bars/s\n", rate);
+        if (r != 0 && !(r >= 1 && r <= 1e9)) {
+            fprintf(stderr, "tickwire exchange: --rate: %s is outside [1, 1e9] ticks/s (0: flat "
+                            "out)\n", rate);
             return 2;
         }
-        cfg.bar_interval_ns = r > 0 ? (uint64_t)llround(1e9 / r) : 0;
+        cfg.ticks_per_s = (uint64_t)llround(r);
     }
     if (n_data == 0) {
         fprintf(stderr, "tickwire exchange: --data SYM=FILE is required (see --help)\n");
@@ -432,7 +438,7 @@ int tw__cli_exchange(int argc, char **argv)
         uint64_t bars = tw_xchg_get_stats(x)->bars_total;
         fprintf(stderr, "tickwire exchange: %u symbol(s), %llu bars, %s, sender %s, store %s\n",
                 ns, (unsigned long long)bars,
-                cfg.lockstep ? "lockstep" : cfg.bar_interval_ns ? "paced" : "flat out",
+                cfg.lockstep ? "lockstep" : cfg.ticks_per_s ? "paced" : "flat out",
                 cfg.sender_comp_id ? cfg.sender_comp_id : "VENUE", store);
     }
     rc = o.port_spec ? tw__xcli_run_stack(x, &o) : run_tcp(x, &o);

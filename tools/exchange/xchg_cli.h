@@ -14,7 +14,7 @@ typedef struct xcli_opts {
     uint16_t port;        /* --listen PORT (0: any, printed) */
     const char *port_spec; /* --port SPEC: the userspace stack */
     const char *ip, *mac; /* --ip, --mac with --port */
-    int busy;             /* --busy: poll without yielding (userspace stack) */
+    int busy;             /* --busy: poll without sleeping (either transport) */
     int quiet;            /* --quiet: no event lines on stderr */
     unsigned max_conns;
     const char *pcap;     /* --pcap SPEC with --port: capture the port's frames */
