@@ -99,8 +99,8 @@ typedef struct tw_attach_ring_desc {
  * publish of the work are each followed by a seq_cst fence before the
  * other's load, so either the waiter's second look sees the work or the
  * ringer sees `sleeping`; and FUTEX_WAIT sleeps only while `seq` still
- * holds the ticket the waiter read after arming, so a ring between the
- * look and the wait makes the wait return at once.  The wait is always
+ * holds the ticket the waiter read just before arming, so a ring that
+ * clears `sleeping` after the arm makes the wait return at once.  The wait is always
  * bounded: a bell is shared memory the peer can scribble on, so a
  * corrupted bell costs at most a timeout, never a hang.  The futex is a
  * shared one (no FUTEX_PRIVATE_FLAG): the two sides are processes. */
@@ -115,6 +115,14 @@ _Static_assert(sizeof(tw_attach_bell) == TW_CACHE_LINE, "a bell is one cache lin
  * look for work once more after this call, before waiting. */
 static inline uint32_t tw_attach_bell_arm(tw_attach_bell *b)
 {
+    /* The ticket first.  A ringer that saw an earlier arm may clear
+     * `sleeping` after our store below and bump seq after that: read
+     * after the store, the ticket could already hold that bump, and we
+     * would sleep unarmed (the next ringer sees 0 and wakes nobody).  Read
+     * before it, any bump that follows our store makes the wait return at
+     * once.  Acquire: keeps the store below after this load; pairs with
+     * the ringer's release-add to seq in tw_attach_bell_wake. */
+    uint32_t ticket = __atomic_load_n(&b->seq, __ATOMIC_ACQUIRE);
     /* Relaxed store, then the fence: the fence pairs with the one in
      * tw_attach_bell_ring, between the ringer's publish of work (a ring's
      * release-store of its head) and its load of `sleeping`; the two
@@ -122,9 +130,7 @@ static inline uint32_t tw_attach_bell_arm(tw_attach_bell *b)
      * sees the other's store. */
     __atomic_store_n(&b->sleeping, 1u, __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    /* Relaxed: the ticket is compared by the kernel in FUTEX_WAIT, which
-     * reads the word itself; it pairs with the ringer's add to seq. */
-    return __atomic_load_n(&b->seq, __ATOMIC_RELAXED);
+    return ticket;
 }
 
 /* Waiter: found work after arming; stays awake. */
