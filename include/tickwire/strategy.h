@@ -407,6 +407,60 @@ int64_t tw_strategy_last_bar(const tw_strategy *s, uint32_t k);
  * have the same digest; a crash-recovery replay checks itself with it. */
 uint64_t tw_strategy_digest(const tw_strategy *s);
 
+/* ---- the state as bytes (a snapshot; docs/crash.md) ---------------------------
+ *
+ * The whole state (every instance's kernel state bytes and books, open
+ * orders, risk state and buckets, counters, the kernels' names, ABI and
+ * params) as one flat payload, with the journal seq it reflects and the
+ * intents the host had decided but not yet sent.  The payload knows no
+ * file format: the caller puts it into a snapshot section.  Read on the
+ * machine (the ISA of the streaming kernel's lanes) that wrote it. */
+#define TW_STRATEGY_STATE_VERSION 1u
+
+/* Bytes tw_strategy_state_save() writes with n_intents pending intents
+ * (fixed for a strategy: allocate the buffer once). */
+size_t tw_strategy_state_size(const tw_strategy *s, uint32_t n_intents);
+
+/* Copies the state into buf[0..cap) (no allocation, no I/O: between
+ * events, on the strategy's thread): returns the bytes written, 0 if cap
+ * is smaller than tw_strategy_state_size(). */
+size_t tw_strategy_state_save(const tw_strategy *s, uint64_t journal_seq, const tw_out *intents,
+                              uint32_t n_intents, void *buf, size_t cap);
+
+typedef struct tw_strategy_state_info {
+    uint64_t journal_seq; /* the last journal record the state reflects */
+    uint64_t bytes;
+    uint32_t n_intents;   /* pending intents carried */
+    uint32_t n_instances;
+} tw_strategy_state_info;
+
+/* Checks a payload's header and CRC only: 0 with info filled, or as below. */
+int tw_strategy_state_info_get(const void *buf, size_t len, tw_strategy_state_info *info,
+                               tw_error *err);
+
+/* Loads a payload into s, a strategy fresh from tw_strategy_init() with
+ * the configuration it was saved under; the pending intents go to
+ * intents[0..intents_cap).  Then s goes on exactly as the saved one would
+ * have (same intents, same order ids, same digest).  Returns 0;
+ * -TW_EFORMAT (truncated, a CRC mismatch, a value out of range, books that
+ * do not add up), -EPROTONOSUPPORT (another version), -ESTALE (saved
+ * under another configuration: err names what differs, e.g. an
+ * instance's kernel, a param, a window, the risk limits), -ENOSPC (more
+ * intents than intents_cap).  -ESTALE and the size checks come before
+ * anything is written; after any error s must be built again before use. */
+int tw_strategy_state_load(tw_strategy *s, const void *buf, size_t len, tw_out *intents,
+                           uint32_t intents_cap, tw_strategy_state_info *info, tw_error *err);
+
+/* The kernel set as text, one "name abi" line per instance (what a
+ * snapshot's kernel-set section holds and its loader compares): the
+ * length; at most cap - 1 bytes and a NUL written to buf. */
+size_t tw_strategy_kernels_text(const tw_strategy *s, char *buf, size_t cap);
+
+/* A 16-byte digest of the strategy's configuration (fee, sessions and
+ * their rates, instruments, instances with their kernels, params or
+ * windows, risk limits). */
+void tw_strategy_config_digest(const tw_strategy *s, uint8_t out[16]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernel/kernel_internal.h"
+#include "tickwire/util.h"
 
 #define CHUNK 256
 
@@ -323,6 +324,142 @@ void tw_stream_read(const tw_stream *st, int32_t *position, int64_t *entry_bar,
         if (trades)
             trades[k] = c.trades;
     }
+}
+
+/* ---- the state as bytes (a snapshot) -------------------------------------- */
+
+#define STATE_MAGIC 0x3130747374737774ull /* "twstst01" */
+
+/* The saved form: this header, then sar[n_combos], the close ring, every
+ * d then e set's ring, then the d, e and c outputs; all 8-byte words. */
+struct state_hdr {
+    uint64_t magic;
+    uint32_t isa, vl;
+    uint64_t n_combos;
+    uint64_t combos_hash; /* FNV-1a of the combos and the fee's bits */
+    uint64_t bars, bad, cf, f;
+    uint64_t cring_n;
+    uint64_t n_dset, n_eset, n_cset;
+    uint64_t total;
+};
+
+static uint64_t combos_hash(const struct stream *h)
+{
+    const struct tw__tile *t = &h->tile;
+    uint64_t x = tw_fnv1a64(TW_FNV1A64_INIT, t->combos,
+                            t->n_combos * TW_COMBO_WINDOWS * sizeof(int64_t));
+    return tw_fnv1a64(x, &t->fee, sizeof(t->fee));
+}
+
+static size_t set_ring_doubles(const struct tw__nset *ns, size_t st, size_t slack)
+{
+    return ((size_t)ns->wmax[0] + 1 + slack) * st;
+}
+
+/* Walks the regions in order: save (out), load (in), or just sizes. */
+static size_t state_walk(struct stream *h, uint8_t *out, const uint8_t *in)
+{
+    struct tw__tile *t = &h->tile;
+    const size_t st = (size_t)TW_NSET * t->ops->vl;
+    size_t off = sizeof(struct state_hdr);
+#define REGION(ptr, bytes)                                                                \
+    do {                                                                                  \
+        size_t b_ = (bytes);                                                              \
+        if (out)                                                                          \
+            memcpy(out + off, (ptr), b_);                                                 \
+        if (in)                                                                           \
+            memcpy((ptr), in + off, b_);                                                  \
+        off += b_;                                                                        \
+    } while (0)
+    REGION(t->sar, t->n_combos * sizeof(struct tw__sar_state));
+    REGION(h->cring, (h->cpad + CHUNK) * sizeof(double));
+    for (size_t s = 0; s < t->n_dset; s++)
+        REGION(t->dset[s].ring, set_ring_doubles(&t->dset[s], st, t->slack) * sizeof(double));
+    for (size_t s = 0; s < t->n_eset; s++)
+        REGION(t->eset[s].ring, set_ring_doubles(&t->eset[s], st, t->slack) * sizeof(double));
+    REGION(t->dout, t->n_dset * st * sizeof(double));
+    REGION(t->eout, t->n_eset * st * sizeof(double));
+    if (t->cout)
+        REGION(t->cout, t->n_cset * st * sizeof(double));
+#undef REGION
+    return off;
+}
+
+static void state_hdr_of(struct stream *h, struct state_hdr *sh)
+{
+    memset(sh, 0, sizeof(*sh));
+    sh->magic = STATE_MAGIC;
+    sh->isa = (uint32_t)h->isa;
+    sh->vl = h->tile.ops->vl;
+    sh->n_combos = h->tile.n_combos;
+    sh->combos_hash = combos_hash(h);
+    sh->bars = h->bars;
+    sh->bad = h->bad;
+    sh->cf = h->cf;
+    sh->f = h->tile.f;
+    sh->cring_n = h->cpad + CHUNK;
+    sh->n_dset = h->tile.n_dset;
+    sh->n_eset = h->tile.n_eset;
+    sh->n_cset = h->tile.n_cset;
+    sh->total = state_walk(h, NULL, NULL);
+}
+
+size_t tw_stream_state_bytes(const tw_stream *st)
+{
+    return state_walk(hdr(st), NULL, NULL);
+}
+
+size_t tw_stream_state_save(const tw_stream *st, void *out, size_t cap)
+{
+    struct stream *h = hdr(st);
+    struct state_hdr sh;
+    state_hdr_of(h, &sh);
+    if (!out || cap < sh.total)
+        return 0;
+    memcpy(out, &sh, sizeof(sh));
+    state_walk(h, out, NULL);
+    return sh.total;
+}
+
+int tw_stream_state_load(tw_stream *st, const void *in, size_t len, tw_error *err)
+{
+    struct stream *h = hdr(st);
+    struct state_hdr mine, sh;
+    if (!in || len < sizeof(sh))
+        return tw__err(err, -TW_EFORMAT, "stream state: %zu bytes, shorter than its header",
+                       len);
+    memcpy(&sh, in, sizeof(sh));
+    state_hdr_of(h, &mine);
+    if (sh.magic != STATE_MAGIC)
+        return tw__err(err, -TW_EFORMAT, "stream state: not a stream state (magic)");
+    if (sh.isa != mine.isa || sh.vl != mine.vl)
+        return tw__err(err, -TW_EFORMAT, "stream state: saved with %s lanes, this stream runs "
+                       "%s", tw_isa_name((tw_isa)sh.isa), tw_isa_name(h->isa));
+    if (sh.n_combos != mine.n_combos || sh.combos_hash != mine.combos_hash)
+        return tw__err(err, -TW_EFORMAT, "stream state: saved for %llu other combos (or fee), "
+                       "this stream has %llu", (unsigned long long)sh.n_combos,
+                       (unsigned long long)mine.n_combos);
+    if (sh.cring_n != mine.cring_n || sh.n_dset != mine.n_dset || sh.n_eset != mine.n_eset ||
+        sh.n_cset != mine.n_cset || sh.total != mine.total || len != mine.total)
+        return tw__err(err, -TW_EFORMAT, "stream state: %zu bytes (layout %llu), this stream's "
+                       "is %llu", len, (unsigned long long)sh.total,
+                       (unsigned long long)mine.total);
+    if (sh.cf > CHUNK || sh.f > h->tile.slack)
+        return tw__err(err, -TW_EFORMAT, "stream state: ring positions out of range (cf %llu, "
+                       "f %llu)", (unsigned long long)sh.cf, (unsigned long long)sh.f);
+    const uint8_t *p = in;
+    for (size_t k = 0; k < sh.n_combos; k++) {
+        struct tw__sar_state s;
+        memcpy(&s, p + sizeof(sh) + k * sizeof(s), sizeof(s));
+        if (s.pos < -1 || s.pos > 1)
+            return tw__err(err, -TW_EFORMAT, "stream state: combo %zu position %d", k, s.pos);
+    }
+    state_walk(h, NULL, in);
+    h->bars = sh.bars;
+    h->bad = sh.bad;
+    h->cf = sh.cf;
+    h->tile.f = sh.f;
+    return 0;
 }
 
 /* ---- one combo's trade log ---------------------------------------------- */
