@@ -406,6 +406,52 @@ out:
     return rc;
 }
 
+/* The copy on the core for n instances of a flat kernel (zscore, default
+ * params): ns per instance, the median of reps copies; < 0 on error. */
+static double copy_flat_ns(uint32_t n, int reps)
+{
+    const tw_kernel_def *z = tw_kernel_builtin(1);
+    tw_instrument_cfg in = {.symbol = "AAA"};
+    tw_instance_cfg *ic = calloc(n, sizeof(*ic));
+    if (!ic || !z)
+        return -1;
+    for (uint32_t i = 0; i < n; i++) {
+        snprintf(ic[i].name, TW_NAME_MAX, "z%u", i);
+        ic[i].kernel = z;
+        for (uint32_t p = 0; p < z->n_params; p++)
+            ic[i].params[p] = z->params[p].dflt;
+    }
+    tw_strategy_cfg c = {.fee = TW_FEE_DEFAULT, .n_sessions = 1, .n_instruments = 1,
+                         .n_instances = n, .instruments = &in, .instances = ic};
+    tw_risk_cfg_init(&c.risk);
+    size_t bytes = tw_strategy_memsize(&c);
+    void *mem = bytes ? aligned_alloc(64, bytes) : NULL;
+    tw_error err = {0};
+    tw_strategy *s = mem ? tw_strategy_init(mem, bytes, &c, &err) : NULL;
+    double r = -1;
+    if (s) {
+        size_t cap = tw_strategy_state_size(s, 0);
+        uint8_t *buf = malloc(cap);
+        double *t = calloc((size_t)reps, sizeof(double));
+        if (buf && t) {
+            for (int k = 0; k < reps; k++) {
+                int64_t t0 = tw_clock_now_ns();
+                size_t w = tw_strategy_state_save(s, 1, NULL, 0, buf, cap);
+                t[k] = w ? (double)(tw_clock_now_ns() - t0) / n : -1;
+            }
+            r = tw__median_f64(t, (size_t)reps);
+            printf("the copy on the core, flat kernel state: %u zscore instances, %zu bytes "
+                   "(%zu of kernel state each): %.1f ns per instance (median of %d)\n", n, cap,
+                   z->state_bytes(ic[0].params), r, reps);
+        }
+        free(buf);
+        free(t);
+    }
+    free(mem);
+    free(ic);
+    return r;
+}
+
 static const char *verdict(int ok) { return ok ? "met" : "NOT met"; }
 
 int tw__cli_bench_recovery(int argc, char **argv)
@@ -525,6 +571,8 @@ int tw__cli_bench_recovery(int argc, char **argv)
                runs[k].write_ms_median, (unsigned long long)runs[k].rotations,
                (unsigned long long)runs[k].pruned);
     }
+    if (rc == 0 && copy_flat_ns(quick ? 100 : 1000, quick ? 5 : 101) < 0)
+        rc = 1;
     double ready[N_SIZES] = {0};
     recovered last[N_SIZES];
     int all_equal = 1;

@@ -452,7 +452,8 @@ static int walk(tw_strategy *s, const uint8_t *p, size_t len, const st_hdr *h, i
                 return rc;
             continue;
         }
-        memcpy(it->kstate, kq, it->kstate_bytes);
+        if (it->kstate_bytes)
+            memcpy(it->kstate, kq, it->kstate_bytes);
         memcpy(orow, oq, row);
         it->signal = r.signal;
         it->n_open = r.n_open;

@@ -122,6 +122,8 @@ typedef struct rec {
 
 static void rec_add(rec *r, const tw_out *o, size_t n)
 {
+    if (n == 0)
+        return;
     if (r->n_outs + n > r->cap_outs) {
         r->cap_outs = (r->n_outs + n) * 2 + 1024;
         r->outs = realloc(r->outs, r->cap_outs * sizeof(tw_out));
@@ -211,6 +213,9 @@ static void start(st_harness *h, rec *r, venue *v)
         feed(h, &ev, r, v);
     }
 }
+
+/* Equal bytes (n may be 0 with NULL pointers). */
+static int same_mem(const void *a, const void *b, size_t n) { return n == 0 || memcmp(a, b, n) == 0; }
 
 static int same_stats(const tw_strategy *a, const tw_strategy *b)
 {
@@ -340,7 +345,7 @@ int main(int argc, char **argv)
         CHECK(tw_strategy_state_info_get(buf, len, &info, &err) == 0 && info.journal_seq == 1000 + at &&
               info.n_intents == v.n && info.bytes == len);
         CHECK(tw_strategy_digest(b.s) == dig_a && same_stats(a.s, b.s));
-        CHECK(vb.n == v.n && memcmp(vb.pend, v.pend, v.n * sizeof(tw_out)) == 0);
+        CHECK(vb.n == v.n && same_mem(vb.pend, v.pend, v.n * sizeof(tw_out)));
         /* The same state saves to the same bytes. */
         size_t len2 = 0;
         uint8_t *buf2 = save(&b, &vb, 1000 + at, &len2);
@@ -349,12 +354,12 @@ int main(int argc, char **argv)
         free(buf2);
         run(&b, at, BARS, &r, &vb);
         /* Everything after the point: the uninterrupted run's bits. */
-        CHECKF(r.n_outs == ru.n_outs && memcmp(r.outs, ru.outs, r.n_outs * sizeof(tw_out)) == 0,
+        CHECKF(r.n_outs == ru.n_outs && same_mem(r.outs, ru.outs, r.n_outs * sizeof(tw_out)),
                "bar %u: intents differ (%zu + after vs %zu)", at, n_before, ru.n_outs);
         CHECKF(trades_before + b.n_trades == u.n_trades &&
-                   memcmp(a.trades, u.trades, trades_before * sizeof(tw_strategy_trade)) == 0 &&
-                   memcmp(b.trades, u.trades + trades_before,
-                          b.n_trades * sizeof(tw_strategy_trade)) == 0,
+                   same_mem(a.trades, u.trades, trades_before * sizeof(tw_strategy_trade)) &&
+                   same_mem(b.trades, u.trades + trades_before,
+                            b.n_trades * sizeof(tw_strategy_trade)),
                "bar %u: trades differ", at);
         CHECKF(tw_strategy_digest(b.s) == tw_strategy_digest(u.s) && same_stats(b.s, u.s),
                "bar %u: books or digest differ", at);
@@ -473,7 +478,10 @@ int main(int argc, char **argv)
     other.cfg.instruments = other.instr;
     other.inst[zi].kernel = tw_kernel_builtin(0);
     memcpy(other.inst[zi].combo, hma[0], sizeof(hma[0]));
-    refused(&other, mid, mid_len, "(5 on its hma_sar stream), configured 7 (6)");
+    char want[128];
+    snprintf(want, sizeof(want), "(%u on its hma_sar stream), configured %u (%u)", N_HMA + 1,
+             N_HMA + su.n_kernels, N_HMA + 2);
+    refused(&other, mid, mid_len, want);
     other = su;
     other.cfg.instances = other.inst;
     other.cfg.instruments = other.instr;
