@@ -436,15 +436,8 @@ int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap
             continue;
         }
         free_list(v, n);
-        if (exp && exp->digest && memcmp(exp->digest, s->hdr.digest, TW_SNAP_DIGEST_BYTES) != 0) {
-            char name[64];
-            snprintf(name, sizeof(name), "%s", s->name);
-            tw_snap_release(s);
-            return tw__err(err, -ESTALE,
-                           "snapshot %s/%s: taken under another configuration (config digest "
-                           "differs)",
-                           dir, name);
-        }
+        /* The kernel set first: it names what differs; the digest only
+         * says that something does. */
         if (exp && exp->kernels) {
             const tw_snap_section *k = tw_snap_find(s, TW_SNAP_SEC_KERNELS);
             const char *have = k ? (const char *)k->data : "";
@@ -456,6 +449,15 @@ int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap
                 tw_snap_release(s);
                 return tw__err(err, -ESTALE, "snapshot %s/%s: another kernel set: %s", dir, name, why);
             }
+        }
+        if (exp && exp->digest && memcmp(exp->digest, s->hdr.digest, TW_SNAP_DIGEST_BYTES) != 0) {
+            char name[64];
+            snprintf(name, sizeof(name), "%s", s->name);
+            tw_snap_release(s);
+            return tw__err(err, -ESTALE,
+                           "snapshot %s/%s: taken under another configuration (config digest "
+                           "differs)",
+                           dir, name);
         }
         return 0;
     }

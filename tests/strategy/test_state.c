@@ -217,28 +217,6 @@ static void start(st_harness *h, rec *r, venue *v)
 /* Equal bytes (n may be 0 with NULL pointers). */
 static int same_mem(const void *a, const void *b, size_t n) { return n == 0 || memcmp(a, b, n) == 0; }
 
-static int same_stats(const tw_strategy *a, const tw_strategy *b)
-{
-    int bad = 0;
-    for (uint32_t i = 0; i < tw_strategy_n_instances(a); i++) {
-        tw_instance_stats x, y;
-        tw_strategy_instance(a, i, &x);
-        tw_strategy_instance(b, i, &y);
-        bad += x.position != y.position || x.open_qty != y.open_qty || x.signal != y.signal ||
-               x.trades != y.trades || !st_same(x.pnl, y.pnl) ||
-               x.signal_trades != y.signal_trades || !st_same(x.signal_pnl, y.signal_pnl) ||
-               !st_same(x.entry_px, y.entry_px) || x.orders != y.orders || x.fills != y.fills ||
-               x.rejects != y.rejects || x.risk_rejects != y.risk_rejects ||
-               x.state != y.state || x.stopped != y.stopped;
-    }
-    tw_strategy_counters ca, cb;
-    tw_strategy_counters_get(a, &ca);
-    tw_strategy_counters_get(b, &cb);
-    bad += memcmp(&ca, &cb, offsetof(tw_strategy_counters, pnl)) != 0 || !st_same(ca.pnl, cb.pnl) ||
-           ca.state != cb.state;
-    return bad == 0;
-}
-
 static uint8_t *save(st_harness *h, const venue *v, uint64_t seq, size_t *len)
 {
     size_t n = tw_strategy_state_size(h->s, v->n);
@@ -344,7 +322,7 @@ int main(int argc, char **argv)
         tw_strategy_state_info info;
         CHECK(tw_strategy_state_info_get(buf, len, &info, &err) == 0 && info.journal_seq == 1000 + at &&
               info.n_intents == v.n && info.bytes == len);
-        CHECK(tw_strategy_digest(b.s) == dig_a && same_stats(a.s, b.s));
+        CHECK(tw_strategy_digest(b.s) == dig_a && st_same_books(a.s, b.s));
         CHECK(vb.n == v.n && same_mem(vb.pend, v.pend, v.n * sizeof(tw_out)));
         /* The same state saves to the same bytes. */
         size_t len2 = 0;
@@ -361,7 +339,7 @@ int main(int argc, char **argv)
                    same_mem(b.trades, u.trades + trades_before,
                             b.n_trades * sizeof(tw_strategy_trade)),
                "bar %u: trades differ", at);
-        CHECKF(tw_strategy_digest(b.s) == tw_strategy_digest(u.s) && same_stats(b.s, u.s),
+        CHECKF(tw_strategy_digest(b.s) == tw_strategy_digest(u.s) && st_same_books(b.s, u.s),
                "bar %u: books or digest differ", at);
         printf("saved at bar %4u: %zu bytes (%u pending intents), resumed: parity\n", at, len,
                v.n);
