@@ -447,7 +447,9 @@ int tw_strategy_state_info_get(const void *buf, size_t len, tw_strategy_state_in
  * under another configuration: err names what differs, e.g. an
  * instance's kernel, a param, a window, the risk limits), -ENOSPC (more
  * intents than intents_cap).  -ESTALE and the size checks come before
- * anything is written; after any error s must be built again before use. */
+ * anything is written; after any error s must be built again before use.
+ * Everything the strategy owns is checked; a plug-in kernel's state bytes
+ * are checked for their size (and the payload's CRC) only. */
 int tw_strategy_state_load(tw_strategy *s, const void *buf, size_t len, tw_out *intents,
                            uint32_t intents_cap, tw_strategy_state_info *info, tw_error *err);
 
