@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <pthread.h>
 #include <unistd.h>
 
 #include "common/cli_opt.h"
@@ -76,8 +77,13 @@ typedef struct bench {
 
 typedef struct run_out {
     char jdir[512], sdir[512];
-    uint64_t records, snapshots, rotations, pruned;
+    uint64_t records, snapshots, rotations, pruned, skipped, prune_failed;
     uint64_t max_disk, max_segments, snap_bytes;
+    /* Shared with the snapshot writer thread (its hook and callback). */
+    pthread_mutex_t mu;
+    uint64_t n_commit, *commit_seq;
+    int64_t *commit_ns;
+    double *write_ms;
     double copy_ns_median;  /* tw_strategy_state_save, per snapshot */
     double write_ms_median; /* tw_snap_write, per snapshot */
     double build_s;
@@ -151,14 +157,46 @@ static uint64_t dir_bytes(const char *dir, uint64_t *files)
     return sum;
 }
 
+/* Called by the appending thread and the snapshot writer's. */
 static void track_disk(run_out *o)
 {
+    pthread_mutex_lock(&o->mu);
     uint64_t segs = 0;
     uint64_t b = dir_bytes(o->jdir, &segs) + dir_bytes(o->sdir, NULL);
     if (b > o->max_disk)
         o->max_disk = b;
     if (segs > o->max_segments)
         o->max_segments = segs;
+    pthread_mutex_unlock(&o->mu);
+}
+
+/* The writer's hook: the disk with the new snapshot renamed into place and
+ * the old ones not yet deleted (the most snapshots on disk at once). */
+static void on_write_step(int at, void *arg)
+{
+    if (at == TW_SNAP_AT_RENAMED)
+        track_disk(arg);
+}
+
+/* A snapshot is in place: journal_keep = snapshots prunes to the oldest
+ * kept one (on the writer thread, as the trader's writer does). */
+static void on_written(void *arg, uint64_t seq, uint64_t oldest_kept)
+{
+    run_out *o = arg;
+    const int64_t now = tw_clock_now_ns();
+    track_disk(o);
+    tw_error err = {0};
+    int pr = tw_journal_prune(o->jdir, oldest_kept + 1, &err);
+    pthread_mutex_lock(&o->mu);
+    for (uint64_t k = 0; k < o->n_commit; k++)
+        if (o->commit_seq[k] == seq)
+            o->write_ms[k] = (double)(now - o->commit_ns[k]) / 1e6;
+    if (pr >= 0)
+        o->pruned += (uint64_t)pr;
+    else
+        o->prune_failed++;
+    pthread_mutex_unlock(&o->mu);
+    track_disk(o);
 }
 
 static tw_strategy *strategy_new(const bench *b, void **mem, tw_error *err)
@@ -179,6 +217,7 @@ static void expect_of(const tw_strategy *s, uint8_t digest[16], char *kernels, s
 static int build(const bench *b, const char *base, uint64_t n, run_out *o, tw_error *err)
 {
     memset(o, 0, sizeof(*o));
+    pthread_mutex_init(&o->mu, NULL);
     if (snprintf(o->jdir, sizeof(o->jdir), "%s/journal-%llu", base, (unsigned long long)n) >=
             (int)sizeof(o->jdir) ||
         snprintf(o->sdir, sizeof(o->sdir), "%s/snapshots-%llu", base, (unsigned long long)n) >=
@@ -198,19 +237,28 @@ static int build(const bench *b, const char *base, uint64_t n, run_out *o, tw_er
     uint8_t digest[16];
     char kernels[4096];
     expect_of(s, digest, kernels, sizeof(kernels));
-    const size_t state_cap = tw_strategy_state_size(s, 0);
-    uint8_t *state = malloc(state_cap);
+    const size_t state_cap = tw_strategy_state_size(s, 0), klen = strlen(kernels);
     const size_t max_out = tw_strategy_max_out(s);
     tw_out *outs = malloc(max_out * sizeof(tw_out));
     tw_ev *fills = malloc(max_out * sizeof(tw_ev));
     uint64_t n_snaps_cap = n / b->every + 2, n_snaps = 0;
-    uint64_t *snap_seq = malloc(n_snaps_cap * sizeof(uint64_t));
-    double *copy_ns = malloc(n_snaps_cap * sizeof(double));
-    double *write_ms = malloc(n_snaps_cap * sizeof(double));
-    if (!state || !outs || !fills || !copy_ns || !write_ms || !snap_seq) {
+    o->commit_seq = calloc(n_snaps_cap, sizeof(uint64_t));
+    o->commit_ns = calloc(n_snaps_cap, sizeof(int64_t));
+    o->write_ms = calloc(n_snaps_cap, sizeof(double));
+    double *copy_ns = calloc(n_snaps_cap, sizeof(double));
+    tw_snap_writer *wr = NULL;
+    tw_snap_writer_cfg wc = {
+        .write = {.dir = o->sdir, .keep = TW_SNAP_DEFAULT_KEEP, .hook = on_write_step, .arg = o},
+        .digest = digest,
+        .slot_bytes = tw_snap_section_bytes(klen) + tw_snap_section_bytes(state_cap),
+        .written = on_written,
+        .arg = o};
+    if (!outs || !fills || !copy_ns || !o->write_ms || !o->commit_seq || !o->commit_ns) {
         rc = -ENOMEM;
         goto out;
     }
+    if ((rc = tw_snap_writer_start(&wr, &wc, err)) != 0)
+        goto out;
     const int64_t t0 = tw_clock_now_ns();
     uint64_t rec = 0, next_snap = b->every, rotations = 0;
     uint64_t bar = 0;
@@ -261,37 +309,34 @@ static int build(const bench *b, const char *base, uint64_t n, run_out *o, tw_er
         }
         if (rec >= next_snap && rec < n) {
             next_snap += b->every;
-            /* The copy on the core, then the writer's part. */
-            const int64_t c0 = tw_clock_now_ns();
-            size_t sb = tw_strategy_state_save(s, rec, NULL, 0, state, state_cap);
-            const int64_t c1 = tw_clock_now_ns();
-            copy_ns[n_snaps] = (double)(c1 - c0);
-            tw_snap_buf sbuf;
-            tw_snap_begin(&sbuf, rec, digest);
-            tw_snap_add(&sbuf, TW_SNAP_SEC_KERNELS, kernels, strlen(kernels));
-            tw_snap_add(&sbuf, TW_SNAP_SEC_STRATEGY, state, sb);
-            track_disk(o);
-            tw_snap_write_cfg wc = {.dir = o->sdir, .keep = TW_SNAP_DEFAULT_KEEP};
-            rc = tw_snap_write(&sbuf, &wc, err);
-            o->snap_bytes = sbuf.len;
-            tw_snap_free(&sbuf);
-            snap_seq[n_snaps] = rec;
-            write_ms[n_snaps++] = (double)(tw_clock_now_ns() - c1) / 1e6;
-            if (rc)
-                break;
-            track_disk(o);
-            /* journal_keep = snapshots: the oldest kept one bounds it. */
-            const uint64_t oldest = snap_seq[n_snaps >= TW_SNAP_DEFAULT_KEEP
-                                                 ? n_snaps - TW_SNAP_DEFAULT_KEEP : 0] + 1;
-            int pr = tw_journal_prune(o->jdir, oldest, err);
-            if (pr < 0) {
-                rc = pr;
-                break;
+            /* The copy on the core, into a writer slot, handed over. */
+            tw_snap_slot *slot = tw_snap_writer_begin(wr);
+            if (slot) {
+                void *kp = tw_snap_slot_section(slot, TW_SNAP_SEC_KERNELS, klen);
+                void *sp = tw_snap_slot_section(slot, TW_SNAP_SEC_STRATEGY, state_cap);
+                const int64_t c0 = tw_clock_now_ns();
+                if (kp && sp) {
+                    memcpy(kp, kernels, klen);
+                    tw_strategy_state_save(s, rec, NULL, 0, sp, state_cap);
+                }
+                copy_ns[n_snaps++] = (double)(tw_clock_now_ns() - c0);
+                pthread_mutex_lock(&o->mu);
+                o->commit_seq[o->n_commit] = rec;
+                o->commit_ns[o->n_commit++] = tw_clock_now_ns();
+                pthread_mutex_unlock(&o->mu);
+                tw_snap_writer_commit(wr, slot, rec);
             }
-            o->pruned += (uint64_t)pr;
-            track_disk(o);
         }
     }
+    tw_snap_writer_flush(wr); /* every committed snapshot written */
+    tw_snap_writer_stats ws;
+    tw_snap_writer_stats_get(wr, &ws);
+    o->skipped = ws.skipped;
+    if (rc == 0 && ws.failed)
+        rc = tw__err(err, -EIO, "%llu snapshots failed: %s", (unsigned long long)ws.failed,
+                     ws.last_err);
+    if (rc == 0 && o->prune_failed)
+        rc = tw__err(err, -EIO, "%llu journal prunes failed", (unsigned long long)o->prune_failed);
     track_disk(o);
     o->records = rec;
     o->snapshots = n_snaps;
@@ -299,15 +344,14 @@ static int build(const bench *b, const char *base, uint64_t n, run_out *o, tw_er
     o->build_s = (double)(tw_clock_now_ns() - t0) / 1e9;
     o->digest = tw_strategy_digest(s);
     o->copy_ns_median = n_snaps ? tw__median_f64(copy_ns, n_snaps) : 0.0;
-    o->write_ms_median = n_snaps ? tw__median_f64(write_ms, n_snaps) : 0.0;
+    o->write_ms_median = n_snaps ? tw__median_f64(o->write_ms, n_snaps) : 0.0;
+    o->snap_bytes = TW_SNAP_HDR_BYTES + wc.slot_bytes + TW_SNAP_TRAILER_BYTES;
     tw_jseg_close(&j); /* as kill -9: no sync; the records are in the page cache */
 out:
-    free(state);
+    tw_snap_writer_stop(wr);
     free(outs);
     free(fills);
     free(copy_ns);
-    free(write_ms);
-    free(snap_seq);
     return rc;
 }
 
@@ -564,11 +608,12 @@ int tw__cli_bench_recovery(int argc, char **argv)
             break;
         }
         printf("built %llu records in %.2f s: %llu snapshots (%llu bytes each; the copy on the "
-               "core %.0f ns = %.1f ns per instance; the write %.2f ms), %llu rotations, %llu "
-               "segments pruned\n", (unsigned long long)runs[k].records, runs[k].build_s,
+               "core %.0f ns = %.1f ns per instance; commit to in place %.2f ms on the writer "
+               "thread; %llu skipped), %llu rotations, %llu segments pruned\n", (unsigned long long)runs[k].records, runs[k].build_s,
                (unsigned long long)runs[k].snapshots, (unsigned long long)runs[k].snap_bytes,
                runs[k].copy_ns_median, runs[k].copy_ns_median / (double)combos,
-               runs[k].write_ms_median, (unsigned long long)runs[k].rotations,
+               runs[k].write_ms_median, (unsigned long long)runs[k].skipped,
+               (unsigned long long)runs[k].rotations,
                (unsigned long long)runs[k].pruned);
     }
     if (rc == 0 && copy_flat_ns(quick ? 100 : 1000, quick ? 5 : 101) < 0)
@@ -656,11 +701,16 @@ int tw__cli_bench_recovery(int argc, char **argv)
             rc = 1;
     }
     for (int k = 0; k < N_SIZES; k++) {
+        if (runs[k].jdir[0])
+            pthread_mutex_destroy(&runs[k].mu);
         if (runs[k].jdir[0]) {
             rm_tree(runs[k].jdir);
             rm_tree(runs[k].sdir);
         }
         free(runs[k].mem);
+        free(runs[k].commit_seq);
+        free(runs[k].commit_ns);
+        free(runs[k].write_ms);
     }
     rmdir(base);
     free(b.inst);
