@@ -413,8 +413,9 @@ uint64_t tw_strategy_digest(const tw_strategy *s);
  * orders, risk state and buckets, counters, the kernels' names, ABI and
  * params) as one flat payload, with the journal seq it reflects and the
  * intents the host had decided but not yet sent.  The payload knows no
- * file format: the caller puts it into a snapshot section.  Read on the
- * machine (the ISA of the streaming kernel's lanes) that wrote it. */
+ * file format: the caller puts it into a snapshot section.  Native
+ * layout: read on a machine of the byte order and ABI that wrote it (any
+ * ISA: the streaming kernel's part is in no lane layout). */
 #define TW_STRATEGY_STATE_VERSION 1u
 
 /* Bytes tw_strategy_state_save() writes with n_intents pending intents

@@ -328,18 +328,21 @@ void tw_stream_read(const tw_stream *st, int32_t *position, int64_t *entry_bar,
 
 /* ---- the state as bytes (a snapshot) -------------------------------------- */
 
-#define STATE_MAGIC 0x3130747374737774ull /* "twstst01" */
+#define STATE_MAGIC 0x3230747374737774ull /* "twstst02" */
 
-/* The saved form: this header, then sar[n_combos], the close ring, every
- * d then e set's ring, then the d, e and c outputs; all 8-byte words. */
+/* What a bar changes, in an order no lane layout enters (so that a state
+ * saved with one ISA's lanes loads into another's): this header, then
+ * sar[n_combos], the close ring (its cpad + CHUNK closes), then per combo
+ * its last h_sqrt - 1 d inputs and its last t_full - 1 e inputs (oldest
+ * first: what the one-bar rings hold at entries f + 2 .. f + w of its
+ * lane, and all a later bar reads of them).  The close windows' outputs
+ * and the d and e outputs are recomputed on every bar: not state. */
 struct state_hdr {
     uint64_t magic;
-    uint32_t isa, vl;
     uint64_t n_combos;
     uint64_t combos_hash; /* FNV-1a of the combos and the fee's bits */
     uint64_t bars, bad, cf, f;
-    uint64_t cring_n;
-    uint64_t n_dset, n_eset, n_cset;
+    uint64_t cpad;
     uint64_t total;
 };
 
@@ -351,79 +354,97 @@ static uint64_t combos_hash(const struct stream *h)
     return tw_fnv1a64(x, &t->fee, sizeof(t->fee));
 }
 
-static size_t set_ring_doubles(const struct tw__nset *ns, size_t st, size_t slack)
+/* Bytes of the saved form (fixed for a stream). */
+static size_t state_total(const struct stream *h)
 {
-    return ((size_t)ns->wmax[0] + 1 + slack) * st;
+    const struct tw__tile *t = &h->tile;
+    size_t n = sizeof(struct state_hdr) + t->n_combos * sizeof(struct tw__sar_state) +
+               (h->cpad + CHUNK) * sizeof(double);
+    for (size_t k = 0; k < t->n_combos; k++) {
+        const int64_t *c = t->combos + k * TW_COMBO_WINDOWS;
+        n += (size_t)(c[TW_H_SQRT] - 1 + c[TW_T_FULL] - 1) * sizeof(double);
+    }
+    return n;
 }
 
-/* Walks the regions in order: save (out), load (in), or just sizes. */
-static size_t state_walk(struct stream *h, uint8_t *out, const uint8_t *in)
+/* Lane `lane` of the sets: its column's first double in entry 0. */
+static double *lane_col(const struct tw__nset *sets, uint32_t lane, size_t st)
 {
-    struct tw__tile *t = &h->tile;
-    const size_t st = (size_t)TW_NSET * t->ops->vl;
-    size_t off = sizeof(struct state_hdr);
-#define REGION(ptr, bytes)                                                                \
-    do {                                                                                  \
-        size_t b_ = (bytes);                                                              \
-        if (out)                                                                          \
-            memcpy(out + off, (ptr), b_);                                                 \
-        if (in)                                                                           \
-            memcpy((ptr), in + off, b_);                                                  \
-        off += b_;                                                                        \
-    } while (0)
-    REGION(t->sar, t->n_combos * sizeof(struct tw__sar_state));
-    REGION(h->cring, (h->cpad + CHUNK) * sizeof(double));
-    for (size_t s = 0; s < t->n_dset; s++)
-        REGION(t->dset[s].ring, set_ring_doubles(&t->dset[s], st, t->slack) * sizeof(double));
-    for (size_t s = 0; s < t->n_eset; s++)
-        REGION(t->eset[s].ring, set_ring_doubles(&t->eset[s], st, t->slack) * sizeof(double));
-    REGION(t->dout, t->n_dset * st * sizeof(double));
-    REGION(t->eout, t->n_eset * st * sizeof(double));
-    if (t->cout)
-        REGION(t->cout, t->n_cset * st * sizeof(double));
-#undef REGION
-    return off;
+    return sets[lane / st].ring + lane % st;
 }
 
-static void state_hdr_of(struct stream *h, struct state_hdr *sh)
+/* Copies a lane's last w - 1 inputs (entries f + 2 .. f + w, oldest first)
+ * out to v (save) or in from v (load). */
+static void lane_tail(double *col, size_t st, size_t f, int64_t w, double *v, int load)
+{
+    for (int64_t q = 0; q < w - 1; q++) {
+        double *e = col + (f + 2 + (size_t)q) * st;
+        if (load)
+            *e = v[q];
+        else
+            v[q] = *e;
+    }
+}
+
+static void state_hdr_of(const struct stream *h, struct state_hdr *sh)
 {
     memset(sh, 0, sizeof(*sh));
     sh->magic = STATE_MAGIC;
-    sh->isa = (uint32_t)h->isa;
-    sh->vl = h->tile.ops->vl;
     sh->n_combos = h->tile.n_combos;
     sh->combos_hash = combos_hash(h);
     sh->bars = h->bars;
     sh->bad = h->bad;
     sh->cf = h->cf;
     sh->f = h->tile.f;
-    sh->cring_n = h->cpad + CHUNK;
-    sh->n_dset = h->tile.n_dset;
-    sh->n_eset = h->tile.n_eset;
-    sh->n_cset = h->tile.n_cset;
-    sh->total = state_walk(h, NULL, NULL);
+    sh->cpad = h->cpad;
+    sh->total = state_total(h);
 }
 
 size_t tw_stream_state_bytes(const tw_stream *st)
 {
-    return state_walk(hdr(st), NULL, NULL);
+    return state_total(hdr(st));
 }
 
 size_t tw_stream_state_save(const tw_stream *st, void *out, size_t cap)
 {
     struct stream *h = hdr(st);
+    struct tw__tile *t = &h->tile;
     struct state_hdr sh;
     state_hdr_of(h, &sh);
     if (!out || cap < sh.total)
         return 0;
-    memcpy(out, &sh, sizeof(sh));
-    state_walk(h, out, NULL);
+    uint8_t *p = out;
+    memcpy(p, &sh, sizeof(sh));
+    size_t off = sizeof(sh);
+    memcpy(p + off, t->sar, t->n_combos * sizeof(struct tw__sar_state));
+    off += t->n_combos * sizeof(struct tw__sar_state);
+    memcpy(p + off, h->cring, (h->cpad + CHUNK) * sizeof(double));
+    off += (h->cpad + CHUNK) * sizeof(double);
+    const size_t stw = (size_t)TW_NSET * t->ops->vl;
+    for (size_t k = 0; k < t->n_combos; k++) {
+        const int64_t *c = t->combos + k * TW_COMBO_WINDOWS;
+        double tmp[1024];
+        for (int pass = 0; pass < 2; pass++) {
+            const int64_t w = pass ? c[TW_T_FULL] : c[TW_H_SQRT];
+            double *col = pass ? lane_col(t->eset, t->elane[k], stw)
+                               : lane_col(t->dset, t->dlane[k], stw);
+            /* Through a small buffer: out need not be aligned. */
+            for (int64_t q0 = 0; q0 < w - 1; q0 += 1024) {
+                int64_t n = w - 1 - q0 < 1024 ? w - 1 - q0 : 1024;
+                lane_tail(col + (size_t)q0 * stw, stw, t->f, n + 1, tmp, 0);
+                memcpy(p + off, tmp, (size_t)n * sizeof(double));
+                off += (size_t)n * sizeof(double);
+            }
+        }
+    }
+    TW_VERIFY(off == sh.total);
     return sh.total;
 }
 
 int tw_stream_state_load(tw_stream *st, const void *in, size_t len, tw_error *err)
 {
     struct stream *h = hdr(st);
+    struct tw__tile *t = &h->tile;
     struct state_hdr mine, sh;
     if (!in || len < sizeof(sh))
         return tw__err(err, -TW_EFORMAT, "stream state: %zu bytes, shorter than its header",
@@ -432,33 +453,51 @@ int tw_stream_state_load(tw_stream *st, const void *in, size_t len, tw_error *er
     state_hdr_of(h, &mine);
     if (sh.magic != STATE_MAGIC)
         return tw__err(err, -TW_EFORMAT, "stream state: not a stream state (magic)");
-    if (sh.isa != mine.isa || sh.vl != mine.vl)
-        return tw__err(err, -TW_EFORMAT, "stream state: saved with %s lanes, this stream runs "
-                       "%s", tw_isa_name((tw_isa)sh.isa), tw_isa_name(h->isa));
-    if (sh.n_combos != mine.n_combos || sh.combos_hash != mine.combos_hash)
+    if (sh.n_combos != mine.n_combos || sh.combos_hash != mine.combos_hash ||
+        sh.cpad != mine.cpad)
         return tw__err(err, -TW_EFORMAT, "stream state: saved for %llu other combos (or fee), "
                        "this stream has %llu", (unsigned long long)sh.n_combos,
                        (unsigned long long)mine.n_combos);
-    if (sh.cring_n != mine.cring_n || sh.n_dset != mine.n_dset || sh.n_eset != mine.n_eset ||
-        sh.n_cset != mine.n_cset || sh.total != mine.total || len != mine.total)
-        return tw__err(err, -TW_EFORMAT, "stream state: %zu bytes (layout %llu), this stream's "
-                       "is %llu", len, (unsigned long long)sh.total,
-                       (unsigned long long)mine.total);
-    if (sh.cf > CHUNK || sh.f > h->tile.slack)
+    if (sh.cf > CHUNK || sh.f > t->slack)
         return tw__err(err, -TW_EFORMAT, "stream state: ring positions out of range (cf %llu, "
                        "f %llu)", (unsigned long long)sh.cf, (unsigned long long)sh.f);
+    if (sh.total != mine.total || len != mine.total)
+        return tw__err(err, -TW_EFORMAT, "stream state: %zu bytes, its layout is %llu", len,
+                       (unsigned long long)mine.total);
     const uint8_t *p = in;
-    for (size_t k = 0; k < sh.n_combos; k++) {
+    size_t off = sizeof(sh);
+    for (size_t k = 0; k < t->n_combos; k++) {
         struct tw__sar_state s;
-        memcpy(&s, p + sizeof(sh) + k * sizeof(s), sizeof(s));
+        memcpy(&s, p + off + k * sizeof(s), sizeof(s));
         if (s.pos < -1 || s.pos > 1)
             return tw__err(err, -TW_EFORMAT, "stream state: combo %zu position %d", k, s.pos);
     }
-    state_walk(h, NULL, in);
+    /* Checked: now written.  Everything else back to its reset (NaN). */
+    tw_stream_reset(st);
+    memcpy(t->sar, p + off, t->n_combos * sizeof(struct tw__sar_state));
+    off += t->n_combos * sizeof(struct tw__sar_state);
+    memcpy(h->cring, p + off, (h->cpad + CHUNK) * sizeof(double));
+    off += (h->cpad + CHUNK) * sizeof(double);
+    t->f = (size_t)sh.f;
+    const size_t stw = (size_t)TW_NSET * t->ops->vl;
+    for (size_t k = 0; k < t->n_combos; k++) {
+        const int64_t *c = t->combos + k * TW_COMBO_WINDOWS;
+        double tmp[1024];
+        for (int pass = 0; pass < 2; pass++) {
+            const int64_t w = pass ? c[TW_T_FULL] : c[TW_H_SQRT];
+            double *col = pass ? lane_col(t->eset, t->elane[k], stw)
+                               : lane_col(t->dset, t->dlane[k], stw);
+            for (int64_t q0 = 0; q0 < w - 1; q0 += 1024) {
+                int64_t n = w - 1 - q0 < 1024 ? w - 1 - q0 : 1024;
+                memcpy(tmp, p + off, (size_t)n * sizeof(double));
+                lane_tail(col + (size_t)q0 * stw, stw, t->f, n + 1, tmp, 1);
+                off += (size_t)n * sizeof(double);
+            }
+        }
+    }
     h->bars = sh.bars;
     h->bad = sh.bad;
-    h->cf = sh.cf;
-    h->tile.f = sh.f;
+    h->cf = (size_t)sh.cf;
     return 0;
 }
 

@@ -379,6 +379,33 @@ static int walk(tw_strategy *s, const uint8_t *p, size_t len, const st_hdr *h, i
     if (closed != g.n_closed)
         return tw__err(err, -TW_EFORMAT, "strategy state: %u sessions closed, %u counted", closed,
                        g.n_closed);
+    /* The instances' configuration first (what differs, named there),
+     * stepping over the instruments by their recorded sizes. */
+    if (!apply) {
+        cur pre = c;
+        for (uint32_t k = 0; k < s->n_instruments; k++) {
+            const uint8_t *rq = take(&pre, sizeof(st_instr));
+            st_instr r;
+            if (rq)
+                memcpy(&r, rq, sizeof(r));
+            if (!rq || r.stream_bytes > len || !take(&pre, pad8((size_t)r.stream_bytes)))
+                return tw__err(err, -TW_EFORMAT, "strategy state: truncated (instrument %u)", k);
+        }
+        for (uint32_t i = 0; i < s->n_instances; i++) {
+            const uint8_t *rq = take(&pre, sizeof(st_inst));
+            if (!rq)
+                return tw__err(err, -TW_EFORMAT, "strategy state: truncated (instance %u)", i);
+            st_inst r;
+            memcpy(&r, rq, sizeof(r));
+            int rc = inst_matches(s, i, &r, err);
+            if (rc)
+                return rc;
+            if (!take(&pre, pad8(s->inst[i].kstate_bytes) +
+                                (size_t)s->open_slots * sizeof(open_order)))
+                return tw__err(err, -TW_EFORMAT, "strategy state: truncated (instance %u's "
+                               "state)", i);
+        }
+    }
     /* Instruments: their configuration, then their streams. */
     int64_t total_exposure = 0;
     for (uint32_t k = 0; k < s->n_instruments; k++) {
