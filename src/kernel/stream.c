@@ -386,6 +386,34 @@ static void lane_tail(double *col, size_t st, size_t f, int64_t w, double *v, in
     }
 }
 
+/* Every combo's outer-WMA tails (d, then e) out to `out` or in from `in`
+ * (through a small buffer: the bytes need not be aligned); the bytes. */
+static size_t tails(struct tw__tile *t, uint8_t *out, const uint8_t *in)
+{
+    const size_t stw = (size_t)TW_NSET * t->ops->vl;
+    size_t off = 0;
+    double tmp[1024];
+    for (size_t k = 0; k < t->n_combos; k++) {
+        const int64_t *c = t->combos + k * TW_COMBO_WINDOWS;
+        for (int pass = 0; pass < 2; pass++) {
+            const int64_t w = pass ? c[TW_T_FULL] : c[TW_H_SQRT];
+            double *col = pass ? lane_col(t->eset, t->elane[k], stw)
+                               : lane_col(t->dset, t->dlane[k], stw);
+            for (int64_t q0 = 0; q0 < w - 1; q0 += 1024) {
+                const int64_t n = w - 1 - q0 < 1024 ? w - 1 - q0 : 1024;
+                const size_t b = (size_t)n * sizeof(double);
+                if (in)
+                    memcpy(tmp, in + off, b);
+                lane_tail(col + (size_t)q0 * stw, stw, t->f, n + 1, tmp, in != NULL);
+                if (out)
+                    memcpy(out + off, tmp, b);
+                off += b;
+            }
+        }
+    }
+    return off;
+}
+
 static void state_hdr_of(const struct stream *h, struct state_hdr *sh)
 {
     memset(sh, 0, sizeof(*sh));
@@ -420,23 +448,7 @@ size_t tw_stream_state_save(const tw_stream *st, void *out, size_t cap)
     off += t->n_combos * sizeof(struct tw__sar_state);
     memcpy(p + off, h->cring, (h->cpad + CHUNK) * sizeof(double));
     off += (h->cpad + CHUNK) * sizeof(double);
-    const size_t stw = (size_t)TW_NSET * t->ops->vl;
-    for (size_t k = 0; k < t->n_combos; k++) {
-        const int64_t *c = t->combos + k * TW_COMBO_WINDOWS;
-        double tmp[1024];
-        for (int pass = 0; pass < 2; pass++) {
-            const int64_t w = pass ? c[TW_T_FULL] : c[TW_H_SQRT];
-            double *col = pass ? lane_col(t->eset, t->elane[k], stw)
-                               : lane_col(t->dset, t->dlane[k], stw);
-            /* Through a small buffer: out need not be aligned. */
-            for (int64_t q0 = 0; q0 < w - 1; q0 += 1024) {
-                int64_t n = w - 1 - q0 < 1024 ? w - 1 - q0 : 1024;
-                lane_tail(col + (size_t)q0 * stw, stw, t->f, n + 1, tmp, 0);
-                memcpy(p + off, tmp, (size_t)n * sizeof(double));
-                off += (size_t)n * sizeof(double);
-            }
-        }
-    }
+    off += tails(t, p + off, NULL);
     TW_VERIFY(off == sh.total);
     return sh.total;
 }
@@ -479,22 +491,7 @@ int tw_stream_state_load(tw_stream *st, const void *in, size_t len, tw_error *er
     memcpy(h->cring, p + off, (h->cpad + CHUNK) * sizeof(double));
     off += (h->cpad + CHUNK) * sizeof(double);
     t->f = (size_t)sh.f;
-    const size_t stw = (size_t)TW_NSET * t->ops->vl;
-    for (size_t k = 0; k < t->n_combos; k++) {
-        const int64_t *c = t->combos + k * TW_COMBO_WINDOWS;
-        double tmp[1024];
-        for (int pass = 0; pass < 2; pass++) {
-            const int64_t w = pass ? c[TW_T_FULL] : c[TW_H_SQRT];
-            double *col = pass ? lane_col(t->eset, t->elane[k], stw)
-                               : lane_col(t->dset, t->dlane[k], stw);
-            for (int64_t q0 = 0; q0 < w - 1; q0 += 1024) {
-                int64_t n = w - 1 - q0 < 1024 ? w - 1 - q0 : 1024;
-                memcpy(tmp, p + off, (size_t)n * sizeof(double));
-                lane_tail(col + (size_t)q0 * stw, stw, t->f, n + 1, tmp, 1);
-                off += (size_t)n * sizeof(double);
-            }
-        }
-    }
+    tails(t, NULL, p + off);
     h->bars = sh.bars;
     h->bad = sh.bad;
     h->cf = (size_t)sh.cf;

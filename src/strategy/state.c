@@ -341,6 +341,16 @@ static int inst_sane(const tw_strategy *s, uint32_t i, const st_inst *r, const o
     return 0;
 }
 
+/* Instance i's record at c into r: 0, or truncated. */
+static int inst_take(cur *c, uint32_t i, st_inst *r, tw_error *err)
+{
+    const uint8_t *q = take(c, sizeof(*r));
+    if (!q)
+        return tw__err(err, -TW_EFORMAT, "strategy state: truncated (instance %u)", i);
+    memcpy(r, q, sizeof(*r));
+    return 0;
+}
+
 /* One pass over the payload: checks (apply 0) or writes (apply 1). */
 static int walk(tw_strategy *s, const uint8_t *p, size_t len, const st_hdr *h, int apply,
                 tw_out *intents, tw_error *err)
@@ -392,12 +402,10 @@ static int walk(tw_strategy *s, const uint8_t *p, size_t len, const st_hdr *h, i
                 return tw__err(err, -TW_EFORMAT, "strategy state: truncated (instrument %u)", k);
         }
         for (uint32_t i = 0; i < s->n_instances; i++) {
-            const uint8_t *rq = take(&pre, sizeof(st_inst));
-            if (!rq)
-                return tw__err(err, -TW_EFORMAT, "strategy state: truncated (instance %u)", i);
             st_inst r;
-            memcpy(&r, rq, sizeof(r));
-            int rc = inst_matches(s, i, &r, err);
+            int rc = inst_take(&pre, i, &r, err);
+            if (rc == 0)
+                rc = inst_matches(s, i, &r, err);
             if (rc)
                 return rc;
             if (!take(&pre, pad8(s->inst[i].kstate_bytes) +
@@ -455,12 +463,8 @@ static int walk(tw_strategy *s, const uint8_t *p, size_t len, const st_hdr *h, i
     /* Instances. */
     for (uint32_t i = 0; i < s->n_instances; i++) {
         inst_state *it = &s->inst[i];
-        const uint8_t *rq = take(&c, sizeof(st_inst));
-        if (!rq)
-            return tw__err(err, -TW_EFORMAT, "strategy state: truncated (instance %u)", i);
         st_inst r;
-        memcpy(&r, rq, sizeof(r));
-        int rc = inst_matches(s, i, &r, err);
+        int rc = inst_take(&c, i, &r, err); /* matched in the first pass */
         if (rc)
             return rc;
         const uint8_t *kq = take(&c, pad8(it->kstate_bytes));
