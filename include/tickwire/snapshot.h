@@ -134,6 +134,10 @@ typedef struct tw_snap_writer_cfg {
      * and the oldest kept snapshot's (journal_keep = snapshots prunes the
      * journal to oldest_kept + 1).  May be NULL. */
     void (*written)(void *arg, uint64_t seq, uint64_t oldest_kept);
+    /* On the writer thread, before the CRCs, for every section of a slot:
+     * what its owner leaves off the hot path (tw_strategy_state_seal for
+     * TW_SNAP_SEC_STRATEGY).  May be NULL. */
+    void (*finish)(void *arg, uint32_t id, void *data, uint64_t len);
     void *arg;
 } tw_snap_writer_cfg;
 

@@ -428,6 +428,15 @@ size_t tw_strategy_state_size(const tw_strategy *s, uint32_t n_intents);
 size_t tw_strategy_state_save(const tw_strategy *s, uint64_t journal_seq, const tw_out *intents,
                               uint32_t n_intents, void *buf, size_t cap);
 
+/* tw_strategy_state_save() in two halves, so that the core does only the
+ * copy: tw_strategy_state_copy() (the same, without the CRC) on the
+ * strategy's thread, tw_strategy_state_seal() (the payload's CRC-32C) on
+ * any thread afterwards (a snapshot writer's: tw_snap_writer_cfg.finish).
+ * An unsealed payload does not load. */
+size_t tw_strategy_state_copy(const tw_strategy *s, uint64_t journal_seq, const tw_out *intents,
+                              uint32_t n_intents, void *buf, size_t cap);
+void tw_strategy_state_seal(void *buf, size_t len);
+
 typedef struct tw_strategy_state_info {
     uint64_t journal_seq; /* the last journal record the state reflects */
     uint64_t bytes;

@@ -84,7 +84,11 @@ static int write_slot(tw_snap_writer *w, tw_snap_slot *s, tw_error *err)
     size_t off = TW_SNAP_HDR_BYTES;
     for (uint32_t i = 0; i < s->nsec; i++) {
         uint64_t len;
+        uint32_t id;
+        memcpy(&id, s->buf + off, 4);
         memcpy(&len, s->buf + off + 8, 8);
+        if (w->cfg.finish)
+            w->cfg.finish(w->cfg.arg, id, s->buf + off + TW_SNAP_SEC_HDR_BYTES, len);
         uint32_t crc = tw_crc32c(0, s->buf + off + TW_SNAP_SEC_HDR_BYTES, (size_t)len);
         memcpy(s->buf + off + 4, &crc, 4);
         off += tw_snap_section_bytes(len);

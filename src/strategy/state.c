@@ -162,7 +162,7 @@ static void inst_of(const tw_strategy *s, uint32_t i, st_inst *r)
     r->book = it->book;
 }
 
-size_t tw_strategy_state_save(const tw_strategy *s, uint64_t journal_seq, const tw_out *intents,
+size_t tw_strategy_state_copy(const tw_strategy *s, uint64_t journal_seq, const tw_out *intents,
                               uint32_t n_intents, void *buf, size_t cap)
 {
     const size_t total = tw_strategy_state_size(s, n_intents);
@@ -228,10 +228,30 @@ size_t tw_strategy_state_save(const tw_strategy *s, uint64_t journal_seq, const 
         memcpy(p + off, intents, (size_t)n_intents * sizeof(tw_out));
     off += (size_t)n_intents * sizeof(tw_out);
     TW_VERIFY(off == total);
-    memcpy(p, &h, sizeof(h));
-    h.crc = tw_crc32c(0, p, total);
-    memcpy(p, &h, sizeof(h));
+    memcpy(p, &h, sizeof(h)); /* crc 0: unsealed */
     return total;
+}
+
+void tw_strategy_state_seal(void *buf, size_t len)
+{
+    uint8_t *p = buf;
+    st_hdr h;
+    if (len < sizeof(h))
+        return;
+    memcpy(&h, p, sizeof(h));
+    h.crc = 0;
+    memcpy(p, &h, sizeof(h));
+    h.crc = tw_crc32c(0, p, len);
+    memcpy(p, &h, sizeof(h));
+}
+
+size_t tw_strategy_state_save(const tw_strategy *s, uint64_t journal_seq, const tw_out *intents,
+                              uint32_t n_intents, void *buf, size_t cap)
+{
+    size_t n = tw_strategy_state_copy(s, journal_seq, intents, n_intents, buf, cap);
+    if (n)
+        tw_strategy_state_seal(buf, n);
+    return n;
 }
 
 /* ---- load --------------------------------------------------------------------- */

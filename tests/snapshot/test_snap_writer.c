@@ -21,6 +21,16 @@ typedef struct seen {
     unsigned n;
 } seen;
 
+/* The owner's finishing step: the strategy section's first byte set. */
+static unsigned finished;
+static void on_finish(void *arg, uint32_t id, void *data, uint64_t len)
+{
+    (void)arg;
+    finished++;
+    if (id == TW_SNAP_SEC_STRATEGY && len)
+        ((uint8_t *)data)[0] = 0xAB;
+}
+
 static void on_written(void *arg, uint64_t seq, uint64_t oldest)
 {
     seen *s = arg;
@@ -75,8 +85,8 @@ static void check_loaded(uint64_t want)
         return;
     CHECK(s.hdr.journal_seq == want && s.nsec == 3);
     const tw_snap_section *b = tw_snap_find(&s, TW_SNAP_SEC_STRATEGY);
-    int ok = b && b->len == 1000;
-    for (unsigned i = 0; ok && i < 1000; i++)
+    int ok = b && b->len == 1000 && b->data[0] == 0xAB;
+    for (unsigned i = 1; ok && i < 1000; i++)
         ok = b->data[i] == (uint8_t)(want + i);
     CHECK(ok);
     const tw_snap_section *r = tw_snap_find(&s, TW_SNAP_SEC_RISK);
@@ -106,6 +116,7 @@ int main(void)
                               .slot_bytes = tw_snap_section_bytes(9) + tw_snap_section_bytes(1000) +
                                             tw_snap_section_bytes(0),
                               .written = on_written,
+                              .finish = on_finish,
                               .arg = &sn};
     CHECKF(tw_snap_writer_start(&w, &cfg, &err) == 0, "%s", err.msg);
     if (!w)
@@ -120,6 +131,7 @@ int main(void)
         tw_snap_writer_flush(w);
     }
     check_loaded(500);
+    CHECK(finished == 15); /* 3 sections x 5 */
     CHECK(sn.n == 5 && sn.seq[0] == 100 && sn.oldest[0] == 5 && sn.oldest[1] == 100 &&
           sn.oldest[4] == 400);
     char p[400];
@@ -169,6 +181,7 @@ int main(void)
     cfg.write.dir = bad;
     cfg.write.hook = NULL;
     cfg.written = NULL;
+    cfg.finish = NULL;
     CHECK(tw_snap_writer_start(&w, &cfg, &err) == 0);
     if (w) {
         tw_snap_slot *d = tw_snap_writer_begin(w);

@@ -356,6 +356,17 @@ int main(int argc, char **argv)
               info.n_intents == v.n && info.bytes == len);
         CHECK(tw_strategy_digest(b.s) == dig_a && st_same_books(a.s, b.s));
         CHECK(vb.n == v.n && same_mem(vb.pend, v.pend, v.n * sizeof(tw_out)));
+        /* The copy alone is unsealed (refused); sealed, it is the save. */
+        {
+            uint8_t *cp = malloc(len);
+            CHECK(tw_strategy_state_copy(a.s, 1000 + at, v.pend, v.n, cp, len) == len);
+            tw_error e2 = { 0 };
+            CHECK(tw_strategy_state_info_get(cp, len, NULL, &e2) == -TW_EFORMAT &&
+                  strstr(e2.msg, "CRC"));
+            tw_strategy_state_seal(cp, len);
+            CHECK(memcmp(cp, buf, len) == 0);
+            free(cp);
+        }
         /* The same state saves to the same bytes. */
         size_t len2 = 0;
         uint8_t *buf2 = save(&b, &vb, 1000 + at, &len2);
