@@ -8,8 +8,11 @@ headers is mapped to the part that owns it (tickwire/X.h by the table's
 `owns` lines, <part>/X.h by its folder); one outside the part's row fails,
 and so does another part's *_internal.h.  Calls (with --objects, the folder
 holding the library's object files as src/<part>/*.o): every undefined tw_
-symbol of a part's objects must be defined by that part or one it may use.
-Also fails on a part or a public header the table does not know.  Prints
+symbol of a part's objects must be defined by that part or one it may use;
+and inside a part, calls between its files run one way: the files (each
+object file's undefined tw_ symbols against the ones the others define)
+form no cycle, for every part the table's `one-way:` line names.  Also
+fails on a part or a public header the table does not know.  Prints
 one line per violation and exits 1 if there is any, else prints a summary
 and exits 0."""
 import os
@@ -19,7 +22,7 @@ import sys
 
 
 def load_table(path):
-    uses, owns = {}, {}
+    uses, owns, oneway = {}, {}, set()
     for n, line in enumerate(open(path), 1):
         line = line.split('#', 1)[0].strip()
         if not line:
@@ -28,7 +31,9 @@ def load_table(path):
             sys.exit(f'{path}:{n}: expected "part: parts..." or "owns part: headers..."')
         left, right = line.split(':', 1)
         left = left.split()
-        if len(left) == 2 and left[0] == 'owns':
+        if left == ['one-way']:
+            oneway.update(right.split())
+        elif len(left) == 2 and left[0] == 'owns':
             for h in right.split():
                 if h in owns:
                     sys.exit(f'{path}:{n}: {h} already belongs to {owns[h]}')
@@ -46,7 +51,10 @@ def load_table(path):
     for h, p in owns.items():
         if p not in uses:
             sys.exit(f'{path}: {h} belongs to {p}, which is not a part of the table')
-    return uses, owns
+    for p in oneway:
+        if p not in uses:
+            sys.exit(f'{path}: one-way names {p}, which is not a part of the table')
+    return uses, owns, oneway
 
 
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
@@ -106,8 +114,9 @@ def check_includes(root, uses, owns, bad):
     return len(files), n_inc
 
 
-def check_calls(objdir, uses, bad):
+def check_calls(objdir, uses, oneway, bad):
     objs = {}  # part -> [paths]
+    file_of = {}  # symbol -> the object file defining it
     base = os.path.join(objdir, 'src')
     if not os.path.isdir(base):
         bad.append(f'{objdir}: no src/<part>/ object files there')
@@ -126,6 +135,8 @@ def check_calls(objdir, uses, bad):
             sym = line.split()[-1]
             if sym.startswith('tw_'):
                 defined.setdefault(sym, part)
+                obj = os.path.relpath(line.split(':', 1)[0], objdir)
+                file_of.setdefault(sym, obj)
         out = subprocess.run(['nm', '-A', '--undefined-only'] + paths, capture_output=True,
                              text=True, check=True).stdout
         for line in out.splitlines():
@@ -133,6 +144,7 @@ def check_calls(objdir, uses, bad):
             if sym.startswith('tw_'):
                 obj = line.split(':', 1)[0]
                 undefined.append((part, os.path.relpath(obj, objdir), sym))
+    check_oneway(undefined, file_of, defined, oneway, bad)
     n = 0
     for part, obj, sym in undefined:
         owner = defined.get(sym)
@@ -144,6 +156,73 @@ def check_calls(objdir, uses, bad):
         elif owner not in uses[part]:
             bad.append(f'{obj}: calls {sym} ({owner}), which {part} may not use')
     return n
+
+
+def check_oneway(undefined, file_of, defined, oneway, bad):
+    """Within each one-way part: the graph of its files (an edge from the
+    file that uses a symbol to the one that defines it) has no cycle; each
+    cycle (a strongly connected set of files) is one violation, naming the
+    files and the symbols of its edges."""
+    edges = {}  # part -> {from: {to: [symbols]}}
+    for part, obj, sym in undefined:
+        if part not in oneway or defined.get(sym) != part:
+            continue
+        to = file_of[sym]
+        if to != obj:
+            edges.setdefault(part, {}).setdefault(obj, {}).setdefault(to, []).append(sym)
+    for part in sorted(edges):
+        g = edges[part]
+        for comp in strongly_connected(g):
+            if len(comp) < 2:
+                continue
+            inside = set(comp)
+            calls = [f'{os.path.basename(a)} -> {os.path.basename(b)} ({", ".join(sorted(s))})'
+                     for a in sorted(comp) for b, s in sorted(g.get(a, {}).items())
+                     if b in inside]
+            bad.append(f'src/{part}: calls run both ways between '
+                       + ', '.join(os.path.basename(f) for f in sorted(comp)) + ': '
+                       + '; '.join(calls))
+
+
+def strongly_connected(g):
+    """Tarjan's algorithm, iterative: the strongly connected sets of g
+    (node -> {node: ...})."""
+    index, low, on, stack, out, n = {}, {}, set(), [], [], 0
+    nodes = set(g) | {b for a in g for b in g[a]}
+    for root in sorted(nodes):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(g.get(root, {}))))]
+        index[root] = low[root] = n
+        n += 1
+        stack.append(root)
+        on.add(root)
+        while work:
+            v, it = work[-1]
+            nxt = next(it, None)
+            if nxt is not None:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = n
+                    n += 1
+                    stack.append(nxt)
+                    on.add(nxt)
+                    work.append((nxt, iter(sorted(g.get(nxt, {})))))
+                elif nxt in on:
+                    low[v] = min(low[v], index[nxt])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[v])
+            if low[v] == index[v]:
+                comp = []
+                while True:
+                    w = stack.pop()
+                    on.discard(w)
+                    comp.append(w)
+                    if w == v:
+                        break
+                out.append(comp)
+    return out
 
 
 def main(argv):
@@ -158,17 +237,18 @@ def main(argv):
             i += 2
         else:
             sys.exit(__doc__)
-    uses, owns = load_table(os.path.join(root, 'cmake', 'layers.txt'))
+    uses, owns, oneway = load_table(os.path.join(root, 'cmake', 'layers.txt'))
     bad = []
     n_files, n_inc = check_includes(root, uses, owns, bad)
-    n_calls = check_calls(objdir, uses, bad) if objdir else 0
+    n_calls = check_calls(objdir, uses, oneway, bad) if objdir else 0
     for b in bad:
         print(b)
     if bad:
         print(f'layers: {len(bad)} use(s) outside cmake/layers.txt')
         return 1
     print(f'layers: ok ({len(uses)} parts, {n_files} files, {n_inc} includes'
-          + (f', {n_calls} calls between parts' if objdir else '') + ')')
+          + (f', {n_calls} calls between parts' if objdir else '')
+          + (f'; one way inside {" ".join(sorted(oneway))}' if objdir and oneway else '') + ')')
     return 0
 
 

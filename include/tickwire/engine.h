@@ -34,7 +34,7 @@ typedef struct tw_engine_opts {
                               up to limits.max_bars); default 262144 */
     uint32_t shm_ring_max; /* largest ring a shm client may ask for; default 64 MiB */
     uint64_t spin_ns;      /* shm: spin this long before futex-sleeping; default 50 us */
-    int verbose;           /* log connections and errors to stderr */
+    int verbose;           /* log connections and errors through log (below) */
     tw_wire_limits limits;
     /* Kernels KSWEEP may name besides the built-ins: names or plug-in paths,
      * resolved (tw_kernel_find) by tw_engine_create / tw_engine_serve_fds,
@@ -43,6 +43,11 @@ typedef struct tw_engine_opts {
      * definition's name; never a path the engine was not started with. */
     const char *kernels[TW_ENGINE_MAX_KERNELS];
     unsigned n_kernels;
+    /* Where verbose's lines go, one call per line (no newline); NULL:
+     * nowhere (the library prints nothing itself).  Called from the
+     * engine's threads. */
+    void (*log)(void *ctx, const char *line);
+    void *log_ctx;
 } tw_engine_opts;
 
 /* Fills o with the defaults above (no listener: set unix_path/tcp_port). */

@@ -25,7 +25,7 @@ extern "C" {
 /* Most CPUs a `cpus =` list names. */
 #define TW_TRADE_MAX_CPUS 64
 /* Most sessions with strategy = inline: one reactor loop holds them all
- * (a socket or port fd each; engine.c asserts the reactor's limits). */
+ * (a socket or port fd each; src/trade/host.c asserts the reactor's limits). */
 #define TW_TRADE_INLINE_MAX_SESSIONS 4
 
 typedef enum tw_trade_mode {

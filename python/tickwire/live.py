@@ -60,7 +60,9 @@ def write_config(path, *, report, sessions, instruments, strategies, trades=None
     """Writes a `tickwire trade` INI file.
 
     sessions: {name: {key: value}} (host, port, sender, target, store, ...);
-    instruments: {symbol: session}; strategies: {name: (symbol, [combo, ...])};
+    instruments: {symbol: session}; strategies: {name: (symbol, [combo, ...])}
+    for the built-in HMA/HMA3 kernel, or {name: (symbol, [params, ...],
+    kernel, [param name, ...])} for a kernel by name or plug-in path;
     risk: [risk] keys (defaults never bind); engine: more [engine] keys.
     Returns the list of Instance in report order."""
     lines = ["[engine]", f"report = {report}", f"fee = {fee!r}"]
@@ -76,10 +78,15 @@ def write_config(path, *, report, sessions, instruments, strategies, trades=None
     for sym, sess in instruments.items():
         lines += [f"[instrument {sym}]", f"session = {sess}"]
     out = []
-    for name, (sym, combos) in strategies.items():
+    for name, (sym, combos, *kern) in strategies.items():
         lines += [f"[strategy {name}]", f"instrument = {sym}"]
+        if kern:
+            lines.append(f"kernel = {kern[0]}")
         for k, c in enumerate(combos):
-            lines.append("combo = " + ",".join(str(int(w)) for w in c))
+            if kern:
+                lines.append("params = " + ",".join(f"{n}={num_text(v)}" for n, v in zip(kern[1], c)))
+            else:
+                lines.append("combo = " + ",".join(str(int(w)) for w in c))
             out.append(Instance(name, k, sym, c))
     r = {"max_position": 1000000, "max_total_position": 100000000,
          "max_orders_per_s": 1000000000, "max_loss": 1e300}
@@ -91,19 +98,22 @@ def write_config(path, *, report, sessions, instruments, strategies, trades=None
     return out
 
 
-def sweep_reference(tickwire, data, combos, workdir, tag, fee=0.09):
+def sweep_reference(tickwire, data, combos, workdir, tag, fee=0.09, kernel=None, names=None):
     """`tickwire sweep --trades` over data for combos: per combo index a
     dict with the closed trades (tuples of text, as written), pnl, trades
-    and the open position (side, entry_bar) or None."""
+    and the open position (side, entry_bar) or None.  kernel: a kernel by
+    name or plug-in path (`--kernel`), with names its parameters in order
+    (the grid's header); by default the built-in HMA/HMA3 windows."""
     grid = os.path.join(workdir, f"grid_{tag}.csv")
     with open(grid, "w") as f:
-        f.write(",".join(COLUMNS) + "\n")
+        f.write(",".join(names or COLUMNS) + "\n")
         for c in combos:
-            f.write(",".join(str(int(w)) for w in c) + "\n")
+            f.write(",".join(num_text(v) for v in c) + "\n")
     out = os.path.join(workdir, f"sweep_{tag}.csv")
     tr = os.path.join(workdir, f"sweep_trades_{tag}.csv")
-    subprocess.run([tickwire, "sweep", "--data", data, "--grid", grid, "--fee", repr(fee),
-                    "--output", out, "--trades", tr], check=True, stdout=subprocess.DEVNULL)
+    cmd = [tickwire, "sweep"] + (["--kernel", kernel] if kernel else [])
+    subprocess.run(cmd + ["--data", data, "--grid", grid, "--fee", repr(fee),
+                          "--output", out, "--trades", tr], check=True, stdout=subprocess.DEVNULL)
     ref = {}
     with open(out, newline="") as f:
         for row in csv.DictReader(f):
@@ -118,6 +128,11 @@ def sweep_reference(tickwire, data, combos, workdir, tag, fee=0.09):
                 r["list"].append((row["side"], row["entry_bar"], row["entry_price"],
                                   row["exit_bar"], row["exit_price"], row["r"]))
     return ref
+
+
+def num_text(x):
+    """A parameter as the grid CSV writes it: integers without a point."""
+    return str(int(x)) if float(x).is_integer() else repr(float(x))
 
 
 def _bits(x):

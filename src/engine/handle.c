@@ -51,9 +51,12 @@ void tw__reply_error(tw_engine *e, tw__reply *r, uint16_t code, const char *fmt,
     r->prefix = (uint32_t)r->small_len | TW_WIRE_ERROR_BIT;
     r->close_conn = code == TW_WERR_BAD_FRAME;
     atomic_fetch_add_explicit(&e->st.errors[code], 1, memory_order_relaxed);
-    if (e->opts.verbose)
-        fprintf(stderr, "tickwire serve: %s: %.*s\n", tw_wire_strerror(code), n,
-                (const char *)r->small + 2);
+    if (e->opts.verbose && e->opts.log) {
+        char line[512];
+        snprintf(line, sizeof(line), "tickwire serve: %s: %.*s", tw_wire_strerror(code), n,
+                 (const char *)r->small + 2);
+        e->opts.log(e->opts.log_ctx, line);
+    }
 }
 
 static void reply_small(tw__reply *r, size_t len)

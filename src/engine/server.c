@@ -488,8 +488,9 @@ static void accept_all(tw_engine *e, int lfd, int is_unix)
         e->conns = c;
         atomic_fetch_add(&e->n_conns, 1);
         atomic_fetch_add_explicit(&e->st.conns_open, 1, memory_order_relaxed);
-        if (e->opts.verbose)
-            fprintf(stderr, "tickwire serve: %s connection accepted\n", is_unix ? "unix" : "tcp");
+        if (e->opts.verbose && e->opts.log)
+            e->opts.log(e->opts.log_ctx, is_unix ? "tickwire serve: unix connection accepted"
+                                                 : "tickwire serve: tcp connection accepted");
     }
 }
 

@@ -167,15 +167,15 @@ uint32_t tw__ring_bad(tw_ring *r, tw_ring_side *s, uint32_t code, uint32_t a, ui
 {
     /* Relaxed: attach's or of the flag is ordered with nothing we do. */
     uint32_t flags = __atomic_load_n(&r->flags, __ATOMIC_RELAXED);
-    if (!(flags & TW_RING_F_SHARED)) {
-        /* Our own ring, both sides in this process: a bad index is our
-         * bug, and going on would hand out garbage. */
-        fprintf(stderr, "ring %p: %s check %u failed (%u, %u)\n", (void *)r, side_name(r, s),
-                code, a, b);
-        TW_VERIFY(!"SPSC ring index check failed on an unshared ring");
-    }
     s->bad_a = a;
     s->bad_b = b;
+    if (!(flags & TW_RING_F_SHARED)) {
+        /* Our own ring, both sides in this process: a bad index is our
+         * bug, and going on would hand out garbage.  The side's bad_a,
+         * bad_b and code (in the core) say what failed. */
+        __atomic_store_n(&s->bad, code, __ATOMIC_RELAXED);
+        TW_VERIFY(!"SPSC ring index check failed on an unshared ring");
+    }
     s->pending = 0;
     /* Make the fast path come back here: the cached peer index now says
      * full (producer) or empty (consumer). */

@@ -135,7 +135,7 @@ static void send_order(tw_strategy *s, emitter *em, uint32_t i, int64_t q, unsig
         }
         q = q > 0 ? INT32_MAX : -INT32_MAX;
     }
-    if (kind == TW_ORDER_SIGNAL && tw__risk_check(s, i, &q, id, em->ev->now_ns) != 0)
+    if (kind == TW_ORDER_SIGNAL && tw__risk_check(s, i, &q, id, em->ev->now_ns) < 0)
         return;
     TW_VERIFY(it->n_open < s->open_slots && q != 0 && iabs(q) <= INT32_MAX);
     open_order *o = &slots(s, i)[it->n_open++];

@@ -110,7 +110,7 @@ int tw__risk_check(tw_strategy *s, uint32_t i, int64_t *qty, uint64_t id, int64_
     tw_trading_state st = s->state > it->state ? s->state : it->state;
     if (st == TW_TRADING_HALTED) {
         reject(s, it, i, TW_RULE_HALTED, asked, id, now_ns, TW_LOG_RISK_REJECT);
-        return -1;
+        return TW__RISK_STATE;
     }
     int64_t q = asked;
     const int64_t e = it->position + it->open_qty;
@@ -118,7 +118,7 @@ int tw__risk_check(tw_strategy *s, uint32_t i, int64_t *qty, uint64_t id, int64_
         int64_t after = e + q;
         if (e == 0 || (sgn(after) == sgn(e) && iabs(after) >= iabs(e))) {
             reject(s, it, i, TW_RULE_REDUCING, asked, id, now_ns, TW_LOG_RISK_REJECT);
-            return -1;
+            return TW__RISK_STATE;
         }
         if (sgn(after) == -sgn(e)) {
             /* A flip: send its closing part only, and say so. */
@@ -128,28 +128,28 @@ int tw__risk_check(tw_strategy *s, uint32_t i, int64_t *qty, uint64_t id, int64_
     }
     if (it->n_open >= s->max_open) {
         reject(s, it, i, TW_RULE_OPEN_ORDERS, q, id, now_ns, TW_LOG_RISK_REJECT);
-        return -1;
+        return TW__RISK_LIMIT;
     }
     const int64_t ie = in->exposure, ia = ie + q;
     if (iabs(ia) > s->risk.max_position && iabs(ia) > iabs(ie)) {
         reject(s, it, i, TW_RULE_MAX_POSITION, q, id, now_ns, TW_LOG_RISK_REJECT);
-        return -1;
+        return TW__RISK_LIMIT;
     }
     const int64_t te = s->total_exposure, ta = te - iabs(ie) + iabs(ia);
     if (ta > s->risk.max_total_position && ta > te) {
         reject(s, it, i, TW_RULE_MAX_TOTAL_POSITION, q, id, now_ns, TW_LOG_RISK_REJECT);
-        return -1;
+        return TW__RISK_LIMIT;
     }
     bucket *sb = &s->sess[in->session].rate, *tb = &s->total_rate;
     refill(sb, now_ns);
     refill(tb, now_ns);
     if (sb->tokens < NS_PER_S) {
         reject(s, it, i, TW_RULE_RATE_SESSION, q, id, now_ns, TW_LOG_RISK_REJECT);
-        return -1;
+        return TW__RISK_RATE;
     }
     if (tb->tokens < NS_PER_S) {
         reject(s, it, i, TW_RULE_RATE_TOTAL, q, id, now_ns, TW_LOG_RISK_REJECT);
-        return -1;
+        return TW__RISK_RATE;
     }
     sb->tokens -= NS_PER_S;
     tb->tokens -= NS_PER_S;

@@ -2,7 +2,6 @@
  * kernel.h's tw_stream_* (live.md "The kernel, streaming": the sweep with
  * a block of one bar, so its signals, PnL and trades are the sweep's
  * bits).  The only file of the strategy core that talks to the kernel. */
-#include <stdio.h>
 #include <string.h>
 
 #include "strategy/strategy_internal.h"
@@ -24,20 +23,16 @@ size_t tw__sig_memsize(const int64_t *combos, uint32_t n_combos)
 }
 
 tw__sig *tw__sig_init(void *mem, size_t bytes, const int64_t *combos, uint32_t n_combos,
-                      double fee)
+                      double fee, tw_error *err)
 {
     TW_VERIFY(bytes >= tw__sig_memsize(combos, n_combos));
     tw__sig *g = mem;
     g->n = n_combos;
     g->stream_bytes = bytes - head();
-    tw_error err = { 0 };
     /* The caller validated combos and fee; only planning scratch could
      * fail here (-ENOMEM), at init, never per event. */
-    int rc = tw_stream_init(stream(g), g->stream_bytes, combos, n_combos, fee, &err);
-    if (rc != 0) {
-        fprintf(stderr, "strategy: tw_stream_init: %s\n", err.msg);
+    if (tw_stream_init(stream(g), g->stream_bytes, combos, n_combos, fee, err) != 0)
         return NULL;
-    }
     return g;
 }
 

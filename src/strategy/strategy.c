@@ -212,11 +212,12 @@ tw_strategy *tw_strategy_init(void *mem, size_t bytes, const tw_strategy_cfg *cf
         if (in->n_sig) {
             size_t b = align64(tw__sig_memsize(combos + (size_t)first * TW_COMBO_WINDOWS,
                                                in->n_sig));
+            tw_error se = {0};
             in->sig = tw__sig_init(base + p, b, combos + (size_t)first * TW_COMBO_WINDOWS,
-                                   in->n_sig, s->fee);
+                                   in->n_sig, s->fee, &se);
             if (!in->sig) {
-                tw__err(err, -ENOMEM, "strategy: the kernel of instrument %u cannot be set up",
-                        k);
+                tw__err(err, se.code ? se.code : -ENOMEM,
+                        "strategy: the kernel of instrument %u cannot be set up: %s", k, se.msg);
                 return NULL;
             }
             p += b;

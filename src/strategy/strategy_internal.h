@@ -16,7 +16,7 @@ size_t tw__sig_memsize(const int64_t *combos, uint32_t n_combos);
 /* Builds the kernel state in mem (tw__sig_memsize bytes, 64-aligned);
  * NULL if it cannot (no memory to plan: init time only). */
 tw__sig *tw__sig_init(void *mem, size_t bytes, const int64_t *combos, uint32_t n_combos,
-                      double fee);
+                      double fee, tw_error *err);
 /* Feeds one bar (close NaN for a gap, never <= 0 or infinite) to every
  * combo; returns how many changed position, their indices ascending in
  * changed[] (capacity: the combo count). */
@@ -134,6 +134,14 @@ void tw__slog(tw_strategy *s, const tw_strategy_log *rec);
 /* Checks an order of *qty signed units for instance i against every rule;
  * 0 if it may be sent (*qty possibly cut by REDUCING; its tokens taken),
  * -1 if rejected (counted and logged). */
+/* tw__risk_check's refusals (each logged and counted by its rule). */
+enum {
+    TW__RISK_STATE = -1, /* the trading state (HALTED, REDUCING) refuses the order */
+    TW__RISK_LIMIT = -2, /* a limit: open orders, position, total position */
+    TW__RISK_RATE = -3,  /* an order-rate bucket (session or total) is empty */
+};
+/* 0: the order goes (*qty, maybe cut to what REDUCING lets close), or a
+ * TW__RISK_* refusal. */
 int tw__risk_check(tw_strategy *s, uint32_t i, int64_t *qty, uint64_t id, int64_t now_ns);
 /* Sets the global trading state, logging a change. */
 void tw__risk_set_state(tw_strategy *s, tw_trading_state st, int64_t now_ns, const char *why);

@@ -1,10 +1,28 @@
-/* What the files of the live engine share (trade_engine.h): the doorbell
- * of a yielding core, the transports behind one ops table, a session's net
- * core (gateway.c) and the engine (engine.c).  Nobody else includes it. */
+/* What the files of the live engine share (trade_engine.h).  Nobody else
+ * includes it.  Calls among the files run one way, from the top
+ * (docs/layout.md, "Inside a part"):
+ *
+ *   engine.c         set-up and results: create, start, the control step,
+ *                    the report, destroy
+ *   supervisor.c     processes mode: the attach segment, the strategy
+ *                    process (spawned, watched, restarted)
+ *   strategy_proc.c  the strategy process itself (tw_trade_strategy_attach)
+ *   recover.c        recovery: replays the event log into the strategy host
+ *                    and the net cores
+ *   host.c           the strategy host: the one place a strategy is built
+ *                    from the configuration; the threads-mode strategy core
+ *   intents.c        the intents already sent (intents.h), for both
+ *                    recoveries
+ *   gw*.c            a session's net core (gw_internal.h)
+ *   evlog.c          the event log: the one place that appends
+ *   xport*.c         the transports
+ *   bell.c           the doorbell
+ *   config.c, report.c  the configuration file and the report (trade.h) */
 #ifndef TW_TRADE_ENGINE_INTERNAL_H
 #define TW_TRADE_ENGINE_INTERNAL_H
 
 #include <stdio.h>
+#include <string.h>
 
 #include "tickwire/clock.h"
 #include <pthread.h>
@@ -19,7 +37,7 @@
 #include "tickwire/trade_engine.h"
 #include "tickwire/util.h"
 
-/* ---- doorbell --------------------------------------------------------------
+/* ---- doorbell (bell.c) ------------------------------------------------------
  *
  * A yielding core that found its rings empty waits in ppoll() on its fds;
  * a producer that fills one of them while it waits must wake it.  The
@@ -45,7 +63,7 @@ void tw__bell_sleep(tw__bell *b);
 /* Consumer: found work (clears sleeping). */
 void tw__bell_wake(tw__bell *b);
 
-/* ---- transports --------------------------------------------------------------
+/* ---- transports (xport.c, xport_tcp.c, xport_stack.c) ---------------------------
  *
  * A session's byte stream: kernel TCP (xport_tcp.c) or the userspace
  * stack on a port (xport_stack.c).  Received bytes gather in rx (the FIX
@@ -95,7 +113,7 @@ struct tw__xport {
     uint64_t tsc_rx, tsc_tcp; /* stamps of the last bytes received */
     uint64_t bytes_in, bytes_out;
     int64_t connect_deadline_ns;
-    uint64_t connect_timeout_ns;
+    int64_t connect_timeout_ns;
     char why[128];       /* the last connect failure or close, for the log */
 };
 
@@ -106,15 +124,15 @@ int tw__xport_write(tw__xport *t, const char *buf, size_t len);
 /* Kernel TCP to host:port (host an IPv4 address or a name resolved once,
  * here).  rx_cap / out_cap bytes of buffers. */
 int tw__xport_tcp_open(tw__xport **out, const char *host, uint16_t port, size_t rx_cap,
-                       size_t out_cap, uint64_t connect_timeout_ns, tw_error *err);
+                       size_t out_cap, int64_t connect_timeout_ns, tw_error *err);
 /* The userspace stack on port (owned by the caller; the stack is ours):
  * our address ip/prefix, next hop gateway (0: none), the venue at
  * dst_ip:dst_port. */
 int tw__xport_stack_open(tw__xport **out, tw_port *port, uint32_t ip, uint32_t prefix,
                          uint32_t gateway, uint32_t dst_ip, uint16_t dst_port, size_t rx_cap,
-                         size_t out_cap, uint64_t connect_timeout_ns, tw_error *err);
+                         size_t out_cap, int64_t connect_timeout_ns, tw_error *err);
 
-/* ---- inbound records and the journal (journal.c of this part) ------------
+/* ---- the event log (evlog.c) -----------------------------------------------
  *
  * Every event for the strategy gets an event number (evseq: 0, 1, 2, ...
  * over the run, across restarts) and is journaled, in evseq order, before
@@ -145,7 +163,7 @@ enum {
                               intent decided before it is ahead of it; order_id: the
                               strategy's digest there */
     TW__OUT_RESUMED = 201, /* on session 0's ring, after the first new bar a (re)started
-                              strategy processed: its figures (tw__resumed_of) */
+                              strategy processed: its figures (tw__resumed_msg) */
 };
 
 /* The figures of one (re)start of the strategy process (monotonic ns). */
@@ -159,10 +177,45 @@ typedef struct tw__resumed {
     uint64_t events, bars;  /* replayed through the kernel */
 } tw__resumed;
 
-/* The environment variable that makes a spawned strategy process a
- * standby: it waits for a byte on the fd it names before it attaches. */
+/* The RESUMED marker as it travels in an outbound ring slot: the slot's
+ * type and session where tw_out has them, then the figures
+ * (tw__resumed_pack, tw__resumed_unpack). */
+typedef struct tw__resumed_msg {
+    uint8_t type;      /* TW__OUT_RESUMED */
+    uint8_t pad0;
+    uint16_t session;  /* 0 */
+    uint32_t pad1;
+    int64_t start_ns, attach_ns, replay_end_ns, first_bar_ns;
+    uint64_t events, bars;
+    uint8_t pad2[8];
+} tw__resumed_msg;
+_Static_assert(sizeof(tw__resumed_msg) == sizeof(tw_out), "RESUMED is one outbound ring slot");
+static inline void tw__resumed_pack(const tw__resumed *r, tw_out *slot)
+{
+    tw__resumed_msg m = {.type = TW__OUT_RESUMED, .start_ns = r->start_ns,
+                         .attach_ns = r->attach_ns, .replay_end_ns = r->replay_end_ns,
+                         .first_bar_ns = r->first_bar_ns, .events = r->events, .bars = r->bars};
+    memcpy(slot, &m, sizeof(m));
+}
+
+/* The strategy process's figures of a slot (detect_ns, spawn_ns: 0). */
+static inline void tw__resumed_unpack(const tw_out *slot, tw__resumed *r)
+{
+    tw__resumed_msg m;
+    memcpy(&m, slot, sizeof(m));
+    *r = (tw__resumed){.start_ns = m.start_ns, .attach_ns = m.attach_ns,
+                       .replay_end_ns = m.replay_end_ns, .first_bar_ns = m.first_bar_ns,
+                       .events = m.events, .bars = m.bars};
+}
+
+/* Restarts of the strategy process whose figures are kept (the summary's). */
+#define TW__FIGS_MAX 64
+/* Nanoseconds in a millisecond (the configuration's times are in ms). */
+#define TW__NS_PER_MS 1000000ll
 /* Crashes of the strategy process at one journal record that stop the run. */
 #define TW__CRASH_LOOP 3u
+/* The environment variable that makes a spawned strategy process a
+ * standby: it waits for a byte on the fd it names before it attaches. */
 #define TW__STANDBY_ENV "TW_STRATEGY_STANDBY_FD"
 /* Set by the gateway in every strategy process it spawns: its pid.  Such a
  * strategy dies with the gateway (PR_SET_PDEATHSIG): one that is still
@@ -170,11 +223,9 @@ typedef struct tw__resumed {
  * would otherwise outlive it and attach to the next gateway. */
 #define TW__GATEWAY_PID_ENV "TW_STRATEGY_GATEWAY_PID"
 
-/* The strategy process's loop (strategy_proc.c). */
+/* What decides the strategy's intents and their ClOrdIDs: sessions,
+ * instruments, instances (name, instrument, combo, kernel), fee, risk. */
 uint64_t tw__cfg_digest(const tw_trade_config *c);
-/* A strategy's log hook, on f (both processes). */
-void tw__strategy_log(FILE *f, const tw_trade_config *cfg, const char *who,
-                      const tw_strategy_log *r);
 
 /* The META record's payload. */
 typedef struct tw__jr_meta {
@@ -187,30 +238,95 @@ typedef struct tw__jr_meta {
 } tw__jr_meta;
 _Static_assert(sizeof(tw__jr_meta) == TW_JOURNAL_PAYLOAD, "META is one journal payload");
 
+/* Opens the event log ([engine] journal, or the first session's store +
+ * ".journal"; --reset-seqs starts it afresh): 0 when it was empty (META
+ * appended), 1 when it holds records (recovery reads them), or a negative
+ * errno with err. */
+int tw__evlog_open(tw_trade_engine *e, tw_error *err);
+/* The last run ended (or never got past its start): the log moves to
+ * <path>.done and a new one starts (META).  0 or a negative errno. */
+int tw__evlog_rotate(tw_trade_engine *e, tw_error *err);
+/* rec is the engine's META (-TW_EFORMAT if not), copied into m; with cfg,
+ * also of cfg (-ESTALE if not). */
+int tw__evlog_meta_check(const tw_journal_rec *rec, const tw_trade_config *cfg, tw__jr_meta *m);
 /* Event number, journal append (EV) and the record for the ring, under
- * jmu.  Any thread (net cores, control).  Returns the record's evseq; a
- * failed append is counted and logged once (the event still goes on). */
-void tw__journal_ev(tw_trade_engine *e, const tw_ev *ev, tw__inrec *out);
-/* An intent a net core has sent (after the FIX store has it). */
-void tw__journal_out(tw_trade_engine *e, const tw_out *o);
-/* Set-up: opens (or starts afresh) the journal, and after a crash replays
- * it into the strategy and the net cores (recover.c).  0 or a negative
- * errno with err set. */
-int tw__journal_start(tw_trade_engine *e, tw_error *err);
-void tw__journal_end(tw_trade_engine *e, int clean);
+ * jmu.  Any thread (net cores, control).  A failed append is counted and
+ * logged once (the event still goes on). */
+void tw__evlog_ev(tw_trade_engine *e, const tw_ev *ev, tw__inrec *out);
+/* An intent a net core has handled (after the FIX store has it). */
+void tw__evlog_out(tw_trade_engine *e, const tw_out *o);
+/* Recovery: what it settled without an OUT record, journaled as handled.
+ * 0 or a negative errno with err. */
+int tw__evlog_note(tw_trade_engine *e, const tw_out *o, tw_error *err);
+/* Processes mode: a record through net core `core`'s side of the attach
+ * segment (before the segment exists, at set-up: straight to the
+ * journal).  0 or a negative errno. */
+int tw__evlog_put(tw_trade_engine *e, uint32_t core, uint32_t kind, const void *payload);
+/* Processes mode: a record of the control thread (KILL, STOP). */
+int tw__evlog_append(tw_trade_engine *e, uint32_t kind, const void *payload);
+/* END (clean) and close. */
+void tw__evlog_end(tw_trade_engine *e, int clean);
+/* The journal's path into buf. */
+void tw__evlog_path(const tw_trade_config *cfg, char *buf, size_t n);
+
+/* ---- the strategy host (host.c) ------------------------------------------------ */
+
+typedef struct tw__host {
+    void *mem;      /* the strategy's memory, 64-aligned; kept across rebuilds */
+    size_t bytes;
+    tw_strategy *s;
+    tw_out *out;    /* tw_strategy_max_out() intents */
+    size_t out_cap;
+} tw__host;
+
+/* Builds the strategy of cfg with hooks into h (again, in place, when h
+ * holds one).  0 or a negative errno with err. */
+int tw__host_build(tw__host *h, const tw_trade_config *cfg, const tw_strategy_hooks *hooks,
+                   tw_error *err);
+void tw__host_free(tw__host *h);
+/* The engine's strategy (its log and trades hooks). */
+int tw__host_engine_build(tw_trade_engine *e, tw_error *err);
+/* Processes mode, at the end: a fresh engine strategy, the trades CSV cut
+ * to its header.  0 or a negative errno with err. */
+int tw__strategy_rebuild(tw_trade_engine *e, tw_error *err);
+/* A strategy's log hook, on f (both processes). */
+void tw__strategy_log(FILE *f, const tw_trade_config *cfg, const char *who,
+                      const tw_strategy_log *r);
+/* The strategy core's reactor poll (arg: the engine). */
+unsigned tw__strategy_poll(void *arg, tw_reactor_now *now);
+/* strategy = inline: the strategy's poll, then every session's sending
+ * half, on the net cores' one loop (arg: the engine). */
+unsigned tw__inline_poll(void *arg, tw_reactor_now *now);
+
+/* ---- recovery (recover.c) --------------------------------------------------------- */
+
+/* After a crash (tw__evlog_open found records): the replay into the
+ * strategy and the net cores, or a new run if the last one ended.  t0:
+ * when the set-up began to open the log (the replay's figures).  0 or a
+ * negative errno with err. */
+int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err);
 /* Processes mode, at the end: the report's strategy, rebuilt from the
  * journal (a fresh strategy fed every EV record, as the strategy process
  * was; the trades CSV rewritten), checked against the digests the
  * strategy process sent.  0 or a negative errno with err. */
-int tw__journal_report_replay(tw_trade_engine *e, tw_error *err);
-/* The journal's path ([engine] journal, or the first session's store +
- * ".journal") into buf. */
-void tw__journal_path(const tw_trade_config *cfg, char *buf, size_t n);
-/* A fresh strategy in the engine's memory, the trades CSV cut to its
- * header (engine.c).  0 or a negative errno with err. */
-int tw__strategy_rebuild(tw_trade_engine *e, tw_error *err);
+int tw__recover_report(tw_trade_engine *e, tw_error *err);
 
-/* ---- net core (gateway.c) -------------------------------------------------- */
+/* ---- the supervisor of processes mode (supervisor.c) ---------------------------------- */
+
+/* The attach segment (after the event log is open).  0 or a negative errno. */
+int tw__sup_open(tw_trade_engine *e, tw_error *err);
+/* Spawns the strategy process (or lets the standby go). */
+void tw__sup_spawn(tw_trade_engine *e);
+/* The control step's share: the segment's beat and poll, the strategy
+ * process and its standby watched and restarted. */
+void tw__sup_step(tw_trade_engine *e, int64_t now);
+/* The segment closed, the strategy processes reaped (bounded). */
+void tw__sup_end(tw_trade_engine *e);
+
+/* ---- net core (gw.c; its files share gw_internal.h) ------------------------------ */
+
+/* The net core's periodic work (session timer, reconnects, the ending). */
+#define TW__GW_TIMER_NS 10000000ll
 
 typedef struct tw__gw tw__gw;
 
@@ -231,10 +347,7 @@ struct tw_trade_engine {
     FILE *trades;   /* the trades CSV, or NULL */
     char *trades_buf;
     /* The strategy and its core. */
-    void *strategy_mem;
-    tw_strategy *strategy;
-    tw_out *out_buf;   /* tw_strategy_max_out() intents */
-    size_t out_cap;
+    tw__host host;
     size_t pend_off, pend_n; /* intents of the last event not yet in their rings */
     tw_ring *ctl;      /* control thread -> strategy (KILL) */
     tw__bell strat_bell;
@@ -254,8 +367,7 @@ struct tw_trade_engine {
     uint64_t kills_pending;
     int64_t phase_since_ns;
     int done;
-    uint64_t events_dropped_stop; /* bars and barriers after TERM (strategy core) */
-    /* The journal (recover.c): jmu orders evseq and the appends. */
+    /* The event log (evlog.c): jmu orders evseq and the appends. */
     pthread_mutex_t jmu;
     int have_jmu;
     tw_journal jr;
@@ -292,11 +404,10 @@ struct tw_trade_engine {
     uint64_t crash_loop_seq;
     uint64_t st_restarts;  /* strategies gone and replaced */
     uint64_t st_digest_finished, st_digest_stopped; /* what the strategy said (0: nothing) */
-    int stop_journaled;
     pthread_mutex_t figmu; /* net core 0 appends, the control reads */
-    tw__resumed figs[64];
+    tw__resumed figs[TW__FIGS_MAX];
     uint32_t n_figs;
-    int64_t fig_detect_ns[64], fig_spawn_ns[64]; /* control: per restart */
+    int64_t fig_detect_ns[TW__FIGS_MAX], fig_spawn_ns[TW__FIGS_MAX]; /* control: per restart */
     uint32_t n_detects;
 };
 
@@ -319,19 +430,21 @@ int tw__gw_fd(const tw__gw *g);
 int tw__gw_settled(const tw__gw *g);
 void tw__gw_stats(const tw__gw *g, tw_trade_session_stats *s, tw_trade_gw_stats *gs);
 size_t tw__gw_latency(const tw__gw *g, const tw_trade_latency **out);
-/* Recovery (before the cores start): a journaled event of this session
- * and an order it sent, as the live run applied them; then the end of the
- * replay (a session that was up is told DOWN: the old connection died). */
+/* Recovery (gw_restore.c; before the cores start): a journaled event of
+ * this session and an order it sent, as the live run applied them; then
+ * the end of the replay (a session that was up is told DOWN: the old
+ * connection died). */
 int tw__gw_restore_begin(tw__gw *g, uint64_t n_orders); /* 0 or -ENOMEM */
 void tw__gw_restore_ev(tw__gw *g, const tw_ev *ev);
 void tw__gw_restore_order(tw__gw *g, const tw_out *o);
 void tw__gw_restore_done(tw__gw *g);
-/* The store's ClOrdIDs (NewOrderSingle, OrderCancelRequest) of run run_id:
- * fn(ctx, 'T' or 'C', order id) for each.  0 or a negative errno. */
-uint32_t tw__gw_store_count(const tw__gw *g); /* messages in the session's store */
+/* Messages in the session's store. */
+uint32_t tw__gw_store_count(const tw__gw *g);
 /* When this process first logged on (tw_clock_now_ns; 0: never).  Read
  * after the net cores are joined. */
 int64_t tw__gw_first_logon_ns(const tw__gw *g);
+/* The store's ClOrdIDs (NewOrderSingle, OrderCancelRequest) of run run_id:
+ * fn(ctx, 'T' or 'C', order id) for each.  0 or a negative errno. */
 int tw__gw_store_orders(tw__gw *g, uint64_t run_id, void (*fn)(void *, char, uint64_t),
                         void *ctx);
 

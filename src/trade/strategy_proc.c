@@ -34,6 +34,7 @@
 #include <unistd.h>
 
 #include "trade/engine_internal.h"
+#include "trade/intents.h"
 
 #define BURST 64
 #define IDLE_SPINS 64
@@ -41,100 +42,20 @@
 #define GW_BEAT_TIMEOUT_NS 3000000000ll /* a gateway whose beat stands still this long is gone */
 #define CONNECT_FOR_NS 60000000000ll
 
-/* ---- the intents the journal says were sent: a multiset ---------------------- */
-
-typedef struct sent_ent {
-    uint64_t id;   /* order id (ORDER, CANCEL), ref (BARRIER_ACK), 0 otherwise */
-    uint32_t kind; /* type | session << 8 (0 for orders and cancels); 0: empty */
-    uint32_t n;    /* OUT records not yet matched */
-} sent_ent;
-
 typedef struct sp {
     const tw_trade_config *cfg;
     FILE *log;
     int own_log, quiet;
     tw_attach_st st;
     int attached;
-    void *mem;
-    tw_strategy *s;
-    tw_out *out;
-    size_t out_cap;
-    sent_ent *t;
-    uint64_t mask, n_sent, left; /* left: OUT records not yet matched */
+    tw__host host;
+    tw__intents sent;   /* the OUT records below resume_end (intents.h) */
     uint64_t beat;
     int stopped, finished, replayed;
     uint64_t suppressed, sent_new, events, bars;
     tw__resumed fig;
     int resumed_sent;
 } sp;
-
-static uint32_t key_kind(const tw_out *o)
-{
-    uint32_t s = (o->type == TW_OUT_ORDER || o->type == TW_OUT_CANCEL ||
-                  o->type == TW_OUT_FINISHED) ? 0 : o->session;
-    return (uint32_t)o->type | s << 8;
-}
-
-static uint64_t key_id(const tw_out *o)
-{
-    if (o->type == TW_OUT_ORDER || o->type == TW_OUT_CANCEL)
-        return o->order_id;
-    if (o->type == TW_OUT_BARRIER_ACK)
-        return o->ref;
-    return 0;
-}
-
-static sent_ent *slot(sp *p, uint32_t kind, uint64_t id)
-{
-    uint64_t h = (id ^ ((uint64_t)kind << 40)) * 0x9e3779b97f4a7c15ull;
-    for (uint64_t i = h >> 20 & p->mask;; i = (i + 1) & p->mask) {
-        sent_ent *x = &p->t[i];
-        if (x->kind == 0 || (x->kind == kind && x->id == id))
-            return x;
-    }
-}
-
-static int sent_add(sp *p, const tw_out *o)
-{
-    if (2 * (p->n_sent + 1) > p->mask) {
-        /* Grow (pre-scan only, before the kernel runs). */
-        uint64_t cap = 2 * (p->mask + 1);
-        sent_ent *old = p->t;
-        uint64_t om = p->mask;
-        p->t = calloc(cap, sizeof(sent_ent));
-        if (!p->t) {
-            p->t = old;
-            return -ENOMEM;
-        }
-        p->mask = cap - 1;
-        for (uint64_t i = 0; i <= om; i++)
-            if (old[i].kind)
-                *slot(p, old[i].kind, old[i].id) = old[i];
-        free(old);
-    }
-    sent_ent *x = slot(p, key_kind(o), key_id(o));
-    if (x->kind == 0) {
-        x->kind = key_kind(o);
-        x->id = key_id(o);
-        p->n_sent++;
-    }
-    x->n++;
-    p->left++;
-    return 0;
-}
-
-/* 1 when o was sent already (one OUT record taken off). */
-static int sent_take(sp *p, const tw_out *o)
-{
-    if (p->left == 0)
-        return 0;
-    sent_ent *x = slot(p, key_kind(o), key_id(o));
-    if (x->kind == 0 || x->n == 0)
-        return 0;
-    x->n--;
-    p->left--;
-    return 1;
-}
 
 /* ---- hooks --------------------------------------------------------------------- */
 
@@ -178,17 +99,13 @@ static int send_marker(sp *p, uint8_t type, uint16_t session, tw_error *err)
 {
     tw_out o;
     memset(&o, 0, sizeof(o));
-    o.type = type;
-    o.session = session;
     if (type == TW__OUT_STOPPED) {
-        o.order_id = tw_strategy_digest(p->s);
-    } else { /* RESUMED: the figures (engine_internal.h, tw__resumed) */
-        o.order_id = (uint64_t)p->fig.attach_ns;
-        o.ref = (uint64_t)p->fig.replay_end_ns;
-        o.tsc_rx = (uint64_t)p->fig.first_bar_ns;
-        o.tsc_tcp = p->fig.bars;
-        o.tsc_parse = p->fig.events;
-        o.tsc_decision = (uint64_t)p->fig.start_ns;
+        o.type = type;
+        o.session = session;
+        o.order_id = tw_strategy_digest(p->host.s);
+    } else { /* RESUMED: the figures (engine_internal.h, tw__resumed_msg) */
+        TW_ASSERT(type == TW__OUT_RESUMED && session == 0);
+        tw__resumed_pack(&p->fig, &o);
     }
     return send_out(p, &o, err);
 }
@@ -198,11 +115,10 @@ static int send_marker(sp *p, uint8_t type, uint16_t session, tw_error *err)
 static int check_meta(sp *p, const tw_journal_rec *rec, tw_error *err)
 {
     tw__jr_meta m;
-    memcpy(&m, rec->payload, sizeof(m));
-    if (tw_journal_rec_kind(rec) != TW__JR_META || memcmp(m.magic, "TWTRADE1", 8) != 0)
+    int rc = tw__evlog_meta_check(rec, p->cfg, &m);
+    if (rc == -TW_EFORMAT)
         return tw__err(err, -TW_EFORMAT, "the journal's first record is not the engine's META");
-    if (m.cfg_digest != tw__cfg_digest(p->cfg) || m.n_sessions != p->cfg->n_sessions ||
-        m.n_instances != p->cfg->n_instances)
+    if (rc != 0)
         return tw__err(err, -TW_EFORMAT, "the gateway's journal is of another configuration "
                        "(sessions, instruments, instances, fee or risk differ from %s)",
                        p->cfg->path);
@@ -233,11 +149,9 @@ static int prescan(sp *p, tw_error *err)
             if (first) {
                 rv = check_meta(p, &recs[i], err);
                 first = 0;
-            } else if (tw_journal_rec_kind(&recs[i]) == TW_JOURNAL_OUT) {
-                tw_out o;
-                memcpy(&o, recs[i].payload, sizeof(o));
-                if ((rv = sent_add(p, &o)) != 0)
-                    tw__err(err, rv, "out of memory");
+            } else if ((rv = tw__intents_add_records(&p->sent, &recs[i], 1,
+                                                     p->st.resume_end)) != 0) {
+                tw__err(err, rv, "out of memory");
             }
         }
     }
@@ -258,17 +172,17 @@ static int on_ev(sp *p, const tw_journal_rec *rec, tw_error *err)
         return 0; /* TERM: no new decisions (as the threads-mode core) */
     p->events += replay;
     p->bars += replay && ev.type == TW_EV_BAR;
-    size_t m = tw_strategy_on_event(p->s, &ev, p->out, p->out_cap);
+    size_t m = tw_strategy_on_event(p->host.s, &ev, p->host.out, p->host.out_cap);
     uint64_t t = tw_tsc_read();
     for (size_t i = 0; i < m; i++) {
-        tw_out *o = &p->out[i];
+        tw_out *o = &p->host.out[i];
         o->tsc_decision = replay ? 0 : t;
         if (o->type == TW_OUT_FINISHED) {
             o->session = 0;
-            o->order_id = tw_strategy_digest(p->s); /* the gateway's replay checks it */
+            o->order_id = tw_strategy_digest(p->host.s); /* the gateway's replay checks it */
             p->finished = 1;
         }
-        if (sent_take(p, o)) {
+        if (tw__intents_take(&p->sent, o) != TW__INTENT_NEW) {
             p->suppressed++;
             continue;
         }
@@ -314,12 +228,13 @@ static int replay_done(sp *p, tw_error *err)
     p->fig.replay_end_ns = tw_clock_now_ns();
     p->fig.events = p->events;
     p->fig.bars = p->bars;
-    if (p->left) {
+    uint64_t left = tw__intents_left(&p->sent, TW__INTENT_ALL);
+    if (left) {
         /* Deterministic cores decide again what they decided: one that
          * does not is not the strategy that ran. */
         return tw__err(err, -TW_EFORMAT, "%llu intents the gateway sent for earlier strategies "
                        "were not decided again by the replay: this is not the strategy that "
-                       "ran; refusing to trade on", (unsigned long long)p->left);
+                       "ran; refusing to trade on", (unsigned long long)left);
     }
     if (!p->quiet)
         fprintf(p->log, "tickwire trade: strategy process %d: replayed %llu events (%llu bars) "
@@ -405,23 +320,9 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         }
         p->own_log = 1;
     }
-    tw_strategy_cfg sc;
-    tw_trade_config_strategy(cfg, &sc);
-    sc.hooks = (tw_strategy_hooks){.log = on_log, .ctx = p};
-    size_t bytes = tw_strategy_memsize(&sc);
-    tw_error se = {0};
-    if (bytes == 0) {
-        (void)tw_strategy_init(NULL, 0, &sc, &se);
-        rc = tw__err(err, se.code ? se.code : -EINVAL, "%s: %s", cfg->path, se.msg);
+    if ((rc = tw__host_build(&p->host, cfg, &(tw_strategy_hooks){.log = on_log, .ctx = p},
+                             err)) != 0)
         goto out;
-    }
-    p->mem = aligned_alloc(64, (bytes + 63) & ~(size_t)63);
-    p->s = p->mem ? tw_strategy_init(p->mem, bytes, &sc, &se) : NULL;
-    if (!p->s) {
-        rc = tw__err(err, p->mem ? (se.code ? se.code : -EINVAL) : -ENOMEM, "%s: %s", cfg->path,
-                     p->mem ? se.msg : "out of memory");
-        goto out;
-    }
     const char *gp = getenv(TW__GATEWAY_PID_ENV);
     if (gp) {
         /* Spawned by a gateway: die with it.  getppid() after the prctl
@@ -448,11 +349,7 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
             goto out;
     }
     p->fig.start_ns = tw_clock_now_ns(); /* configuration read, strategy built */
-    p->out_cap = tw_strategy_max_out(p->s);
-    p->out = calloc(p->out_cap, sizeof(tw_out));
-    p->mask = 1023;
-    p->t = calloc(p->mask + 1, sizeof(sent_ent));
-    if (!p->out || !p->t) {
+    if (tw__intents_init(&p->sent, 1024) != 0) {
         rc = tw__err(err, -ENOMEM, "out of memory");
         goto out;
     }
@@ -482,9 +379,8 @@ out:
                 (int)getpid());
     if (p->own_log)
         fclose(p->log);
-    free(p->t);
-    free(p->out);
-    free(p->mem);
+    tw__intents_free(&p->sent);
+    tw__host_free(&p->host);
     free(p);
     return rc;
 }

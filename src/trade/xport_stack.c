@@ -61,7 +61,7 @@ static int st_connect(tw__xport *x, int64_t now_ns)
     x->rx_len = 0;
     x->out_off = x->out_len = 0;
     x->state = TW__XP_CONNECTING;
-    x->connect_deadline_ns = now_ns + (int64_t)x->connect_timeout_ns;
+    x->connect_deadline_ns = now_ns + x->connect_timeout_ns;
     return 0;
 }
 
@@ -187,7 +187,7 @@ static const tw__xport_ops stack_ops = {
 
 int tw__xport_stack_open(tw__xport **out, tw_port *port, uint32_t ip, uint32_t prefix,
                          uint32_t gateway, uint32_t dst_ip, uint16_t dst_port, size_t rx_cap,
-                         size_t out_cap, uint64_t connect_timeout_ns, tw_error *err)
+                         size_t out_cap, int64_t connect_timeout_ns, tw_error *err)
 {
     if (!port || prefix == 0 || prefix > 32)
         return tw__err(err, -EINVAL, "userspace stack: no port, or prefix /%u", prefix);

@@ -67,7 +67,7 @@ static int tcp_connect(tw__xport *x, int64_t now_ns)
         return -e;
     }
     x->state = TW__XP_CONNECTING;
-    x->connect_deadline_ns = now_ns + (int64_t)x->connect_timeout_ns;
+    x->connect_deadline_ns = now_ns + x->connect_timeout_ns;
     return 0;
 }
 
@@ -186,7 +186,7 @@ static const tw__xport_ops tcp_ops = {
 };
 
 int tw__xport_tcp_open(tw__xport **out, const char *host, uint16_t port, size_t rx_cap,
-                       size_t out_cap, uint64_t connect_timeout_ns, tw_error *err)
+                       size_t out_cap, int64_t connect_timeout_ns, tw_error *err)
 {
     xtcp *t = calloc(1, sizeof(*t));
     if (!t)

@@ -17,7 +17,6 @@ every instance's kernel, its ABI and its params.
 Points of progress, not of time (journal records); the seed is printed on
 failure (TW_KERNELS_SEED reruns one).
 """
-import csv
 import os
 import random
 import re
@@ -52,37 +51,10 @@ PARAMS = {
 }
 
 
-def fmt(x):
-    return str(int(x)) if float(x).is_integer() else repr(float(x))
-
-
 def kernel_reference(data, kernel, workdir, tag, fee=0.09):
-    """`tickwire sweep --kernel K --grid G --trades`: as live.sweep_reference."""
+    """`tickwire sweep --kernel K --grid G --trades` for the kernel's combos."""
     spec, names, combos = PARAMS[kernel]
-    grid = os.path.join(workdir, f"kgrid_{tag}.csv")
-    with open(grid, "w") as f:
-        f.write(",".join(names) + "\n")
-        for c in combos:
-            f.write(",".join(fmt(v) for v in c) + "\n")
-    out = os.path.join(workdir, f"ksweep_{tag}.csv")
-    tr = os.path.join(workdir, f"ksweep_trades_{tag}.csv")
-    subprocess.run([TICKWIRE, "sweep", "--kernel", spec, "--data", data, "--grid", grid,
-                    "--fee", repr(fee), "--output", out, "--trades", tr], check=True,
-                   stdout=subprocess.DEVNULL)
-    ref = {}
-    with open(out, newline="") as f:
-        for row in csv.DictReader(f):
-            ref[int(row["combo"])] = {"pnl": float(row["pnl"]), "trades": int(row["trades"]),
-                                      "list": [], "open": None}
-    with open(tr, newline="") as f:
-        for row in csv.DictReader(f):
-            r = ref[int(row["combo"])]
-            if row["exit_bar"] == "":
-                r["open"] = (int(row["side"]), int(row["entry_bar"]))
-            else:
-                r["list"].append((row["side"], row["entry_bar"], row["entry_price"],
-                                  row["exit_bar"], row["exit_price"], row["r"]))
-    return ref
+    return live.sweep_reference(TICKWIRE, data, combos, workdir, "k" + tag, fee, kernel=spec, names=names)
 
 
 def kernels_present():
@@ -110,28 +82,19 @@ def dataset(tmp_path_factory):
 def setup_run(workdir, paths, engine=None, kernels=None):
     """The venue and a config with a strategy section per (kernel, symbol)."""
     venue = live.Venue(TICKWIRE, paths, workdir, args=["--lockstep"])
-    lines = ["[engine]", f"report = {os.path.join(workdir, 'report.json')}",
-             f"trades = {os.path.join(workdir, 'trades.csv')}", "fee = 0.09"]
-    lines += [f"{k} = {v}" for k, v in {"busy_poll": "no", **(engine or {})}.items()]
-    lines += ["[session venue]", "host = 127.0.0.1", f"port = {venue.port}", "sender = TRADER",
-              "target = VENUE", f"store = {os.path.join(workdir, 'store', 'venue')}",
-              "reconnect_min_ms = 20", "reconnect_max_ms = 200"]
-    insts = []
-    for sym in paths:
-        lines += [f"[instrument {sym}]", "session = venue"]
+    sessions = {"venue": {"host": "127.0.0.1", "port": venue.port, "sender": "TRADER",
+                          "target": "VENUE", "store": os.path.join(workdir, "store", "venue"),
+                          "reconnect_min_ms": 20, "reconnect_max_ms": 200}}
+    strategies = {}
     for sym in paths:
         for kern in kernels or kernels_present():
             spec, names, combos = PARAMS[kern]
-            name = f"{kern[0]}_{sym}"
-            lines += [f"[strategy {name}]", f"instrument = {sym}", f"kernel = {spec}"]
-            for k, c in enumerate(combos):
-                lines.append("params = " + ",".join(f"{n}={fmt(v)}" for n, v in zip(names, c)))
-                insts.append(live.Instance(name, k, sym, c))
-    lines += ["[risk]", "max_position = 1000000", "max_total_position = 100000000",
-              "max_orders_per_s = 1000000000", "max_loss = 1e300"]
+            strategies[f"{kern[0]}_{sym}"] = (sym, combos, spec, names)
     config = os.path.join(workdir, "trade.ini")
-    with open(config, "w") as f:
-        f.write("\n".join(lines) + "\n")
+    insts = live.write_config(config, report=os.path.join(workdir, "report.json"),
+                              trades=os.path.join(workdir, "trades.csv"), sessions=sessions,
+                              instruments={sym: "venue" for sym in paths},
+                              strategies=strategies, engine=engine)
     return venue, config, insts
 
 

@@ -13,6 +13,13 @@ int tw__cli_serve(int argc, char **argv);
 
 static tw_engine *g_engine;
 
+/* --verbose: the engine's lines. */
+static void log_line(void *ctx, const char *line)
+{
+    (void)ctx;
+    fprintf(stderr, "%s\n", line);
+}
+
 static void on_signal(int sig)
 {
     (void)sig;
@@ -76,6 +83,7 @@ int tw__cli_serve(int argc, char **argv)
         }
         if (!strcmp(a, "--verbose")) {
             o.verbose = 1;
+            o.log = log_line;
             continue;
         }
         if (!strcmp(a, "--unix") && v) {
