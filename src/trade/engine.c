@@ -125,6 +125,8 @@ static int setup(tw_trade_engine *e, tw_error *err)
         return rc;
     if (e->procs && (rc = tw__sup_open(e, err)) != 0)
         return rc;
+    if ((rc = tw__snap_open(e, err)) != 0)
+        return rc;
     /* The cores: net cores on their CPUs, then the strategy. */
     tw_reactor_opts ro = {.mode = busy ? TW_REACTOR_BUSY : TW_REACTOR_YIELD};
     tw_reactor_init(&e->rn, &ro);
@@ -569,6 +571,7 @@ void tw_trade_engine_destroy(tw_trade_engine *e)
         tw_reactor_stop(&e->rs);
         tw_reactor_join(&e->rs);
     }
+    tw__snap_close(e); /* the strategy core is gone: nothing more to hand over */
     tw__sup_end(e);
     tw__evlog_end(e, 0);
     for (uint32_t i = 0; i < e->n_gw; i++)

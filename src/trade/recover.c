@@ -153,7 +153,20 @@ typedef struct replay_ctx {
     uint64_t acks_dropped;
     uint64_t bars;
     int stopped; /* a STOP record came: no more bars or barriers (processes mode) */
+    /* The newest snapshot, checked against the replay at its event. */
+    const tw_strategy *snap;
+    uint64_t snap_events, ev_seen;
+    int snap_checked, snap_ok;
 } replay_ctx;
+
+/* At the snapshot's event: the replay's state must be the snapshot's. */
+static void snap_check(tw_trade_engine *e, replay_ctx *rc)
+{
+    if (!rc->snap || rc->snap_checked || rc->ev_seen != rc->snap_events)
+        return;
+    rc->snap_checked = 1;
+    rc->snap_ok = tw_strategy_digest(rc->snap) == tw_strategy_digest(e->host.s);
+}
 
 static int list_add(tw_out **v, uint64_t *n, uint64_t *cap, const tw_out *o)
 {
@@ -169,6 +182,8 @@ static int list_add(tw_out **v, uint64_t *n, uint64_t *cap, const tw_out *o)
     return 0;
 }
 
+static int replay_ev(tw_trade_engine *e, const tw_journal_rec *rec, replay_ctx *rc);
+
 static int replay_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
 {
     replay_ctx *rc = ctx;
@@ -183,6 +198,14 @@ static int replay_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
         rc->stopped = 1;
     if (k != TW_JOURNAL_EV)
         return 0;
+    int r = replay_ev(e, rec, rc);
+    rc->ev_seen++;
+    snap_check(e, rc);
+    return r;
+}
+
+static int replay_ev(tw_trade_engine *e, const tw_journal_rec *rec, replay_ctx *rc)
+{
     tw_ev ev;
     memcpy(&ev, rec->payload, sizeof(ev));
     /* The stamps were the live run's: the replay's intents carry none. */
@@ -314,10 +337,37 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
             tw__err(err, rc, "journal: out of memory");
     if (rc != 0)
         goto out;
-    /* 2. The replay. */
+    /* 2. The replay, checked against the newest snapshot that loads
+     * (threads mode): at its event the replay's state must be its. */
+    tw__host snap = {0};
+    if (!e->procs && cfg->engine.snapshot_every && e->have_journal) {
+        tw_strategy_hooks none = {0};
+        tw_error se = {0};
+        int sr = tw__host_build(&snap, cfg, &none, &se);
+        if (sr == 0)
+            sr = tw__snap_newest(e, snap.s, &rp.snap_events, &se);
+        if (sr == 0)
+            rp.snap = snap.s;
+        else if (sr != -ENOENT)
+            fprintf(e->log, "tickwire trade: snapshot not used: %s\n", se.msg);
+        snap_check(e, &rp);
+    }
     e->evseq_next = 0;
     int64_t k0 = tw_clock_now_ns();
-    if ((rc = replay_records(e, buf, n_buf, 0, &rp, err)) != 0)
+    rc = replay_records(e, buf, n_buf, 0, &rp, err);
+    if (rc == 0 && rp.snap) {
+        if (rp.snap_checked && rp.snap_ok)
+            e->snap_checked++;
+        else
+            e->snap_mismatch++;
+        fprintf(e->log, "tickwire trade: snapshot of event %llu: %s\n",
+                (unsigned long long)rp.snap_events,
+                !rp.snap_checked ? "beyond the journal's events: not this journal's"
+                : rp.snap_ok     ? "checks out against the replay (the same digest)"
+                                 : "does NOT match the replay (digests differ)");
+    }
+    tw__host_free(&snap);
+    if (rc != 0)
         goto out;
     e->replay_kernel_ns = tw_clock_now_ns() - k0;
     /* 3. Every order and cancel the last run sent was decided again. */
