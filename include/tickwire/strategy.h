@@ -463,6 +463,23 @@ int tw_strategy_state_info_get(const void *buf, size_t len, tw_strategy_state_in
 int tw_strategy_state_load(tw_strategy *s, const void *buf, size_t len, tw_out *intents,
                            uint32_t intents_cap, tw_strategy_state_info *info, tw_error *err);
 
+/* What a recovery from a state needs to find the intents it had decided
+ * and maybe not sent: instance i's open orders (live slots, oldest
+ * first) into out[0..cap), their count; whether session j's LOGOUT was
+ * written; whether FINISHED was. */
+typedef struct tw_strategy_open_order {
+    uint64_t id;        /* tw_order_id() */
+    uint64_t bar;       /* the decision bar (flatten: the instrument's last bar) */
+    int64_t remaining;  /* signed units not yet filled */
+    int kind;           /* TW_ORDER_SIGNAL / TW_ORDER_FLATTEN */
+    int cancel_sent;    /* a CANCEL was written for it */
+} tw_strategy_open_order;
+size_t tw_strategy_open_orders(const tw_strategy *s, uint32_t i, tw_strategy_open_order *out,
+                               size_t cap);
+int tw_strategy_session_logged_out(const tw_strategy *s, uint32_t j);
+int tw_strategy_finished(const tw_strategy *s);
+uint64_t tw_strategy_flatten_orders(const tw_strategy *s);
+
 /* The kernel set as text, one "name abi" line per instance (what a
  * snapshot's kernel-set section holds and its loader compares): the
  * length; at most cap - 1 bytes and a NUL written to buf. */

@@ -670,3 +670,30 @@ void tw_strategy_config_digest(const tw_strategy *s, uint8_t out[16])
     memcpy(out, &a, 8);
     memcpy(out + 8, &b, 8);
 }
+
+/* ---- what a recovery from a state asks -------------------------------------------- */
+
+size_t tw_strategy_open_orders(const tw_strategy *s, uint32_t i, tw_strategy_open_order *out,
+                               size_t cap)
+{
+    TW_VERIFY(i < s->n_instances);
+    const inst_state *it = &s->inst[i];
+    const open_order *o = &s->open[(size_t)i * s->open_slots];
+    for (uint32_t j = 0; j < it->n_open && j < cap; j++) {
+        out[j].id = o[j].id;
+        out[j].bar = o[j].bar;
+        out[j].remaining = o[j].remaining;
+        out[j].kind = o[j].kind;
+        out[j].cancel_sent = o[j].cancel_sent;
+    }
+    return it->n_open;
+}
+
+int tw_strategy_session_logged_out(const tw_strategy *s, uint32_t j)
+{
+    TW_VERIFY(j < s->n_sessions);
+    return s->sess[j].logged_out != 0;
+}
+
+int tw_strategy_finished(const tw_strategy *s) { return s->finished != 0; }
+uint64_t tw_strategy_flatten_orders(const tw_strategy *s) { return s->c.flatten_orders; }

@@ -309,11 +309,12 @@ static int finish(tw_trade_engine *e, tw_error *err)
     }
     __atomic_store_n(&e->phase, TW__PH_DONE, __ATOMIC_RELEASE);
     e->done = 1;
+    int rc = e->snap_recovered ? tw__recover_trades(e, err) : 0;
     /* The run ended (the venue's end, or TERM: logged out): the journal
      * is done, and the next start is a new run.  Only a crash leaves a
      * journal without END, which the next start resumes. */
     tw__evlog_end(e, 1);
-    return write_results(e, 0, err);
+    return write_results(e, rc, err);
 }
 
 /* The report and the trades CSV (rc: an error already in err). */

@@ -304,7 +304,7 @@ unsigned tw__inline_poll(void *arg, tw_reactor_now *now);
  * The strategy core hands a copy of its state to the snapshot writer every
  * snapshot_every events (JOURNAL.snap/snap-<events>.tws: the journal seq
  * of a snapshot here is the number of events the strategy had taken); the
- * recovery checks the newest one that loads against its replay. */
+ * recovery starts from the newest one that loads. */
 
 /* After the recovery (or a new run: the snapshots of the last run
  * deleted), threads mode with snapshot_every > 0: the writer started.  0
@@ -316,8 +316,8 @@ void tw__snap_close(tw_trade_engine *e);
  * copy, handed to the writer. */
 void tw__snap_take(tw_trade_engine *e);
 /* Recovery: the newest snapshot of this run that checks out, loaded into
- * s (a fresh strategy of the configuration); *events: the events it
- * reflects.  0; -ENOENT (none: the reasons of any set aside logged); or
+ * s (a fresh strategy of the configuration; after an error it must be
+ * built again); *events: the events it reflects.  0; -ENOENT (none: the reasons of any set aside logged); or
  * the error (err) of one that is of another configuration or does not
  * load. */
 int tw__snap_newest(tw_trade_engine *e, tw_strategy *s, uint64_t *events, tw_error *err);
@@ -334,6 +334,10 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err);
  * was; the trades CSV rewritten), checked against the digests the
  * strategy process sent.  0 or a negative errno with err. */
 int tw__recover_report(tw_trade_engine *e, tw_error *err);
+/* Threads mode, at the end of a run recovered from a snapshot: the trades
+ * CSV written again from the journal (a strategy of its own fed every EV
+ * record).  0 or a negative errno with err. */
+int tw__recover_trades(tw_trade_engine *e, tw_error *err);
 
 /* ---- the supervisor of processes mode (supervisor.c) ---------------------------------- */
 
@@ -415,7 +419,7 @@ struct tw_trade_engine {
     uint8_t snap_digest[TW_SNAP_DIGEST_BYTES];
     char *snap_kernels;
     size_t snap_klen, snap_bytes;
-    uint64_t snap_checked, snap_mismatch; /* recovery's cross-checks */
+    int snap_recovered; /* the recovery started from a snapshot */
     /* Processes mode: the attach segment, the strategy process. */
     int procs;             /* [engine] mode = processes */
     int have_att;

@@ -260,10 +260,12 @@ def newest_snapshot(d):
 
 # Snapshots every 300 events (threads mode): the strategy core hands a copy
 # to the writer thread; each restart loads the newest snapshot that checks
-# out and its replay must reach the same state at that event.  The kills
-# land anywhere, during a snapshot's write too; before the third restart
-# a bit of the newest snapshot is flipped (set aside with its reason, the
-# older one checked).  The books and the fills are the uninterrupted run's.
+# out and replays only the events after it (the net cores take every
+# record); at the end the trades CSV is written again from the journal.
+# The kills land anywhere, during a snapshot's write too; before the second
+# restart a bit of the newest snapshot is flipped (set aside with its
+# reason, the older one used).  The books, the trades and the fills are the
+# uninterrupted run's, each ClOrdID once.
 def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path):
     seed = int(os.environ.get("TW_CRASH_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
@@ -295,9 +297,13 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path):
     for k, err in enumerate(errs, start=1):
         assert "recovered run 4242" in err, (seed, k, err[-2000:])
         if had[k - 1]:
-            assert "checks out against the replay" in err, (seed, k, err[-2000:])
-        assert "does NOT match" not in err and "not used" not in err, (seed, k, err[-2000:])
+            m = re.search(r"recovering from the snapshot of event (\d+)", err)
+            assert m and int(m.group(1)) > 0, (seed, k, err[-2000:])
+        assert "not used" not in err, (seed, k, err[-2000:])
     assert sum(1 for h in had if h) >= 2, (seed, marks, had)
+    last = errs[-1]
+    if had[-1]:
+        assert "the replay's state is the engine's" in last, last[-2000:]
     if flipped:
         assert "set aside" in errs[1] and os.path.basename(flipped) in errs[1], errs[1][-2000:]
         assert os.path.exists(flipped + ".bad")
@@ -306,5 +312,5 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path):
     assert len(set(clids)) == len(clids), (seed, marks)
     assert sorted(log) == sorted(whole), (seed, marks, sorted(set(log) ^ set(whole))[:5])
     print(f"seed {seed}: snapshots every 300 events, killed at journal records {marks} of "
-          f"{total}: each restart's newest snapshot equals its replay; {len(log)} fills, each "
+          f"{total}: each restart from its newest good snapshot; {len(log)} fills, each "
           f"ClOrdID once, as the uninterrupted run")
