@@ -266,7 +266,8 @@ def newest_snapshot(d):
 # restart a bit of the newest snapshot is flipped (set aside with its
 # reason, the older one used).  The books, the trades and the fills are the
 # uninterrupted run's, each ClOrdID once.
-def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path):
+@pytest.mark.parametrize("strategy", ["thread", "inline"])
+def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, strategy):
     seed = int(os.environ.get("TW_CRASH_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed)
     total = uninterrupted["records"]
@@ -274,7 +275,7 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path):
     w = str(tmp_path)
     journal = os.path.join(w, "store", "venue.journal")
     snaps = journal + ".snap"
-    venue, config, insts = setup_run(w, dataset["paths"], "thread",
+    venue, config, insts = setup_run(w, dataset["paths"], strategy,
                                      engine={"snapshot_every": 300})
     flipped, had = None, []
     try:
