@@ -228,6 +228,22 @@ int tw_stream_get(const tw_stream *st, size_t k, tw_combo_state *out);
 void tw_stream_read(const tw_stream *st, int32_t *position, int64_t *entry_bar,
                     double *entry_price, double *pnl, int64_t *trades);
 
+/* The stream's state as position-independent bytes (a snapshot): what a
+ * bar changes (every combo's stop-and-reverse state, the close history,
+ * each combo's last h_sqrt - 1 and t_full - 1 inputs of its outer WMAs,
+ * the bar counters), in no lane layout, not the plan, which init rebuilds
+ * from the combos.  tw_stream_state_save() writes at most
+ * tw_stream_state_bytes(st) bytes and returns how many (0 if cap is
+ * smaller than that); tw_stream_state_load() restores them into a stream
+ * set up by tw_stream_init() with the same combos and fee (any ISA),
+ * which then goes on with the bits of the stream it was saved from.
+ * Everything is checked before anything is written: 0, or -TW_EFORMAT
+ * (err says what does not match: the combos, the size, a field out of
+ * range) with st unchanged.  The trade function is not part of the state. */
+size_t tw_stream_state_bytes(const tw_stream *st);
+size_t tw_stream_state_save(const tw_stream *st, void *out, size_t cap);
+int tw_stream_state_load(tw_stream *st, const void *in, size_t len, tw_error *err);
+
 /* ---- bound datasets ------------------------------------------------------
  *
  * For many small sweeps over one dataset (a server's SWEEP_LOADED, one

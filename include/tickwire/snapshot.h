@@ -55,6 +55,8 @@ enum {
     TW_SNAP_SEC_COUNTERS = 4,
     TW_SNAP_SEC_ORDERS = 5,   /* open orders */
     TW_SNAP_SEC_INTENTS = 6,  /* pending intents */
+    TW_SNAP_SEC_STRATEGY = 7, /* the strategy core's whole state as one payload
+                                 (tw_strategy_state_save: 2..6 in one) */
     TW_SNAP_SEC_GW_ORDERS = 256,  /* gateway: order table */
     TW_SNAP_SEC_GW_CLORDID = 257, /* ClOrdID counters */
     TW_SNAP_SEC_GW_SESSIONS = 258 /* per-session last seqs */
@@ -109,6 +111,68 @@ typedef struct tw_snap_write_cfg {
  * deletes the older snapshot files beyond keep (and *.tmp leftovers).
  * Returns 0 or -errno with err naming the step. */
 int tw_snap_write(tw_snap_buf *b, const tw_snap_write_cfg *cfg, tw_error *err);
+
+/* ---- the writer thread (off the hot path) ----------------------------------
+ *
+ * The core that owns the state copies it into a slot (tw_snap_slot_section:
+ * the section's bytes in place, no allocation) and commits it; a thread of
+ * the writer's own computes the CRCs, writes the file (tw_snap_write: the
+ * temporary, fsync, rename, directory fsync, the older ones beyond keep
+ * deleted), then calls `written`, where the caller prunes its journal.
+ * Two slots: while one is being written the core may fill the other; when
+ * both are busy tw_snap_writer_begin() returns NULL and that snapshot is
+ * skipped (counted), so the core never waits on the disk. */
+typedef struct tw_snap_writer tw_snap_writer;
+typedef struct tw_snap_slot tw_snap_slot;
+
+typedef struct tw_snap_writer_cfg {
+    tw_snap_write_cfg write; /* dir, keep, test hook (called on the writer thread) */
+    const uint8_t *digest;   /* TW_SNAP_DIGEST_BYTES, copied (NULL: zeros) */
+    size_t slot_bytes;       /* the sections of one snapshot, headers and padding
+                                included (tw_snap_section_bytes) */
+    /* After a snapshot is in place, on the writer thread: its journal seq
+     * and the oldest kept snapshot's (journal_keep = snapshots prunes the
+     * journal to oldest_kept + 1).  May be NULL. */
+    void (*written)(void *arg, uint64_t seq, uint64_t oldest_kept);
+    /* On the writer thread, before the CRCs, for every section of a slot:
+     * what its owner leaves off the hot path (tw_strategy_state_seal for
+     * TW_SNAP_SEC_STRATEGY).  May be NULL. */
+    void (*finish)(void *arg, uint32_t id, void *data, uint64_t len);
+    void *arg;
+} tw_snap_writer_cfg;
+
+/* Bytes a section of len data bytes takes in a slot. */
+static inline size_t tw_snap_section_bytes(uint64_t len)
+{
+    return TW_SNAP_SEC_HDR_BYTES + (size_t)((len + 7) & ~(uint64_t)7);
+}
+
+typedef struct tw_snap_writer_stats {
+    uint64_t committed; /* snapshots handed over */
+    uint64_t written;   /* in place */
+    uint64_t skipped;   /* tw_snap_writer_begin() found no free slot */
+    uint64_t failed;    /* tw_snap_write failed (last_err says why) */
+    uint64_t last_seq;  /* the newest written */
+    char last_err[256];
+} tw_snap_writer_stats;
+
+/* Starts the thread; the snapshots already in write.dir count as kept
+ * (for `oldest_kept`).  0 or -errno with err. */
+int tw_snap_writer_start(tw_snap_writer **out, const tw_snap_writer_cfg *cfg, tw_error *err);
+/* Core: a free slot, or NULL (both busy: skipped, counted).  One core. */
+tw_snap_slot *tw_snap_writer_begin(tw_snap_writer *w);
+/* Core: room for a section of len bytes in the slot: the pointer to fill
+ * (8-byte aligned), or NULL when the slot has no room (the snapshot will
+ * then fail, counted). */
+void *tw_snap_slot_section(tw_snap_slot *s, uint32_t id, uint64_t len);
+/* Core: hands the slot over as the state at journal_seq (no system call
+ * unless the writer thread sleeps: then one wake-up). */
+void tw_snap_writer_commit(tw_snap_writer *w, tw_snap_slot *s, uint64_t journal_seq);
+/* Waits until every committed snapshot is written (or failed). */
+void tw_snap_writer_flush(tw_snap_writer *w);
+void tw_snap_writer_stats_get(tw_snap_writer *w, tw_snap_writer_stats *out);
+/* Flushes, stops the thread, frees. */
+void tw_snap_writer_stop(tw_snap_writer *w);
 
 /* ---- checking and loading --------------------------------------------------- */
 

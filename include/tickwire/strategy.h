@@ -407,6 +407,89 @@ int64_t tw_strategy_last_bar(const tw_strategy *s, uint32_t k);
  * have the same digest; a crash-recovery replay checks itself with it. */
 uint64_t tw_strategy_digest(const tw_strategy *s);
 
+/* ---- the state as bytes (a snapshot; docs/crash.md) ---------------------------
+ *
+ * The whole state (every instance's kernel state bytes and books, open
+ * orders, risk state and buckets, counters, the kernels' names, ABI and
+ * params) as one flat payload, with the journal seq it reflects and the
+ * intents the host had decided but not yet sent.  The payload knows no
+ * file format: the caller puts it into a snapshot section.  Native
+ * layout: read on a machine of the byte order and ABI that wrote it (any
+ * ISA: the streaming kernel's part is in no lane layout). */
+#define TW_STRATEGY_STATE_VERSION 1u
+
+/* Bytes tw_strategy_state_save() writes with n_intents pending intents
+ * (fixed for a strategy: allocate the buffer once). */
+size_t tw_strategy_state_size(const tw_strategy *s, uint32_t n_intents);
+
+/* Copies the state into buf[0..cap) (no allocation, no I/O: between
+ * events, on the strategy's thread): returns the bytes written, 0 if cap
+ * is smaller than tw_strategy_state_size(). */
+size_t tw_strategy_state_save(const tw_strategy *s, uint64_t journal_seq, const tw_out *intents,
+                              uint32_t n_intents, void *buf, size_t cap);
+
+/* tw_strategy_state_save() in two halves, so that the core does only the
+ * copy: tw_strategy_state_copy() (the same, without the CRC) on the
+ * strategy's thread, tw_strategy_state_seal() (the payload's CRC-32C) on
+ * any thread afterwards (a snapshot writer's: tw_snap_writer_cfg.finish).
+ * An unsealed payload does not load. */
+size_t tw_strategy_state_copy(const tw_strategy *s, uint64_t journal_seq, const tw_out *intents,
+                              uint32_t n_intents, void *buf, size_t cap);
+void tw_strategy_state_seal(void *buf, size_t len);
+
+typedef struct tw_strategy_state_info {
+    uint64_t journal_seq; /* the last journal record the state reflects */
+    uint64_t bytes;
+    uint32_t n_intents;   /* pending intents carried */
+    uint32_t n_instances;
+} tw_strategy_state_info;
+
+/* Checks a payload's header and CRC only: 0 with info filled, or as below. */
+int tw_strategy_state_info_get(const void *buf, size_t len, tw_strategy_state_info *info,
+                               tw_error *err);
+
+/* Loads a payload into s, a strategy fresh from tw_strategy_init() with
+ * the configuration it was saved under; the pending intents go to
+ * intents[0..intents_cap).  Then s goes on exactly as the saved one would
+ * have (same intents, same order ids, same digest).  Returns 0;
+ * -TW_EFORMAT (truncated, a CRC mismatch, a value out of range, books that
+ * do not add up), -EPROTONOSUPPORT (another version), -ESTALE (saved
+ * under another configuration: err names what differs, e.g. an
+ * instance's kernel, a param, a window, the risk limits), -ENOSPC (more
+ * intents than intents_cap).  -ESTALE and the size checks come before
+ * anything is written; after any error s must be built again before use.
+ * Everything the strategy owns is checked; a plug-in kernel's state bytes
+ * are checked for their size (and the payload's CRC) only. */
+int tw_strategy_state_load(tw_strategy *s, const void *buf, size_t len, tw_out *intents,
+                           uint32_t intents_cap, tw_strategy_state_info *info, tw_error *err);
+
+/* What a recovery from a state needs to find the intents it had decided
+ * and maybe not sent: instance i's open orders (live slots, oldest
+ * first) into out[0..cap), their count; whether session j's LOGOUT was
+ * written; whether FINISHED was. */
+typedef struct tw_strategy_open_order {
+    uint64_t id;        /* tw_order_id() */
+    uint64_t bar;       /* the decision bar (flatten: the instrument's last bar) */
+    int64_t remaining;  /* signed units not yet filled */
+    int kind;           /* TW_ORDER_SIGNAL / TW_ORDER_FLATTEN */
+    int cancel_sent;    /* a CANCEL was written for it */
+} tw_strategy_open_order;
+size_t tw_strategy_open_orders(const tw_strategy *s, uint32_t i, tw_strategy_open_order *out,
+                               size_t cap);
+int tw_strategy_session_logged_out(const tw_strategy *s, uint32_t j);
+int tw_strategy_finished(const tw_strategy *s);
+uint64_t tw_strategy_flatten_orders(const tw_strategy *s);
+
+/* The kernel set as text, one "name abi" line per instance (what a
+ * snapshot's kernel-set section holds and its loader compares): the
+ * length; at most cap - 1 bytes and a NUL written to buf. */
+size_t tw_strategy_kernels_text(const tw_strategy *s, char *buf, size_t cap);
+
+/* A 16-byte digest of the strategy's configuration (fee, sessions and
+ * their rates, instruments, instances with their kernels, params or
+ * windows, risk limits). */
+void tw_strategy_config_digest(const tw_strategy *s, uint8_t out[16]);
+
 #ifdef __cplusplus
 }
 #endif

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "kernel/kernel_internal.h"
+#include "tickwire/util.h"
 
 #define CHUNK 256
 
@@ -323,6 +324,178 @@ void tw_stream_read(const tw_stream *st, int32_t *position, int64_t *entry_bar,
         if (trades)
             trades[k] = c.trades;
     }
+}
+
+/* ---- the state as bytes (a snapshot) -------------------------------------- */
+
+#define STATE_MAGIC 0x3230747374737774ull /* "twstst02" */
+
+/* What a bar changes, in an order no lane layout enters (so that a state
+ * saved with one ISA's lanes loads into another's): this header, then
+ * sar[n_combos], the close ring (its cpad + CHUNK closes), then per combo
+ * its last h_sqrt - 1 d inputs and its last t_full - 1 e inputs (oldest
+ * first: what the one-bar rings hold at entries f + 2 .. f + w of its
+ * lane, and all a later bar reads of them).  The close windows' outputs
+ * and the d and e outputs are recomputed on every bar: not state. */
+struct state_hdr {
+    uint64_t magic;
+    uint64_t n_combos;
+    uint64_t combos_hash; /* FNV-1a of the combos and the fee's bits */
+    uint64_t bars, bad, cf, f;
+    uint64_t cpad;
+    uint64_t total;
+};
+
+static uint64_t combos_hash(const struct stream *h)
+{
+    const struct tw__tile *t = &h->tile;
+    uint64_t x = tw_fnv1a64(TW_FNV1A64_INIT, t->combos,
+                            t->n_combos * TW_COMBO_WINDOWS * sizeof(int64_t));
+    return tw_fnv1a64(x, &t->fee, sizeof(t->fee));
+}
+
+/* Bytes of the saved form (fixed for a stream). */
+static size_t state_total(const struct stream *h)
+{
+    const struct tw__tile *t = &h->tile;
+    size_t n = sizeof(struct state_hdr) + t->n_combos * sizeof(struct tw__sar_state) +
+               (h->cpad + CHUNK) * sizeof(double);
+    for (size_t k = 0; k < t->n_combos; k++) {
+        const int64_t *c = t->combos + k * TW_COMBO_WINDOWS;
+        n += (size_t)(c[TW_H_SQRT] - 1 + c[TW_T_FULL] - 1) * sizeof(double);
+    }
+    return n;
+}
+
+/* Lane `lane` of the sets: its column's first double in entry 0. */
+static double *lane_col(const struct tw__nset *sets, uint32_t lane, size_t st)
+{
+    return sets[lane / st].ring + lane % st;
+}
+
+/* Copies a lane's last w - 1 inputs (entries f + 2 .. f + w, oldest first)
+ * out to v (save) or in from v (load). */
+static void lane_tail(double *col, size_t st, size_t f, int64_t w, double *v, int load)
+{
+    for (int64_t q = 0; q < w - 1; q++) {
+        double *e = col + (f + 2 + (size_t)q) * st;
+        if (load)
+            *e = v[q];
+        else
+            v[q] = *e;
+    }
+}
+
+/* Every combo's outer-WMA tails (d, then e) out to `out` or in from `in`
+ * (through a small buffer: the bytes need not be aligned); the bytes. */
+static size_t tails(struct tw__tile *t, uint8_t *out, const uint8_t *in)
+{
+    const size_t stw = (size_t)TW_NSET * t->ops->vl;
+    size_t off = 0;
+    double tmp[1024];
+    for (size_t k = 0; k < t->n_combos; k++) {
+        const int64_t *c = t->combos + k * TW_COMBO_WINDOWS;
+        for (int pass = 0; pass < 2; pass++) {
+            const int64_t w = pass ? c[TW_T_FULL] : c[TW_H_SQRT];
+            double *col = pass ? lane_col(t->eset, t->elane[k], stw)
+                               : lane_col(t->dset, t->dlane[k], stw);
+            for (int64_t q0 = 0; q0 < w - 1; q0 += 1024) {
+                const int64_t n = w - 1 - q0 < 1024 ? w - 1 - q0 : 1024;
+                const size_t b = (size_t)n * sizeof(double);
+                if (in)
+                    memcpy(tmp, in + off, b);
+                lane_tail(col + (size_t)q0 * stw, stw, t->f, n + 1, tmp, in != NULL);
+                if (out)
+                    memcpy(out + off, tmp, b);
+                off += b;
+            }
+        }
+    }
+    return off;
+}
+
+static void state_hdr_of(const struct stream *h, struct state_hdr *sh)
+{
+    memset(sh, 0, sizeof(*sh));
+    sh->magic = STATE_MAGIC;
+    sh->n_combos = h->tile.n_combos;
+    sh->combos_hash = combos_hash(h);
+    sh->bars = h->bars;
+    sh->bad = h->bad;
+    sh->cf = h->cf;
+    sh->f = h->tile.f;
+    sh->cpad = h->cpad;
+    sh->total = state_total(h);
+}
+
+size_t tw_stream_state_bytes(const tw_stream *st)
+{
+    return state_total(hdr(st));
+}
+
+size_t tw_stream_state_save(const tw_stream *st, void *out, size_t cap)
+{
+    struct stream *h = hdr(st);
+    struct tw__tile *t = &h->tile;
+    struct state_hdr sh;
+    state_hdr_of(h, &sh);
+    if (!out || cap < sh.total)
+        return 0;
+    uint8_t *p = out;
+    memcpy(p, &sh, sizeof(sh));
+    size_t off = sizeof(sh);
+    memcpy(p + off, t->sar, t->n_combos * sizeof(struct tw__sar_state));
+    off += t->n_combos * sizeof(struct tw__sar_state);
+    memcpy(p + off, h->cring, (h->cpad + CHUNK) * sizeof(double));
+    off += (h->cpad + CHUNK) * sizeof(double);
+    off += tails(t, p + off, NULL);
+    TW_VERIFY(off == sh.total);
+    return sh.total;
+}
+
+int tw_stream_state_load(tw_stream *st, const void *in, size_t len, tw_error *err)
+{
+    struct stream *h = hdr(st);
+    struct tw__tile *t = &h->tile;
+    struct state_hdr mine, sh;
+    if (!in || len < sizeof(sh))
+        return tw__err(err, -TW_EFORMAT, "stream state: %zu bytes, shorter than its header",
+                       len);
+    memcpy(&sh, in, sizeof(sh));
+    state_hdr_of(h, &mine);
+    if (sh.magic != STATE_MAGIC)
+        return tw__err(err, -TW_EFORMAT, "stream state: not a stream state (magic)");
+    if (sh.n_combos != mine.n_combos || sh.combos_hash != mine.combos_hash ||
+        sh.cpad != mine.cpad)
+        return tw__err(err, -TW_EFORMAT, "stream state: saved for %llu other combos (or fee), "
+                       "this stream has %llu", (unsigned long long)sh.n_combos,
+                       (unsigned long long)mine.n_combos);
+    if (sh.cf > CHUNK || sh.f > t->slack)
+        return tw__err(err, -TW_EFORMAT, "stream state: ring positions out of range (cf %llu, "
+                       "f %llu)", (unsigned long long)sh.cf, (unsigned long long)sh.f);
+    if (sh.total != mine.total || len != mine.total)
+        return tw__err(err, -TW_EFORMAT, "stream state: %zu bytes, its layout is %llu", len,
+                       (unsigned long long)mine.total);
+    const uint8_t *p = in;
+    size_t off = sizeof(sh);
+    for (size_t k = 0; k < t->n_combos; k++) {
+        struct tw__sar_state s;
+        memcpy(&s, p + off + k * sizeof(s), sizeof(s));
+        if (s.pos < -1 || s.pos > 1)
+            return tw__err(err, -TW_EFORMAT, "stream state: combo %zu position %d", k, s.pos);
+    }
+    /* Checked: now written.  Everything else back to its reset (NaN). */
+    tw_stream_reset(st);
+    memcpy(t->sar, p + off, t->n_combos * sizeof(struct tw__sar_state));
+    off += t->n_combos * sizeof(struct tw__sar_state);
+    memcpy(h->cring, p + off, (h->cpad + CHUNK) * sizeof(double));
+    off += (h->cpad + CHUNK) * sizeof(double);
+    t->f = (size_t)sh.f;
+    tails(t, NULL, p + off);
+    h->bars = sh.bars;
+    h->bad = sh.bad;
+    h->cf = (size_t)sh.cf;
+    return 0;
 }
 
 /* ---- one combo's trade log ---------------------------------------------- */

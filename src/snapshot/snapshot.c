@@ -10,6 +10,7 @@
 
 #include "tickwire/util.h" /* tw_crc32c */
 #include "tickwire/snapshot.h"
+#include "snapshot/snapshot_internal.h"
 
 #define HDR TW_SNAP_HDR_BYTES
 #define SEC TW_SNAP_SEC_HDR_BYTES
@@ -36,11 +37,8 @@ static int reserve(tw_snap_buf *b, size_t more)
     return 0;
 }
 
-void tw_snap_begin(tw_snap_buf *b, uint64_t journal_seq, const uint8_t digest[TW_SNAP_DIGEST_BYTES])
+void tw__snap_hdr_init(uint8_t *p, uint64_t journal_seq, const uint8_t *digest)
 {
-    memset(b, 0, sizeof(*b));
-    if (reserve(b, HDR) != 0)
-        return;
     tw_snap_hdr h;
     memset(&h, 0, sizeof(h));
     memcpy(h.magic, TW_SNAP_MAGIC, 8);
@@ -49,7 +47,15 @@ void tw_snap_begin(tw_snap_buf *b, uint64_t journal_seq, const uint8_t digest[TW
     h.journal_seq = journal_seq;
     if (digest)
         memcpy(h.digest, digest, TW_SNAP_DIGEST_BYTES);
-    memcpy(b->buf, &h, HDR);
+    memcpy(p, &h, HDR);
+}
+
+void tw_snap_begin(tw_snap_buf *b, uint64_t journal_seq, const uint8_t digest[TW_SNAP_DIGEST_BYTES])
+{
+    memset(b, 0, sizeof(*b));
+    if (reserve(b, HDR) != 0)
+        return;
+    tw__snap_hdr_init(b->buf, journal_seq, digest);
     b->len = HDR;
 }
 
@@ -101,7 +107,7 @@ static int finish(tw_snap_buf *b)
     return 0;
 }
 
-static int snap_name(const char *n, uint64_t *seq)
+int tw__snap_name(const char *n, uint64_t *seq)
 {
     if (strncmp(n, "snap-", 5) != 0)
         return 0;
@@ -140,7 +146,7 @@ static int list_snaps(const char *dir, char ***out, uint32_t *n)
     uint32_t cap = 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
-        if (!snap_name(e->d_name, NULL))
+        if (!tw__snap_name(e->d_name, NULL))
             continue;
         if (*n == cap) {
             cap = cap ? 2 * cap : 8;
@@ -415,7 +421,7 @@ int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap
         rc = tw_snap_check_file(p, s, &e);
         if (rc == 0) {
             uint64_t named = 0;
-            (void)snap_name(v[i], &named);
+            (void)tw__snap_name(v[i], &named);
             if (named != s->hdr.journal_seq) {
                 rc = tw__err(&e, -TW_EFORMAT, "%s: holds journal seq %llu", p,
                              (unsigned long long)s->hdr.journal_seq);
@@ -436,15 +442,8 @@ int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap
             continue;
         }
         free_list(v, n);
-        if (exp && exp->digest && memcmp(exp->digest, s->hdr.digest, TW_SNAP_DIGEST_BYTES) != 0) {
-            char name[64];
-            snprintf(name, sizeof(name), "%s", s->name);
-            tw_snap_release(s);
-            return tw__err(err, -ESTALE,
-                           "snapshot %s/%s: taken under another configuration (config digest "
-                           "differs)",
-                           dir, name);
-        }
+        /* The kernel set first: it names what differs; the digest only
+         * says that something does. */
         if (exp && exp->kernels) {
             const tw_snap_section *k = tw_snap_find(s, TW_SNAP_SEC_KERNELS);
             const char *have = k ? (const char *)k->data : "";
@@ -456,6 +455,15 @@ int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap
                 tw_snap_release(s);
                 return tw__err(err, -ESTALE, "snapshot %s/%s: another kernel set: %s", dir, name, why);
             }
+        }
+        if (exp && exp->digest && memcmp(exp->digest, s->hdr.digest, TW_SNAP_DIGEST_BYTES) != 0) {
+            char name[64];
+            snprintf(name, sizeof(name), "%s", s->name);
+            tw_snap_release(s);
+            return tw__err(err, -ESTALE,
+                           "snapshot %s/%s: taken under another configuration (config digest "
+                           "differs)",
+                           dir, name);
         }
         return 0;
     }

@@ -53,3 +53,4 @@ int tw__sig_pos(const tw__sig *g, uint32_t k) { return get(g, k).position; }
 double tw__sig_entry(const tw__sig *g, uint32_t k) { return get(g, k).entry_price; }
 double tw__sig_pnl(const tw__sig *g, uint32_t k) { return get(g, k).pnl; }
 int64_t tw__sig_trades(const tw__sig *g, uint32_t k) { return get(g, k).trades; }
+tw_stream *tw__sig_stream(tw__sig *g) { return stream(g); }

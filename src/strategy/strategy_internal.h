@@ -26,6 +26,8 @@ int tw__sig_pos(const tw__sig *g, uint32_t k);
 double tw__sig_entry(const tw__sig *g, uint32_t k);
 double tw__sig_pnl(const tw__sig *g, uint32_t k);
 int64_t tw__sig_trades(const tw__sig *g, uint32_t k);
+/* The stream itself (its state as bytes: state.c). */
+tw_stream *tw__sig_stream(tw__sig *g);
 
 /* Non-zero when instance c runs a kernel of its own (not hma_sar by combo). */
 static inline int tw__inst_generic(const tw_instance_cfg *c)

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tickwire/reactor.h"
+#include "tickwire/snapshot.h"
 #include "tickwire/trade.h"
 #include "tickwire/util.h"
 
@@ -43,11 +44,12 @@ typedef struct key_def {
 
 /* Keys of each section, in the order docs/trade.md lists them.  The
  * index in these tables is the key's id in the setters below. */
-enum { E_REPORT, E_TRADES, E_LOG, E_JOURNAL, E_FEE, E_MODE, E_BUSY, E_RING, E_CPUS, E_STRATEGY, E_N };
+enum { E_REPORT, E_TRADES, E_LOG, E_JOURNAL, E_FEE, E_MODE, E_BUSY, E_RING, E_CPUS, E_STRATEGY,
+       E_SNAP_EVERY, E_SNAP_KEEP, E_N };
 static const key_def engine_keys[E_N] = {
     { "report", KEY_REQUIRED }, { "trades", 0 }, { "log", 0 }, { "journal", 0 },
     { "fee", 0 }, { "mode", 0 }, { "busy_poll", 0 }, { "ring_slots", 0 }, { "cpus", 0 },
-    { "strategy", 0 },
+    { "strategy", 0 }, { "snapshot_every", 0 }, { "snapshot_keep", 0 },
 };
 enum { S_HOST, S_PORT, S_SENDER, S_TARGET, S_STORE, S_STACK, S_IP, S_GATEWAY, S_HEARTBEAT,
        S_RECMIN, S_RECMAX, S_CONNTO, S_PCAP, S_RATE, S_N };
@@ -866,6 +868,12 @@ static void set_engine(pstate *ps, int k, const char *key, const char *v)
         e->ring_slots = (uint32_t)n;
         break;
     }
+    case E_SNAP_EVERY:
+        e->snapshot_every = (uint64_t)get_i64(ps, key, v, 0, INT64_C(1) << 40);
+        break;
+    case E_SNAP_KEEP:
+        e->snapshot_keep = (uint32_t)get_i64(ps, key, v, 1, 64);
+        break;
     case E_CPUS:
         if (parse_cpus(v, e) != 0)
             fail(ps, ps->line, "cpus: '%s' is not a list of distinct CPUs like 0,2-3 "
@@ -1236,6 +1244,8 @@ int tw_trade_config_parse(const char *text, size_t len, const char *name,
     snprintf(c->path, sizeof(c->path), "%s", name);
     c->engine.fee = TW_FEE_DEFAULT;
     c->engine.ring_slots = 4096;
+    c->engine.snapshot_every = 1000000;
+    c->engine.snapshot_keep = TW_SNAP_DEFAULT_KEEP;
     c->engine.strategy_auto = c->engine.busy_auto = 1;
     tw_risk_cfg_init(&c->risk);
     /* Set from [risk] (max_loss is required); 0 = not given. */

@@ -125,6 +125,8 @@ static int setup(tw_trade_engine *e, tw_error *err)
         return rc;
     if (e->procs && (rc = tw__sup_open(e, err)) != 0)
         return rc;
+    if ((rc = tw__snap_open(e, err)) != 0)
+        return rc;
     /* The cores: net cores on their CPUs, then the strategy. */
     tw_reactor_opts ro = {.mode = busy ? TW_REACTOR_BUSY : TW_REACTOR_YIELD};
     tw_reactor_init(&e->rn, &ro);
@@ -307,11 +309,12 @@ static int finish(tw_trade_engine *e, tw_error *err)
     }
     __atomic_store_n(&e->phase, TW__PH_DONE, __ATOMIC_RELEASE);
     e->done = 1;
+    int rc = e->snap_recovered ? tw__recover_trades(e, err) : 0;
     /* The run ended (the venue's end, or TERM: logged out): the journal
      * is done, and the next start is a new run.  Only a crash leaves a
      * journal without END, which the next start resumes. */
     tw__evlog_end(e, 1);
-    return write_results(e, 0, err);
+    return write_results(e, rc, err);
 }
 
 /* The report and the trades CSV (rc: an error already in err). */
@@ -570,6 +573,7 @@ void tw_trade_engine_destroy(tw_trade_engine *e)
         tw_reactor_stop(&e->rs);
         tw_reactor_join(&e->rs);
     }
+    tw__snap_close(e); /* the strategy core is gone: nothing more to hand over */
     tw__sup_end(e);
     tw__evlog_end(e, 0);
     for (uint32_t i = 0; i < e->n_gw; i++)

@@ -33,6 +33,7 @@
 #include "tickwire/reactor.h"
 #include "tickwire/ring.h"
 #include "tickwire/shm_attach.h"
+#include "tickwire/snapshot.h"
 #include "tickwire/strategy.h"
 #include "tickwire/trade_engine.h"
 #include "tickwire/util.h"
@@ -312,6 +313,29 @@ unsigned tw__strategy_poll(void *arg, tw_reactor_now *now);
  * half, on the net cores' one loop (arg: the engine). */
 unsigned tw__inline_poll(void *arg, tw_reactor_now *now);
 
+/* ---- snapshots (snap.c; threads mode) ------------------------------------------------
+ *
+ * The strategy core hands a copy of its state to the snapshot writer every
+ * snapshot_every events (JOURNAL.snap/snap-<events>.tws: the journal seq
+ * of a snapshot here is the number of events the strategy had taken); the
+ * recovery starts from the newest one that loads. */
+
+/* After the recovery (or a new run: the snapshots of the last run
+ * deleted), threads mode with snapshot_every > 0: the writer started.  0
+ * or a negative errno with err. */
+int tw__snap_open(tw_trade_engine *e, tw_error *err);
+/* Stops the writer (what was committed is written). */
+void tw__snap_close(tw_trade_engine *e);
+/* Strategy core, between events, when next_evseq reached snap_next: the
+ * copy, handed to the writer. */
+void tw__snap_take(tw_trade_engine *e);
+/* Recovery: the newest snapshot of this run that checks out, loaded into
+ * s (a fresh strategy of the configuration; after an error it must be
+ * built again); *events: the events it reflects.  0; -ENOENT (none: the reasons of any set aside logged); or
+ * the error (err) of one that is of another configuration or does not
+ * load. */
+int tw__snap_newest(tw_trade_engine *e, tw_strategy *s, uint64_t *events, tw_error *err);
+
 /* ---- recovery (recover.c) --------------------------------------------------------- */
 
 /* After a crash (tw__evlog_open found records): the replay into the
@@ -324,6 +348,10 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err);
  * was; the trades CSV rewritten), checked against the digests the
  * strategy process sent.  0 or a negative errno with err. */
 int tw__recover_report(tw_trade_engine *e, tw_error *err);
+/* Threads mode, at the end of a run recovered from a snapshot: the trades
+ * CSV written again from the journal (a strategy of its own fed every EV
+ * record).  0 or a negative errno with err. */
+int tw__recover_trades(tw_trade_engine *e, tw_error *err);
 
 /* ---- the supervisor of processes mode (supervisor.c) ---------------------------------- */
 
@@ -397,6 +425,15 @@ struct tw_trade_engine {
     int64_t replay_kernel_ns; /* of it, the events through the strategy (the kernel) */
     int64_t first_bar_ns;  /* strategy core: the first bar after the replay (0: none yet) */
     int recovered;
+    /* Snapshots (snap.c, threads mode): the writer, the strategy core's
+     * next copy (an event number), what the loader expects. */
+    tw_snap_writer *snapw;
+    uint64_t snap_next;
+    char snap_dir[TW_TRADE_STR_MAX + 32];
+    uint8_t snap_digest[TW_SNAP_DIGEST_BYTES];
+    char *snap_kernels;
+    size_t snap_klen, snap_bytes;
+    int snap_recovered; /* the recovery started from a snapshot */
     /* Processes mode: the attach segment, the strategy process. */
     int procs;             /* [engine] mode = processes */
     int have_att;

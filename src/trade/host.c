@@ -182,7 +182,10 @@ static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped)
             e->host.out[i].tsc_decision = t;
         e->pend_off = 0;
         e->pend_n = m;
-        if (!flush_pending(e))
+        const int flushed = flush_pending(e);
+        if (e->snapw && e->next_evseq >= e->snap_next)
+            tw__snap_take(e);
+        if (!flushed)
             break;
     }
     tw_ring_release_sc(r, k);

@@ -136,3 +136,17 @@ uint64_t tw__intents_left(const tw__intents *s, uint32_t types)
     }
     return left;
 }
+
+void tw__intents_settle(tw__intents *s, int (*before)(void *ctx, uint32_t type, uint64_t id),
+                        void *ctx)
+{
+    for (uint64_t i = 0; i <= s->mask; i++) {
+        tw__intent_ent *x = &s->t[i];
+        uint32_t type = x->kind & 0xff;
+        if (x->kind && (type == TW_OUT_ORDER || type == TW_OUT_CANCEL) && before(ctx, type, x->id)) {
+            uint32_t all = x->n_out > x->n_store ? x->n_out : x->n_store;
+            if (x->taken < all)
+                x->taken = all;
+        }
+    }
+}

@@ -60,6 +60,13 @@ tw__intent_seen tw__intents_take(tw__intents *s, const tw_out *o);
  * (1u << type) are in types (~0u: all). */
 uint64_t tw__intents_left(const tw__intents *s, uint32_t types);
 
+/* Every ORDER and CANCEL identity for which before(ctx, type, id) is
+ * non-zero counted as decided again (a recovery from a snapshot: what the
+ * strategy decided before it).  Call after taking what the snapshot may
+ * not have sent. */
+void tw__intents_settle(tw__intents *s, int (*before)(void *ctx, uint32_t type, uint64_t id),
+                        void *ctx);
+
 /* Bits for tw__intents_left. */
 #define TW__INTENT_ORDERS ((1u << TW_OUT_ORDER) | (1u << TW_OUT_CANCEL))
 #define TW__INTENT_ALL (~0u)

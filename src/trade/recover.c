@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "trade/engine_internal.h"
 #include "trade/intents.h"
@@ -153,6 +154,9 @@ typedef struct replay_ctx {
     uint64_t acks_dropped;
     uint64_t bars;
     int stopped; /* a STOP record came: no more bars or barriers (processes mode) */
+    /* The newest snapshot, checked against the replay at its event. */
+    uint64_t ev_seen;
+    uint64_t skip_ev, skipped_bars; /* recovered from a snapshot of skip_ev events */
 } replay_ctx;
 
 static int list_add(tw_out **v, uint64_t *n, uint64_t *cap, const tw_out *o)
@@ -169,6 +173,9 @@ static int list_add(tw_out **v, uint64_t *n, uint64_t *cap, const tw_out *o)
     return 0;
 }
 
+static int replay_ev(tw_trade_engine *e, const tw_journal_rec *rec, replay_ctx *rc);
+static int decided(tw_trade_engine *e, replay_ctx *rc, const tw_out *o);
+
 static int replay_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
 {
     replay_ctx *rc = ctx;
@@ -183,8 +190,26 @@ static int replay_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
         rc->stopped = 1;
     if (k != TW_JOURNAL_EV)
         return 0;
+    int r = replay_ev(e, rec, rc);
+    rc->ev_seen++;
+    return r;
+}
+
+static int replay_ev(tw_trade_engine *e, const tw_journal_rec *rec, replay_ctx *rc)
+{
     tw_ev ev;
     memcpy(&ev, rec->payload, sizeof(ev));
+    if (rc->ev_seen < rc->skip_ev) {
+        /* Before the snapshot the state was loaded from: the net cores'
+         * state only. */
+        if (ev.type != TW_EV_KILL && ev.type != TW_EV_OPERATOR) {
+            if (ev.session >= e->n_gw)
+                return -TW_EFORMAT;
+            tw__gw_restore_ev(e->gw[ev.session], &ev);
+        }
+        rc->skipped_bars += ev.type == TW_EV_BAR;
+        return 0;
+    }
     /* The stamps were the live run's: the replay's intents carry none. */
     ev.tsc_rx = ev.tsc_tcp = ev.tsc_parse = 0;
     if (rc->stopped && (ev.type == TW_EV_BAR || ev.type == TW_EV_BARRIER))
@@ -198,37 +223,44 @@ static int replay_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
     e->replayed_events++;
     size_t m = tw_strategy_on_event(e->host.s, &ev, e->host.out, e->host.out_cap);
     for (size_t i = 0; i < m; i++) {
-        const tw_out *o = &e->host.out[i];
-        e->replayed_intents++;
-        tw__intent_seen seen = tw__intents_take(rc->sent, o);
-        if (o->type == TW_OUT_FINISHED) {
-            /* FINISHED is FINISHED, said before or not.  Release pairs
-             * with the control thread's acquire-load. */
-            __atomic_store_n(&e->finished, 1, __ATOMIC_RELEASE);
-            continue;
-        }
-        if (o->session >= e->n_gw)
-            return -TW_EFORMAT;
-        if (seen != TW__INTENT_NEW) {
-            e->suppressed++;
-            if (seen == TW__INTENT_STORED) {
-                if (o->type == TW_OUT_ORDER)
-                    tw__gw_restore_order(e->gw[o->session], o); /* in the store only */
-                if (list_add(&rc->notes, &rc->n_notes, &rc->cap_notes, o) != 0)
-                    return -ENOMEM;
-            }
-            continue;
-        }
-        if (o->type == TW_OUT_BARRIER_ACK) {
-            rc->acks_dropped++; /* the venue asks again after the Logon */
-            if (list_add(&rc->notes, &rc->n_notes, &rc->cap_notes, o) != 0)
-                return -ENOMEM;
-            continue;
-        }
-        if (list_add(&rc->unsent, &rc->n_unsent, &rc->cap_unsent, o) != 0)
-            return -ENOMEM;
+        int r = decided(e, rc, &e->host.out[i]);
+        if (r != 0)
+            return r;
     }
     return 0;
+}
+
+/* An intent the strategy decided (again): sent already, in a store only,
+ * or to send. */
+static int decided(tw_trade_engine *e, replay_ctx *rc, const tw_out *o)
+{
+    e->replayed_intents++;
+    tw__intent_seen seen = tw__intents_take(rc->sent, o);
+    if (o->type == TW_OUT_FINISHED) {
+        /* FINISHED is FINISHED, said before or not.  Release pairs with
+         * the control thread's acquire-load. */
+        __atomic_store_n(&e->finished, 1, __ATOMIC_RELEASE);
+        return 0;
+    }
+    if (o->session >= e->n_gw)
+        return -TW_EFORMAT;
+    if (seen != TW__INTENT_NEW) {
+        e->suppressed++;
+        if (seen == TW__INTENT_STORED) {
+            if (o->type == TW_OUT_ORDER)
+                tw__gw_restore_order(e->gw[o->session], o); /* in the store only */
+            if (list_add(&rc->notes, &rc->n_notes, &rc->cap_notes, o) != 0)
+                return -ENOMEM;
+        }
+        return 0;
+    }
+    if (o->type == TW_OUT_BARRIER_ACK) {
+        rc->acks_dropped++; /* the venue asks again after the Logon */
+        if (list_add(&rc->notes, &rc->n_notes, &rc->cap_notes, o) != 0)
+            return -ENOMEM;
+        return 0;
+    }
+    return list_add(&rc->unsent, &rc->n_unsent, &rc->cap_unsent, o) != 0 ? -ENOMEM : 0;
 }
 
 /* The replay's entry: the records of v[0, n) from seq from_seq on, into
@@ -255,6 +287,93 @@ static void store_order(void *ctx, char kind, uint64_t id)
         c->rc = tw__intents_add_stored(c->sent, kind, id);
 }
 
+
+/* Decided before the snapshot s (its state as loaded): an order whose
+ * decision bar its instrument had passed (a flatten: one of the flatten
+ * orders counted), and a cancel of such an order unless the order was
+ * still open at s without one written. */
+typedef struct before_ctx {
+    const tw_strategy *s;
+} before_ctx;
+
+static int open_at(const tw_strategy *s, uint64_t id, int *cancel_sent)
+{
+    tw_strategy_open_order o[TW_STRATEGY_MAX_OPEN + 1];
+    uint32_t i = tw_order_id_instance(id);
+    size_t n = tw_strategy_open_orders(s, i, o, TW_ARRAY_SIZE(o));
+    for (size_t j = 0; j < n && j < TW_ARRAY_SIZE(o); j++)
+        if (o[j].id == id) {
+            *cancel_sent = o[j].cancel_sent;
+            return 1;
+        }
+    return 0;
+}
+
+static int decided_before(void *ctx, uint32_t type, uint64_t id)
+{
+    const tw_strategy *s = ((before_ctx *)ctx)->s;
+    uint32_t i = tw_order_id_instance(id);
+    if (i >= tw_strategy_n_instances(s))
+        return 0;
+    int order_before;
+    if (tw_order_id_kind(id) == TW_ORDER_FLATTEN) {
+        order_before = tw_order_id_seq(id) < tw_strategy_flatten_orders(s);
+    } else {
+        tw_instance_stats st;
+        tw_strategy_instance(s, i, &st);
+        int64_t last = tw_strategy_last_bar(s, st.instrument);
+        order_before = last >= 0 && tw_order_id_seq(id) <= (uint64_t)last;
+    }
+    if (type == TW_OUT_ORDER || !order_before)
+        return order_before;
+    int cancel_sent = 0;
+    return !open_at(s, id, &cancel_sent) || cancel_sent;
+}
+
+/* The state loaded from a snapshot: what it had decided and maybe not
+ * sent (its open orders, the cancels written for them, the sessions'
+ * logouts, FINISHED) is decided again; everything else it had decided is
+ * settled. */
+static int from_snapshot(tw_trade_engine *e, replay_ctx *rp, tw__intents *sent)
+{
+    const tw_strategy *s = e->host.s;
+    for (uint32_t i = 0; i < tw_strategy_n_instances(s); i++) {
+        tw_strategy_open_order o[TW_STRATEGY_MAX_OPEN + 1];
+        size_t n = tw_strategy_open_orders(s, i, o, TW_ARRAY_SIZE(o));
+        tw_instance_stats st;
+        tw_strategy_instance(s, i, &st);
+        for (size_t j = 0; j < n && j < TW_ARRAY_SIZE(o); j++) {
+            int64_t q = o[j].remaining < 0 ? -o[j].remaining : o[j].remaining;
+            tw_out x = {.type = TW_OUT_ORDER,
+                        .side = o[j].remaining > 0 ? TW_SIDE_BUY : TW_SIDE_SELL,
+                        .session = (uint16_t)tw_strategy_instrument_session(s, st.instrument),
+                        .instance = i,
+                        .instrument = st.instrument,
+                        .qty = (int32_t)q,
+                        .order_id = o[j].id,
+                        .ref = o[j].bar};
+            int r = decided(e, rp, &x);
+            if (r == 0 && o[j].cancel_sent) {
+                x.type = TW_OUT_CANCEL;
+                r = decided(e, rp, &x);
+            }
+            if (r != 0)
+                return r;
+        }
+    }
+    for (uint32_t j = 0; j < tw_strategy_n_sessions(s); j++)
+        if (tw_strategy_session_logged_out(s, j)) {
+            tw_out x = {.type = TW_OUT_LOGOUT, .session = (uint16_t)j};
+            int r = decided(e, rp, &x);
+            if (r != 0)
+                return r;
+        }
+    if (tw_strategy_finished(s))
+        __atomic_store_n(&e->finished, 1, __ATOMIC_RELEASE);
+    before_ctx bc = {s};
+    tw__intents_settle(sent, decided_before, &bc);
+    return 0;
+}
 
 int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
 {
@@ -314,10 +433,38 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
             tw__err(err, rc, "journal: out of memory");
     if (rc != 0)
         goto out;
-    /* 2. The replay. */
+    /* 2. The replay.  Threads mode: from the newest snapshot that loads
+     * (its state, then the events after it; the net cores still take
+     * every record), else from the first event. */
+    if (!e->procs && cfg->engine.snapshot_every && e->have_journal) {
+        tw_error se = {0};
+        uint64_t n_events = 0;
+        int sr = tw__snap_newest(e, e->host.s, &n_events, &se);
+        if (sr == 0 && n_events <= sc.n_ev) {
+            if ((rc = from_snapshot(e, &rp, &sent)) != 0) {
+                tw__err(err, rc, "journal: out of memory");
+                goto out;
+            }
+            rp.skip_ev = n_events;
+            e->snap_recovered = 1;
+            fprintf(e->log, "tickwire trade: recovering from the snapshot of event %llu\n",
+                    (unsigned long long)n_events);
+        } else {
+            if (sr == 0)
+                fprintf(e->log, "tickwire trade: snapshot of event %llu not used: beyond the "
+                        "journal's %llu events\n", (unsigned long long)n_events,
+                        (unsigned long long)sc.n_ev);
+            else if (sr != -ENOENT)
+                fprintf(e->log, "tickwire trade: snapshot not used: %s\n", se.msg);
+            /* A load that failed may have left part of a state: again. */
+            if ((rc = tw__host_engine_build(e, err)) != 0)
+                goto out;
+        }
+    }
     e->evseq_next = 0;
     int64_t k0 = tw_clock_now_ns();
-    if ((rc = replay_records(e, buf, n_buf, 0, &rp, err)) != 0)
+    rc = replay_records(e, buf, n_buf, 0, &rp, err);
+    if (rc != 0)
         goto out;
     e->replay_kernel_ns = tw_clock_now_ns() - k0;
     /* 3. Every order and cancel the last run sent was decided again. */
@@ -426,5 +573,54 @@ int tw__recover_report(tw_trade_engine *e, tw_error *err)
             rc ? "" : (fin_seen && e->st_digest_finished) || (stopped && e->st_digest_stopped)
                           ? "; the strategy process's digest matches"
                           : "; no digest from the strategy process to check");
+    return rc;
+}
+
+/* The trades CSV after a recovery from a snapshot: the trades before it
+ * were the crashed run's, so the CSV is written again from the journal,
+ * every EV record through a strategy of its own (the engine's is left as
+ * it is), whose state must then be the engine's. */
+typedef struct csv_ctx {
+    tw_trade_engine *e;
+    tw__host *h;
+} csv_ctx;
+
+static void csv_trade(void *ctx, const tw_strategy_trade *t)
+{
+    csv_ctx *c = ctx;
+    if (c->e->trades)
+        (void)tw_trade_csv_row(c->e->trades, c->h->s, t);
+}
+
+int tw__recover_trades(tw_trade_engine *e, tw_error *err)
+{
+    if (!e->trades)
+        return 0;
+    if (fflush(e->trades) != 0 || ftruncate(fileno(e->trades), 0) != 0 ||
+        fseek(e->trades, 0, SEEK_SET) != 0 || tw_trade_csv_header(e->trades) != 0)
+        return tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
+    tw__host h = {0};
+    csv_ctx c = {e, &h};
+    tw_strategy_hooks hk = {.trade = csv_trade, .ctx = &c};
+    int rc = tw__host_build(&h, e->cfg, &hk, err);
+    tw_journal_rec *buf = NULL;
+    uint64_t n = 0;
+    if (rc == 0)
+        rc = load_all(e, &buf, &n, err);
+    uint64_t events = 0;
+    for (uint64_t i = 0; rc == 0 && i < n; i++) {
+        if (tw_journal_rec_kind(&buf[i]) != TW_JOURNAL_EV)
+            continue;
+        tw_ev ev;
+        memcpy(&ev, buf[i].payload, sizeof(ev));
+        (void)tw_strategy_on_event(h.s, &ev, h.out, h.out_cap);
+        events++;
+    }
+    if (rc == 0)
+        fprintf(e->log, "tickwire trade: the trades CSV written again from the journal (%llu "
+                "events): the replay's state %s the engine's\n", (unsigned long long)events,
+                tw_strategy_digest(h.s) == tw_strategy_digest(e->host.s) ? "is" : "is NOT");
+    free(buf);
+    tw__host_free(&h);
     return rc;
 }

@@ -248,4 +248,27 @@ static inline void st_cfg_free(st_cfg *c)
     free(c->inst);
 }
 
+/* Every instance's books and the counters, bit for bit. */
+static inline int st_same_books(const tw_strategy *a, const tw_strategy *b)
+{
+    int bad = 0;
+    for (uint32_t i = 0; i < tw_strategy_n_instances(a); i++) {
+        tw_instance_stats x, y;
+        tw_strategy_instance(a, i, &x);
+        tw_strategy_instance(b, i, &y);
+        bad += x.position != y.position || x.open_qty != y.open_qty || x.signal != y.signal ||
+               x.trades != y.trades || !st_same(x.pnl, y.pnl) ||
+               x.signal_trades != y.signal_trades || !st_same(x.signal_pnl, y.signal_pnl) ||
+               !st_same(x.entry_px, y.entry_px) || x.orders != y.orders || x.fills != y.fills ||
+               x.rejects != y.rejects || x.risk_rejects != y.risk_rejects ||
+               x.state != y.state || x.stopped != y.stopped;
+    }
+    tw_strategy_counters ca, cb;
+    tw_strategy_counters_get(a, &ca);
+    tw_strategy_counters_get(b, &cb);
+    bad += memcmp(&ca, &cb, offsetof(tw_strategy_counters, pnl)) != 0 || !st_same(ca.pnl, cb.pnl) ||
+           ca.state != cb.state;
+    return bad == 0;
+}
+
 #endif

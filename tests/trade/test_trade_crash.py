@@ -119,6 +119,35 @@ def trader(config, workdir, k):
                             stderr=open(os.path.join(workdir, f"trader{k}.err"), "w"))
 
 
+def kill_at(config, workdir, k, journal, mark, seed):
+    """Trader k started and killed -9 once the journal holds mark records;
+    the kill's time (monotonic ns)."""
+    p = trader(config, workdir, k)
+    deadline = time.monotonic() + 600
+    err = os.path.join(workdir, f"trader{k}.err")
+    while p.poll() is None and time.monotonic() < deadline:
+        # A restart whose journal is past the mark already is killed once
+        # it has recovered (each restart is to recover: counted below).
+        if os.path.exists(journal) and reached(journal, mark) and \
+                (k == 0 or "recovered run" in open(err).read()):
+            break
+        time.sleep(0.002)
+    assert p.poll() is None, f"seed {seed}: the trader ended before mark {mark}"
+    killed = time.monotonic_ns()
+    p.send_signal(signal.SIGKILL)
+    p.wait(timeout=30)
+    return killed
+
+
+def last_run(venue, config, w, insts, refs, seed, marks):
+    """The trader started once more and run to the end: (report, fills)."""
+    p = trader(config, w, len(marks))
+    try:
+        return finish(venue, p, w, insts, refs, len(marks))
+    except AssertionError as e:
+        raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+
+
 def fills(path):
     with open(path, newline="") as f:
         rows = list(csv.DictReader(f))
@@ -175,23 +204,10 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, stra
         for k, mark in enumerate(marks):
             if clock:
                 clock[-1].append(time.monotonic_ns())
-            p = trader(config, w, k)
-            deadline = time.monotonic() + 600
-            while p.poll() is None and time.monotonic() < deadline:
-                if os.path.exists(journal) and reached(journal, mark):
-                    break
-                time.sleep(0.002)
-            assert p.poll() is None, f"seed {seed}: the trader ended before mark {mark}"
-            killed = time.monotonic_ns()
-            p.send_signal(signal.SIGKILL)
-            p.wait(timeout=30)
+            killed = kill_at(config, w, k, journal, mark, seed)
             clock.append([killed, time.monotonic_ns()])
         clock[-1].append(time.monotonic_ns())
-        p = trader(config, w, len(marks))
-        try:
-            rep, log = finish(venue, p, w, insts, dataset["refs"], len(marks))
-        except AssertionError as e:
-            raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+        rep, log = last_run(venue, config, w, insts, dataset["refs"], seed, marks)
     finally:
         venue.stop()
     err = "".join(open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(marks) + 1))
@@ -238,3 +254,74 @@ def figures(w, clock):
           f"detection {med[0]:.2f}, restart {med[1]:.2f}, replay {med[2]:.2f} "
           f"({bars:.0f} bars, {rate:.0f} bars/s, journal open and checks included), "
           f"resync {med[3]:.2f}; kill -9 -> first new bar {med[4]:.2f}")
+
+
+def newest_snapshot(d):
+    names = sorted(n for n in os.listdir(d) if n.startswith("snap-") and n.endswith(".tws")) \
+        if os.path.isdir(d) else []
+    return os.path.join(d, names[-1]) if names else None
+
+
+# Snapshots every 300 events (threads mode): the strategy core hands a copy
+# to the writer thread; each restart loads the newest snapshot that checks
+# out and replays only the events after it (the net cores take every
+# record); at the end the trades CSV is written again from the journal.
+# The kills land anywhere, during a snapshot's write too; before the second
+# restart a bit of the newest snapshot is flipped (set aside with its
+# reason, the older one used).  The books, the trades and the fills are the
+# uninterrupted run's, each ClOrdID once.
+@pytest.mark.parametrize("strategy", ["thread", "inline"])
+def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, strategy):
+    seed = int(os.environ.get("TW_CRASH_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    total = uninterrupted["records"]
+    marks = sorted(rng.randrange(total // 10, total * 9 // 10) for _ in range(4))
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    snaps = journal + ".snap"
+    venue, config, insts = setup_run(w, dataset["paths"], strategy,
+                                     engine={"snapshot_every": 300})
+    flipped, had = None, []
+    clock = []  # per kill: (killed, reaped, restarted), as in the test above
+    try:
+        for k, mark in enumerate(marks):
+            if clock:
+                clock[-1].append(time.monotonic_ns())
+            if k == 2:
+                flipped = newest_snapshot(snaps)
+                if flipped:
+                    with open(flipped, "r+b") as f:
+                        f.seek(200)
+                        b = f.read(1)
+                        f.seek(200)
+                        f.write(bytes([b[0] ^ 0x10]))
+            killed = kill_at(config, w, k, journal, mark, seed)
+            clock.append([killed, time.monotonic_ns()])
+            # (None when the kill came before the first write was whole.)
+            had.append(newest_snapshot(snaps))
+        clock[-1].append(time.monotonic_ns())
+        rep, log = last_run(venue, config, w, insts, dataset["refs"], seed, marks)
+    finally:
+        venue.stop()
+    errs = [open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(marks) + 1)]
+    for k, err in enumerate(errs, start=1):
+        assert "recovered run 4242" in err, (seed, k, err[-2000:])
+        m = re.search(r"recovering from the snapshot of event (\d+)", err)
+        if had[k - 1] and not (k == 2 and flipped):
+            assert m and int(m.group(1)) > 0, (seed, k, err[-2000:])
+        assert "not used" not in err, (seed, k, err[-2000:])
+    assert any(had), (seed, marks, had)
+    last = errs[-1]
+    if had[-1]:
+        assert "the replay's state is the engine's" in last, last[-2000:]
+    if flipped:
+        assert "set aside" in errs[1] and os.path.basename(flipped) in errs[1], errs[1][-2000:]
+        assert os.path.exists(flipped + ".bad")
+    whole = uninterrupted["fills"]
+    clids = [r[0] for r in log]
+    assert len(set(clids)) == len(clids), (seed, marks)
+    assert sorted(log) == sorted(whole), (seed, marks, sorted(set(log) ^ set(whole))[:5])
+    print(f"seed {seed}: snapshots every 300 events, killed at journal records {marks} of "
+          f"{total}: each restart from its newest good snapshot; {len(log)} fills, each "
+          f"ClOrdID once, as the uninterrupted run")
+    figures(w, clock)

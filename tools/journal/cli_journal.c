@@ -46,6 +46,16 @@ static void info_snapshots(const char *dir)
         if (tw_snap_check_file(p, &s, &err) == 0) {
             printf("snapshot %s: ok, journal seq %llu, %u sections, %zu bytes\n", e->d_name,
                    (unsigned long long)s.hdr.journal_seq, s.nsec, s.file_len);
+            /* The strategy's state, when it holds one: its own check. */
+            const tw_snap_section *st = tw_snap_find(&s, TW_SNAP_SEC_STRATEGY);
+            tw_strategy_state_info si;
+            if (st && tw_strategy_state_info_get(st->data, st->len, &si, &err) == 0)
+                printf("  strategy state: %u instances, journal seq %llu, %u pending intents, "
+                       "%llu bytes, CRC ok\n", si.n_instances,
+                       (unsigned long long)si.journal_seq, si.n_intents,
+                       (unsigned long long)si.bytes);
+            else if (st)
+                printf("  strategy state: BAD: %s\n", err.msg);
             tw_snap_release(&s);
         } else {
             printf("snapshot %s: BAD: %s\n", e->d_name, err.msg);
