@@ -54,7 +54,7 @@ static const char usage[] =
     "  --dir DIR            where the journals and snapshots go (default /tmp)\n"
     "  --data FILE          the bars (raw float64; default: a seeded walk of the\n"
     "                       study's size and sigma)\n"
-    "  --snapshot-every N   records between snapshots (default 1000000)\n"
+    "  --snapshot-every N   records between snapshots (default 50000)\n"
     "  --segment-bytes B    journal segment size (default 64 MiB)\n"
     "  --combos K           hma_sar combos of the default grid on the one instrument\n"
     "                       (default 8)\n"
@@ -523,7 +523,7 @@ int tw__cli_bench_recovery(int argc, char **argv)
     const char *cmd = "bench recovery";
     char base_dir[400] = "/tmp";
     const char *data = NULL;
-    uint64_t reps = 5, every = 1000000, seg = TW_JSEG_DEFAULT_BYTES, combos = 8;
+    uint64_t reps = 5, every = 50000, seg = TW_JSEG_DEFAULT_BYTES, combos = 8;
     int quick = 0, every_set = 0, seg_set = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) {
@@ -567,7 +567,7 @@ int tw__cli_bench_recovery(int argc, char **argv)
         if (reps > 3)
             reps = 3;
     }
-    const int defaults = !quick && every == 1000000 && seg == TW_JSEG_DEFAULT_BYTES;
+    const int defaults = !quick && every == 50000 && seg == TW_JSEG_DEFAULT_BYTES;
 
     bench b = {.every = every, .seg_bytes = seg, .n_combos = (uint32_t)combos};
     tw_error err = {0};

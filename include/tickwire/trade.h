@@ -68,7 +68,7 @@ typedef struct tw_trade_engine_cfg {
     char auto_why[256];
     uint32_t ring_slots;           /* ring_slots = power of two, 64..1048576 [4096] */
     /* snapshot_every = N events: the strategy core's state handed to the
-     * snapshot writer every N events, 0 = none [1000000]; snapshot_keep =
+     * snapshot writer every N events, 0 = none [50000]; snapshot_keep =
      * the snapshots kept, 1..64 [2] (threads mode; crash.md) */
     uint64_t snapshot_every;
     uint32_t snapshot_keep;

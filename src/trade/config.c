@@ -1244,7 +1244,7 @@ int tw_trade_config_parse(const char *text, size_t len, const char *name,
     snprintf(c->path, sizeof(c->path), "%s", name);
     c->engine.fee = TW_FEE_DEFAULT;
     c->engine.ring_slots = 4096;
-    c->engine.snapshot_every = 1000000;
+    c->engine.snapshot_every = 50000;
     c->engine.snapshot_keep = TW_SNAP_DEFAULT_KEEP;
     c->engine.strategy_auto = c->engine.busy_auto = 1;
     tw_risk_cfg_init(&c->risk);
