@@ -30,6 +30,7 @@
  *   tickwire bench live [--bars N] [--quick] [--busy] [--out DIR] */
 #include <errno.h>
 #include <fcntl.h>
+#include <dirent.h>
 #include <ftw.h>
 #include <math.h>
 #include <sched.h>
@@ -68,6 +69,7 @@ typedef struct variant {
     int inl;  /* strategy = inline (-1: neither line, the engine's auto) */
     int busy; /* busy_poll = yes (with inl -1: what auto chose) */
     int procs; /* 1: mode = processes; -1 or 1: a journal of its own (the modes' pair) */
+    long snap; /* > 0: snapshot_every = snap; -1: snapshot_every = 0; 0: the default */
 } variant;
 
 #define N_VARIANTS 4
@@ -92,10 +94,10 @@ static double *g_close;
 static size_t g_bars;
 static int g_busy; /* --busy: the default configuration busy-polls too */
 static variant g_var[N_VARIANTS] = {
-    {"no engine options (the default: auto)", -1, 0, 0},
-    {"strategy = thread, yielding", 0, 0, 0},
-    {"strategy = inline, yielding", 1, 0, 0},
-    {"strategy = inline, busy_poll = yes", 1, 1, 0},
+    {"no engine options (the default: auto)", -1, 0, 0, 0},
+    {"strategy = thread, yielding", 0, 0, 0, 0},
+    {"strategy = inline, yielding", 1, 0, 0, 0},
+    {"strategy = inline, busy_poll = yes", 1, 1, 0, 0},
 };
 
 /* Samples out of the engine; 0, or -1 when a sample's stamps are out of order. */
@@ -185,6 +187,10 @@ static tw_trade_config *make_config(const char *host, int port, const char *stac
         snprintf(opts + ol, sizeof(opts) - ol, "mode = %s\njournal = %s/journal_%s\n",
                  var->procs > 0 ? "processes" : "threads", g_dir, tag);
         snprintf(save, sizeof(save), "%s/%s.ini", g_dir, tag);
+    }
+    if (var->snap) {
+        size_t ol = strlen(opts);
+        snprintf(opts + ol, sizeof(opts) - ol, "snapshot_every = %ld\n", var->snap > 0 ? var->snap : 0);
     }
     int k = snprintf(ini, sizeof(ini),
                      "[engine]\nreport = %s/report_%s.json\nlog = %s/log_%s.txt\n%s"
@@ -841,6 +847,23 @@ static void picture(const run *const *rs, int n, const char *png)
 
 static const char *verdict(int ok) { return ok ? "met" : "NOT met"; }
 
+/* The events the newest snapshot of a run reflects (its name,
+ * snap-<events>.tws, in the journal's .snap directory), or 0. */
+static unsigned long long newest_snapshot(const char *tag)
+{
+    char d[700];
+    snprintf(d, sizeof(d), "%s/journal_%s.snap", g_dir, tag);
+    DIR *dir = opendir(d);
+    unsigned long long best = 0, n;
+    if (!dir)
+        return 0;
+    for (struct dirent *ent; (ent = readdir(dir)) != NULL;)
+        if (sscanf(ent->d_name, "snap-%20llu.tws", &n) == 1 && n > best)
+            best = n;
+    closedir(dir);
+    return best;
+}
+
 static void load_average(double la[3])
 {
     la[0] = la[1] = la[2] = NAN;
@@ -1461,24 +1484,36 @@ int tw__cli_bench_live(int argc, char **argv)
      * (strategy = thread, yielding, a journal each), kernel sockets,
      * alternating rounds: threads, processes, threads, processes. */
     static variant modes[2] = {
-        {"mode = threads (strategy = thread, yielding, journal)", 0, 0, -1},
-        {"mode = processes (strategy process, yielding, journal)", 0, 0, 1},
+        {"mode = threads (strategy = thread, yielding, journal)", 0, 0, -1, 0},
+        {"mode = processes (strategy process, yielding, journal)", 0, 0, 1, 0},
     };
-    run pm[4];
+    /* Snapshots every 10,000 events against none, the same way (threads
+     * mode, strategy = inline with busy_poll = yes: the configuration whose
+     * latency a snapshot's copy on the core would show). */
+    static variant snaps[2] = {
+        {"snapshot_every = 0 (no snapshots)", 1, 1, -1, -1},
+        {"snapshot_every = 10000", 1, 1, -1, 10000},
+    };
+    run pm[4], ps[4];
+    unsigned long long snap_at[2] = {0, 0};
     memset(pm, 0, sizeof(pm));
-    for (int j = 0; j < 4; j++) {
-        pm[j].name = "kernel sockets (loopback)";
-        pm[j].var = &modes[j % 2];
+    memset(ps, 0, sizeof(ps));
+    for (int j = 0; j < 8; j++) {
+        run *r = j < 4 ? &pm[j] : &ps[j - 4];
+        const variant *var = j < 4 ? &modes[j % 2] : &snaps[j % 2];
+        r->name = "kernel sockets (loopback)";
+        r->var = var;
         int port;
         pid_t v = venue_child(NULL, "127.0.0.1:0", &port);
-        snprintf(tag, sizeof(tag), "md%d", j);
-        pm[j].ok = v > 0 && port > 0 &&
-                   run_threaded(&pm[j], "127.0.0.1", port, NULL, NULL, NULL, tag) == 0;
+        snprintf(tag, sizeof(tag), "%s%d", j < 4 ? "md" : "sn", j % 4);
+        r->ok = v > 0 && port > 0 && run_threaded(r, "127.0.0.1", port, NULL, NULL, NULL, tag) == 0;
         if (v > 0 && child_exit(v) != 0)
-            pm[j].ok = 0;
-        if (!pm[j].ok)
-            fprintf(stderr, "tickwire bench live: the %s run failed; files in %s\n",
-                    modes[j % 2].label, g_dir);
+            r->ok = 0;
+        if (!r->ok)
+            fprintf(stderr, "tickwire bench live: the %s run failed; files in %s\n", var->label,
+                    g_dir);
+        if (j >= 4 && var->snap > 0)
+            snap_at[(j - 4) / 2] = newest_snapshot(tag);
     }
     /* The userspace stack: veth AF_XDP when root, else the sim network. */
     int veth = 0;
@@ -1628,8 +1663,35 @@ int tw__cli_bench_live(int argc, char **argv)
         printf("  %-58s %12.0f %12.0f %12.0f %9.1f\n", modes[md].label, a1->loop_bps,
                a2->loop_bps, mode_bps[md], (a1->p50[5] + a2->p50[5]) / 2e3);
     }
+    int snaps_ok = ps[0].ok && ps[1].ok && ps[2].ok && ps[3].ok;
+    double sp50[2], sp999[2];
+    printf("\nsnapshots every 10,000 events vs none, lockstep over kernel TCP on loopback, %zu "
+           "bars, rounds alternating (ABAB), wire-to-wire:\n", g_bars);
+    printf("  %-40s %10s %10s %12s %12s %12s\n", "", "p50 r1 us", "p50 r2 us", "p99.9 r1 us",
+           "p99.9 r2 us", "mean b/s");
+    for (int sn = 0; sn < 2; sn++) {
+        const run *a1 = &ps[sn], *a2 = &ps[sn + 2];
+        sp50[sn] = (a1->p50[5] + a2->p50[5]) / 2;
+        sp999[sn] = (a1->p999[5] + a2->p999[5]) / 2;
+        printf("  %-40s %10.1f %10.1f %12.1f %12.1f %12.0f\n", snaps[sn].label, a1->p50[5] / 1e3,
+               a2->p50[5] / 1e3, a1->p999[5] / 1e3, a2->p999[5] / 1e3,
+               (a1->loop_bps + a2->loop_bps) / 2);
+    }
+    printf("  (the newest snapshot of each round with snapshots: at event %llu and %llu, one every "
+           "10,000 events)\n", snap_at[0], snap_at[1]);
     printf("\ngoals (latency budget), per configuration; load average %.2f before, %.2f "
            "after:\n", la0[0], la1[0]);
+    if (snaps_ok) {
+        printf("  [snapshots] wire-to-wire p50 with snapshots every 10,000 events <= 1.05 x none "
+               "(%.1f vs %.1f us, %.3fx): %s\n", sp50[1] / 1e3, sp50[0] / 1e3, sp50[1] / sp50[0],
+               verdict(sp50[1] <= 1.05 * sp50[0]));
+        printf("  [snapshots] wire-to-wire p99.9 with snapshots every 10,000 events <= 1.05 x "
+               "none (%.1f vs %.1f us, %.3fx): %s\n", sp999[1] / 1e3, sp999[0] / 1e3,
+               sp999[1] / sp999[0], verdict(sp999[1] <= 1.05 * sp999[0]));
+    } else {
+        printf("  [snapshots] wire-to-wire with snapshots <= 1.05 x none: NOT met (a run failed; "
+               "files in %s)\n", g_dir);
+    }
     if (modes_ok)
         printf("  [modes] processes mode lockstep throughput >= 0.8 x threads mode's (%.0f vs "
                "%.0f bars/s, %.2fx): %s\n", mode_bps[1], mode_bps[0], mode_bps[1] / mode_bps[0],
@@ -1690,7 +1752,7 @@ int tw__cli_bench_live(int argc, char **argv)
     for (int s = 0; s < N_STAGES; s++) {
         free(m.v[s]);
         for (int j = 0; j < 4; j++)
-            free(pm[j].v[s]);
+            free(pm[j].v[s]), free(ps[j].v[s]);
     }
     free(g_close);
     return 0;
