@@ -227,13 +227,17 @@ def main(argv=None):
 
     def on_term(sig, frame):
         # SIGTERM unwinds like Ctrl-C so that the engine is stopped and its
-        # socket removed on the way out.
+        # socket removed on the way out; once: a second one during the
+        # unwinding must not interrupt the clean-up.
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, on_term)
     try:
         ok, R = run(cfg, "tickwire study " + " ".join(shlex.quote(a) for a in argv))
     except KeyboardInterrupt:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)
+        signal.signal(signal.SIGINT, signal.SIG_IGN)
         print("tickwire study: interrupted", file=sys.stderr)
         return 130
     except (StudyError, _lib.TickwireLibraryError, OSError) as e:

@@ -3,4 +3,8 @@ import sys
 
 from tickwire.study import main
 
-sys.exit(main())
+try:
+    rc = main()
+except KeyboardInterrupt:  # a Ctrl-C before main() took over the signals
+    rc = 130
+sys.exit(rc)
