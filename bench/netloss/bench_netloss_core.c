@@ -428,10 +428,15 @@ static int stack_send(double *ns, int both, char *why, size_t cap)
     *ns = (double)(tw__netdrv_now_ns() - t0);
     cur->rto += tw_net_get_stats(R.a.st)->rto_fires - rto0;
     if (verbose)
-        fprintf(stderr, "\n  run: %.1f ms, %llu RTOs, %llu probes, %llu retransmissions\n", *ns / 1e6,
-                (unsigned long long)(tw_net_get_stats(R.a.st)->rto_fires - rto0),
+        fprintf(stderr,
+                "\n  run: %.1f ms, %llu RTOs, %llu probes, %llu retransmissions, %llu recoveries, "
+                "%llu kept the window, %llu lost retransmissions resent, cwnd %u\n",
+                *ns / 1e6, (unsigned long long)(tw_net_get_stats(R.a.st)->rto_fires - rto0),
                 (unsigned long long)tw_net_get_stats(R.a.st)->tlp_probes,
-                (unsigned long long)tw_net_get_stats(R.a.st)->retransmits);
+                (unsigned long long)tw_net_get_stats(R.a.st)->retransmits,
+                (unsigned long long)tw_net_get_stats(R.a.st)->sack_recoveries,
+                (unsigned long long)tw_net_get_stats(R.a.st)->sack_random_losses,
+                (unsigned long long)tw_net_get_stats(R.a.st)->lost_retransmits, (unsigned)R.c.cwnd);
     if (!both)
         return 0;
     for (int i = 0; i < 1000 && got < XFER_BYTES; i++) {
