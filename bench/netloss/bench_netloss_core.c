@@ -674,7 +674,8 @@ static const char usage_text[] =
     "  --subject S only subject S (1: stack->linux, 2: without SACK, 3: stack<->stack,\n"
     "              4: without SACK) and linux<->linux\n"
     "  --busy      the stack busy-polls (default: it sleeps on its port's fd when idle)\n"
-    "  --verbose   a line per stack transfer (time, RTOs, probes, retransmissions)\n"
+    "  --verbose   a line per stack transfer (time, RTOs, probes, retransmissions,\n"
+    "              recoveries, those that kept the window, lost retransmissions, cwnd)\n"
     "  --quick     one round, 200 round trips: checks every case runs byte-exact\n";
 
 static int parse_args(int argc, char **argv)
