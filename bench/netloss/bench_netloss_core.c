@@ -428,10 +428,15 @@ static int stack_send(double *ns, int both, char *why, size_t cap)
     *ns = (double)(tw__netdrv_now_ns() - t0);
     cur->rto += tw_net_get_stats(R.a.st)->rto_fires - rto0;
     if (verbose)
-        fprintf(stderr, "\n  run: %.1f ms, %llu RTOs, %llu probes, %llu retransmissions\n", *ns / 1e6,
-                (unsigned long long)(tw_net_get_stats(R.a.st)->rto_fires - rto0),
+        fprintf(stderr,
+                "\n  run: %.1f ms, %llu RTOs, %llu probes, %llu retransmissions, %llu recoveries, "
+                "%llu kept the window, %llu lost retransmissions resent, cwnd %u\n",
+                *ns / 1e6, (unsigned long long)(tw_net_get_stats(R.a.st)->rto_fires - rto0),
                 (unsigned long long)tw_net_get_stats(R.a.st)->tlp_probes,
-                (unsigned long long)tw_net_get_stats(R.a.st)->retransmits);
+                (unsigned long long)tw_net_get_stats(R.a.st)->retransmits,
+                (unsigned long long)tw_net_get_stats(R.a.st)->sack_recoveries,
+                (unsigned long long)tw_net_get_stats(R.a.st)->sack_random_losses,
+                (unsigned long long)tw_net_get_stats(R.a.st)->lost_retransmits, (unsigned)R.c.cwnd);
     if (!both)
         return 0;
     for (int i = 0; i < 1000 && got < XFER_BYTES; i++) {
@@ -669,7 +674,8 @@ static const char usage_text[] =
     "  --subject S only subject S (1: stack->linux, 2: without SACK, 3: stack<->stack,\n"
     "              4: without SACK) and linux<->linux\n"
     "  --busy      the stack busy-polls (default: it sleeps on its port's fd when idle)\n"
-    "  --verbose   a line per stack transfer (time, RTOs, probes, retransmissions)\n"
+    "  --verbose   a line per stack transfer (time, RTOs, probes, retransmissions,\n"
+    "              recoveries, those that kept the window, lost retransmissions, cwnd)\n"
     "  --quick     one round, 200 round trips: checks every case runs byte-exact\n";
 
 static int parse_args(int argc, char **argv)

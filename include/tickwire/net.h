@@ -78,6 +78,13 @@ typedef struct tw_net_config {
     uint64_t rate_add_Bps;
     /* 1 = trust/offload checksums when the port has TW_PORT_CAP_*_CKSUM. */
     int use_offload;
+    /* SACK recovery's decrease: a loss found while the latest RTT sample
+     * is at most loss_rtt_pct percent of the connection's least RTT (no
+     * queue built up on the path: a random loss, not congestion) keeps
+     * the window; otherwise ssthresh = 0.7 x FlightSize.  0 = the
+     * default [200]; 1..99: every loss decreases (no sample is below the
+     * least). */
+    unsigned loss_rtt_pct;
 } tw_net_config;
 
 /* Fills cfg with zeros (= defaults) and the given address. */
@@ -181,6 +188,8 @@ typedef struct tw_net_stats {
     uint64_t rescue_retransmits;  /* RFC 6675 rescue retransmissions */
     uint64_t ts_rtt_samples;      /* RTT samples taken from echoed timestamps */
     uint64_t tlp_probes;          /* loss probes sent (2 SRTT without progress, SACK only) */
+    uint64_t sack_random_losses;  /* SACK recoveries that kept the window (loss_rtt_pct) */
+    uint64_t lost_retransmits;    /* retransmissions found lost by a later SACK, resent */
 } tw_net_stats;
 
 const tw_net_stats *tw_net_get_stats(const tw_net *st);
@@ -290,6 +299,7 @@ struct tw_tcp_conn {
                                * window (netstack.md: bounded OOO buffer) */
     /* RTT and timers (ns; 0 = not armed) */
     uint64_t srtt_ns, rttvar_ns, rto_ns;
+    uint64_t rtt_min_ns, rtt_last_ns; /* timed samples only (ns; ms echoes are too coarse) */
     uint32_t rtt_seq;         /* seq being timed (Karn: only new data) */
     int64_t rtt_start_ns;    /* 0 = no sample in progress */
     int64_t rto_at_ns, delack_at_ns, persist_at_ns, keepalive_at_ns;
@@ -319,6 +329,11 @@ struct tw_tcp_conn {
     tw_tcp_sackboard sb;      /* sender: what the peer SACKed */
     uint32_t high_rxt;        /* RFC 6675 HighRxt (exclusive end of the last resend) */
     uint32_t rescue_rxt;      /* RFC 6675 RescueRxt; valid with TF_RESCUE_SET */
+    /* The latest retransmissions in recovery: [seq, snd_max when sent];
+     * a SACK for data first sent after one, with its bytes still missing,
+     * says it was lost again (after RFC 8985's RACK, by sequence). */
+    uint32_t rxt_log[8][2];
+    uint32_t rxt_log_n;       /* entries written (the ring wraps) */
     /* prebuilt Ethernet+IPv4+TCP header (54 bytes, no options) */
     uint8_t hdr[56];
     uint32_t hdr_csum_part;   /* pseudo-header + constant fields partial sum */

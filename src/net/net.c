@@ -98,6 +98,8 @@ int tw_net_open(tw_net **out, tw_port *port, const tw_net_config *in,
         c.rto_max_ns = 60000000000ull;
     if (!c.delack_ns)
         c.delack_ns = 1000000ull;
+    if (!c.loss_rtt_pct)
+        c.loss_rtt_pct = 200;
     if (!c.keepalive_intvl_ns)
         c.keepalive_intvl_ns = 75000000000ull;
     if (!c.keepalive_probes)

@@ -142,6 +142,9 @@ int tw__sack_output(tw_tcp_conn *c, int64_t now_ns);
  * recovery, the first hole again (its retransmission was lost).  Sets
  * TF_TLP_SENT: one probe until the next cumulative ACK. */
 void tw__sack_probe(tw_tcp_conn *c, int64_t now_ns);
+/* In SACK recovery: resends the first hole again when the peer SACKed a
+ * segment sent after its last retransmission (that one was lost). */
+void tw__sack_lost_rxt(tw_tcp_conn *c, int64_t now_ns);
 /* Arms the loss probe's timer (tcp_timer.c; tw__tcp_arm_rto does too):
  * 2 SRTT (at least 1 ms, more with one segment out) doubled per probe
  * already sent, before the RTO, at most three since the last progress. */

@@ -205,7 +205,11 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, int64_t now_ns)
     if (c->snd_una == c->iss)
         acked--; /* the SYN is not data: it does not grow cwnd */
     if (c->rtt_start_ns && SEQ_GEQ(s->ack, c->rtt_seq)) {
-        tw__tcp_rtt_sample(c, now_ns - c->rtt_start_ns);
+        uint64_t r = (uint64_t)(now_ns - c->rtt_start_ns);
+        tw__tcp_rtt_sample(c, r);
+        c->rtt_last_ns = r ? r : 1;
+        if (!c->rtt_min_ns || c->rtt_last_ns < c->rtt_min_ns)
+            c->rtt_min_ns = c->rtt_last_ns;
         c->rtt_start_ns = 0;
     } else if (!c->rtt_start_ns && (c->flags & TF_TS) && s->o.has_ts && s->o.tsecr) {
         /* No timed segment (Karn stopped it at a retransmission): the
@@ -296,7 +300,21 @@ static void fast_retransmit(tw_tcp_conn *c, int64_t now_ns)
     /* RFC 5681 3.2 halves; with SACK the decrease is CUBIC's beta of 0.7
      * (RFC 9438 4.6), as Linux's: a recovery that knows exactly what was
      * lost need not give up half of the window. */
-    uint32_t keep = (c->flags & TF_SACK) ? (uint32_t)((uint64_t)flight * 7 / 10) : flight / 2;
+    uint32_t keep = flight / 2;
+    if (c->flags & TF_SACK) {
+        /* A loss with the path's queue empty (the latest timed RTT within
+         * loss_rtt_pct of the least seen) is random loss, not a full
+         * buffer: the window stays (FlightSize), and the recovery only
+         * resends.  A queue that overflows shows first as a grown RTT, and
+         * then the decrease applies; without a timed sample it applies. */
+        uint64_t lim = c->rtt_min_ns * st->cfg.loss_rtt_pct / 100u;
+        if (c->rtt_min_ns && c->rtt_last_ns <= lim) {
+            keep = flight;
+            st->stats.sack_random_losses++;
+        } else {
+            keep = (uint32_t)((uint64_t)flight * 7 / 10);
+        }
+    }
     c->ssthresh = keep > 2u * c->mss ? keep : 2u * c->mss;
     c->cwnd = c->ssthresh + 3u * c->mss;
     c->recover = c->snd_max;
@@ -315,6 +333,11 @@ static void fast_retransmit(tw_tcp_conn *c, int64_t now_ns)
         c->high_rxt = c->snd_una + (SEQ_LT(c->snd_una, end) ? len : 0);
     }
     retransmit_head(c, now_ns);
+    if (c->flags & TF_SACK) {
+        c->rxt_log[0][0] = c->snd_una;
+        c->rxt_log[0][1] = c->snd_max;
+        c->rxt_log_n = 1;
+    }
     tw__tcp_arm_rto(c, now_ns);
 }
 
@@ -625,6 +648,8 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
         else if (c->dupacks > 3 && (c->flags & TF_IN_RECOVERY) && !(c->flags & TF_SACK))
             c->cwnd += c->mss; /* window inflation: more may go out */
     }
+    if (sack_dup && (c->flags & TF_IN_RECOVERY))
+        tw__sack_lost_rxt(c, now_ns);
     /* An answer to a zero-window probe proves the peer alive. */
     if (c->snd_wnd == 0 && s.ack == c->snd_una)
         c->retries = 0;

@@ -311,7 +311,43 @@ static int resend(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns)
     c->high_rxt = seq + len;
     c->st->stats.retransmits++;
     c->st->stats.sack_retransmits++;
+    uint32_t *e = c->rxt_log[c->rxt_log_n++ % TW_ARRAY_SIZE(c->rxt_log)];
+    e[0] = seq;
+    e[1] = c->snd_max;
     return 0;
+}
+
+void tw__sack_lost_rxt(tw_tcp_conn *c, int64_t now_ns)
+{
+    TW_ASSERT(c->flags & TF_SACK);
+    if (!(c->flags & TF_IN_RECOVERY) || !c->sb.n || !SEQ_GT(c->high_rxt, c->snd_una))
+        return;
+    uint32_t end;
+    if (tw__sack_covered(&c->sb, c->snd_una, &end))
+        return;
+    uint32_t high = c->sb.blk[c->sb.n - 1][1];
+    unsigned n = c->rxt_log_n < TW_ARRAY_SIZE(c->rxt_log) ? c->rxt_log_n
+                                                           : (unsigned)TW_ARRAY_SIZE(c->rxt_log);
+    for (unsigned i = 0; i < n; i++) {
+        /* The newest record of the first hole: its resend was lost when
+         * a full segment sent after it has been SACKed (on a path that
+         * keeps order it would have arrived first). */
+        uint32_t *e = c->rxt_log[(c->rxt_log_n - 1 - i) % TW_ARRAY_SIZE(c->rxt_log)];
+        if (e[0] != c->snd_una)
+            continue;
+        if (SEQ_LT(high, e[1] + c->mss))
+            return;
+        uint32_t data_max = SEQ_LT(c->snd_max, c->snd_end) ? c->snd_max : c->snd_end;
+        uint32_t seq, len;
+        if (tw__sack_next_hole(&c->sb, c->snd_una, data_max, c->mss, &seq, &len) ||
+            seq != c->snd_una || send_one(c, seq, len, now_ns))
+            return;
+        e[1] = c->snd_max;
+        c->st->stats.retransmits++;
+        c->st->stats.sack_retransmits++;
+        c->st->stats.lost_retransmits++;
+        return;
+    }
 }
 
 void tw__sack_probe(tw_tcp_conn *c, int64_t now_ns)

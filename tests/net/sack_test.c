@@ -423,6 +423,20 @@ static void t_ts_rtt_and_sack_recovery(void)
     rp_close(&r);
 }
 
+/* Opens a connection (Linux's SYN), writes n bytes and lets the stack
+ * send what its window allows, dropping it all; returns the first data
+ * byte's sequence number. */
+static uint32_t open_send(rawpeer *r, tw_tcp_listener *l, tw_tcp_opts *o, const uint8_t *buf,
+                          size_t n)
+{
+    memset(&g_cfg, 0, sizeof(g_cfg));
+    uint32_t iss = open_ts(r, l, o, 100);
+    CHECK(tw_tcp_send(&g_conn, buf, n, r->now) == (long)n);
+    rp_run(r, 0);
+    rp_drain(r);
+    return iss + 1;
+}
+
 /* A lost tail: the last two of ten segments never arrive and no ACK
  * says so.  The loss probe (2 SRTT, at least 1 ms, without progress)
  * resends the last segment; its SACK shows the hole below it, which is
@@ -433,13 +447,9 @@ static void t_tail_loss_probe(void)
     rp_open(&r, NULL);
     tw_tcp_listener l;
     tw_tcp_opts o;
-    memset(&g_cfg, 0, sizeof(g_cfg));
-    uint32_t iss = open_ts(&r, &l, &o, 100);
     static uint8_t buf[14480];
-    CHECK(tw_tcp_send(&g_conn, buf, sizeof(buf), r.now) == (long)sizeof(buf));
-    rp_run(&r, 0);
-    rp_drain(&r);
-    uint32_t mss = g_conn.mss, base = iss + 1;
+    uint32_t base = open_send(&r, &l, &o, buf, sizeof(buf));
+    uint32_t mss = g_conn.mss;
     uint8_t po[40];
     uint32_t pn = peer_opts(po, 1, 200, tw__tcp_tsval(&g_conn, r.now));
     r.now += 100000;
@@ -478,6 +488,129 @@ static void t_tail_loss_probe(void)
     rp_close(&r);
 }
 
+/* Three duplicate ACKs SACKing segments 2..4 of ten: recovery. */
+static void three_dupacks(rawpeer *r, uint32_t base, uint32_t mss)
+{
+    uint8_t po[40];
+    for (uint32_t k = 0; k < 3; k++) {
+        uint32_t pn = peer_opts(po, 1, 200 + k, tw__tcp_tsval(&g_conn, r->now));
+        uint32_t b0 = base + mss, b1 = base + (2 + k) * mss;
+        uint8_t sk[12] = {1, 1, 5, 10, B4(b0), B4(b1)};
+        memcpy(po + pn, sk, 12);
+        r->now += 100000;
+        send_opts(r, PEER_ISN + 1, base, TW_TCP_ACK, NULL, 0, po, pn + 12);
+    }
+}
+
+/* The loss response by the RTT at the loss (loss_rtt_pct): within the
+ * bound the recovery keeps FlightSize, past it (or without a timed
+ * sample, or with the rule off) ssthresh = 0.7 x FlightSize. */
+typedef struct {
+    uint64_t rtt_min, rtt_last;
+    unsigned pct;
+    int keep;
+} loss_case;
+static const loss_case loss_cases[] = {
+    {300000, 300000, 0, 1},  /* at the least RTT: random loss */
+    {300000, 600000, 0, 1},  /* twice it: still within the default 200% */
+    {300000, 600001, 0, 0},  /* past it: a queue built up */
+    {0, 0, 0, 0},            /* no timed sample yet */
+    {300000, 300000, 1, 0},  /* the rule off: every loss decreases */
+    {300000, 900000, 400, 1} /* a wider bound */
+};
+
+static void t_loss_response(void)
+{
+    for (size_t i = 0; i < TW_ARRAY_SIZE(loss_cases); i++) {
+        const loss_case *lc = &loss_cases[i];
+        rawpeer r;
+        tw_net_config nc;
+        tw_net_config_init(&nc, US_IP);
+        nc.isn_secret[0] = 1;
+        nc.loss_rtt_pct = lc->pct;
+        rp_open(&r, &nc);
+        tw_tcp_listener l;
+        tw_tcp_opts o;
+        static uint8_t buf[14480];
+        uint32_t base = open_send(&r, &l, &o, buf, sizeof(buf));
+        g_conn.rtt_min_ns = lc->rtt_min;
+        g_conn.rtt_last_ns = lc->rtt_last;
+        uint32_t mss = g_conn.mss, flight = 10 * mss;
+        three_dupacks(&r, base, mss);
+        const tw_net_stats *st = tw_net_get_stats(r.st);
+        uint32_t want = lc->keep ? flight : flight * 7 / 10;
+        CHECKF(st->sack_recoveries == 1 && g_conn.ssthresh == want &&
+                   st->sack_random_losses == (lc->keep ? 1u : 0u),
+               "loss case %zu: ssthresh %u, want %u, kept %llu", i, g_conn.ssthresh, want,
+               (unsigned long long)st->sack_random_losses);
+        rp_close(&r);
+    }
+}
+
+/* A lost retransmission: the first of twenty segments is lost, and so is
+ * its fast retransmission.  A SACK of more old data says nothing (those
+ * were sent before the resend); the SACK of a segment first sent after
+ * it does: the hole goes again at once, no probe and no RTO. */
+static void t_lost_retransmission(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    static uint8_t buf[20 * 1448];
+    uint32_t base = open_send(&r, &l, &o, buf, sizeof(buf));
+    uint32_t mss = g_conn.mss;
+    three_dupacks(&r, base, mss);
+    rp_run(&r, 0);
+    seg s;
+    int head = 0, fresh = 0;
+    while (seg_opts(&r, &s, &o)) {
+        if (s.dlen && s.seq == base)
+            head++;
+        else if (s.dlen && SEQ_GEQ(s.seq, base + 10 * mss))
+            fresh++;
+    }
+    CHECKF(head == 1 && fresh >= 1, "recovery: head resent %d, new segments %d", head, fresh);
+    const tw_net_stats *st = tw_net_get_stats(r.st);
+    /* Rows: SACK blocks (most recent first), and whether the head goes. */
+    static const struct {
+        uint32_t b[2][2]; /* in segments from base */
+        int resend;
+    } rows[] = {{{{1, 10}, {0, 0}}, 0}, {{{11, 12}, {1, 10}}, 1}};
+    for (size_t i = 0; i < TW_ARRAY_SIZE(rows); i++) {
+        uint8_t po[40];
+        uint32_t pn = peer_opts(po, 1, 300 + (uint32_t)i, tw__tcp_tsval(&g_conn, r.now));
+        unsigned nb = rows[i].b[1][1] ? 2 : 1;
+        po[pn++] = 1;
+        po[pn++] = 1;
+        po[pn++] = 5;
+        po[pn++] = (uint8_t)(2 + 8 * nb);
+        for (unsigned k = 0; k < nb; k++) {
+            uint32_t e[2] = {base + rows[i].b[k][0] * mss, base + rows[i].b[k][1] * mss};
+            uint8_t w[8] = {B4(e[0]), B4(e[1])};
+            memcpy(po + pn, w, 8);
+            pn += 8;
+        }
+        r.now += 100000;
+        send_opts(&r, PEER_ISN + 1, base, TW_TCP_ACK, NULL, 0, po, pn);
+        rp_run(&r, 0);
+        head = 0;
+        while (seg_opts(&r, &s, &o))
+            if (s.dlen && s.seq == base)
+                head++;
+        CHECKF(head == rows[i].resend && st->lost_retransmits == (uint64_t)rows[i].resend,
+               "row %zu: head resent %d, lost retransmissions %llu", i, head,
+               (unsigned long long)st->lost_retransmits);
+    }
+    CHECKF(st->tlp_probes == 0 && st->rto_fires == 0, "no probe, no RTO");
+    uint8_t po[40];
+    uint32_t pn = peer_opts(po, 1, 400, tw__tcp_tsval(&g_conn, r.now));
+    r.now += 100000;
+    send_opts(&r, PEER_ISN + 1, g_conn.snd_max, TW_TCP_ACK, NULL, 0, po, pn);
+    CHECKF(!(g_conn.flags & TF_IN_RECOVERY), "recovery over");
+    rp_close(&r);
+}
+
 int main(void)
 {
     t_parse_opts();
@@ -487,5 +620,7 @@ int main(void)
     t_paws();
     t_ts_rtt_and_sack_recovery();
     t_tail_loss_probe();
+    t_loss_response();
+    t_lost_retransmission();
     return tw_check_done("net_sack_test");
 }
