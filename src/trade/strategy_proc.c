@@ -458,12 +458,19 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         goto out;
     rc = run(p, err);
 out:
+    tw_snap_writer_stats ss = {0};
+    if (p->snap.w) {
+        tw_snap_writer_flush(p->snap.w);
+        tw_snap_writer_stats_get(p->snap.w, &ss);
+    }
     tw__snapper_close(&p->snap); /* what was committed is written */
     if (p->attached)
         tw_attach_st_close(&p->st);
     if (rc == 0 && !quiet)
-        fprintf(p->log, "tickwire trade: strategy process %d: the gateway ended the run\n",
-                (int)getpid());
+        fprintf(p->log, "tickwire trade: strategy process %d: the gateway ended the run "
+                "(snapshots: %llu written, %llu skipped with the writer busy, %llu failed)\n",
+                (int)getpid(), (unsigned long long)ss.written, (unsigned long long)ss.skipped,
+                (unsigned long long)ss.failed);
     if (p->own_log)
         fclose(p->log);
     tw__intents_free(&p->sent);

@@ -411,3 +411,107 @@ def test_strategy_then_gateway_then_whole_trader_in_one_replay(dataset, uninterr
     check_fills(log, uninterrupted["fills"], seed, marks, rep)
     print(f"seed {seed}: strategy killed 20 times, then the gateway 5, then the whole trader 5, "
           f"at journal records {marks} of {total}; {len(log)} fills, each ClOrdID once")
+
+
+def newest_snapshot(d):
+    names = sorted((n for n in os.listdir(d) if n.startswith("snap-") and n.endswith(".tws")),
+                   key=lambda n: int(n[5:-4])) if os.path.isdir(d) else []
+    return os.path.join(d, names[-1]) if names else None
+
+
+def test_strategy_killed_with_snapshots(dataset, uninterrupted, tmp_path):
+    """Snapshots every 300 events in processes mode: the strategy process
+    hands a copy of its state to its own writer thread; a strategy started
+    after one died loads the newest snapshot that checks out and takes only
+    the events after it through the kernel.  The gateway runs with
+    `--no-spawn` and the strategies are started by hand, so the test acts
+    while none is attached (the lockstep venue waits: nothing moves): each
+    is killed -9 at a seeded point of progress (during a snapshot's write
+    too, or mid-replay when the journal is past the point already); before
+    the third restart a bit of the newest snapshot is flipped (set aside
+    with its reason, an older one or the first event used).  Parity with
+    the sweep, the strategy process's digest matches the journal's replay,
+    each ClOrdID once, the uninterrupted run's fills."""
+    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    total = uninterrupted["records"]
+    marks = sorted(rng.randrange(total // 10, total * 9 // 10) for _ in range(5))
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    snaps = journal + ".snap"
+    venue, config, insts = crash_setup_run(w, dataset["paths"],
+                                           engine={"mode": "processes", "snapshot_every": 300})
+    gw_err = os.path.join(w, "trader0.err")
+    strategies, had, flipped = [], [], None
+    try:
+        p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
+                              "--no-spawn"],
+                             stdout=open(os.path.join(w, "trader0.out"), "w"),
+                             stderr=open(gw_err, "w"))
+        sock = None
+        deadline = time.monotonic() + 60
+        while sock is None and time.monotonic() < deadline and p.poll() is None:
+            m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
+            sock = m.group(1) if m else None
+            time.sleep(0.01)
+        assert sock, read(gw_err)[-2000:]
+
+        def strategy(k):
+            return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
+                                    stdout=subprocess.DEVNULL,
+                                    stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+        for k, mark in enumerate(marks):
+            if k == 3:
+                flipped = newest_snapshot(snaps)
+                if flipped:
+                    with open(flipped, "r+b") as f:
+                        f.seek(200)
+                        b = f.read(1)
+                        f.seek(200)
+                        f.write(bytes([b[0] ^ 0x10]))
+            had.append(newest_snapshot(snaps))
+            s = strategy(k)
+            strategies.append(s)
+            serr = os.path.join(w, f"strategy{k}.err")
+            deadline = time.monotonic() + 300
+            while time.monotonic() < deadline and p.poll() is None and s.poll() is None and \
+                    not ("attached" in read(serr) and reached_or_past(journal, mark)):
+                time.sleep(0.002)
+            assert p.poll() is None and s.poll() is None, \
+                (seed, marks, k, read(serr)[-2000:], read(gw_err)[-2000:])
+            s.send_signal(signal.SIGKILL)
+            s.wait(timeout=30)
+        had.append(newest_snapshot(snaps))
+        last = len(marks)
+        strategies.append(strategy(last))
+        rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
+        assert strategies[-1].wait(timeout=60) == 0, \
+            read(os.path.join(w, f"strategy{last}.err"))[-2000:]
+    finally:
+        for s in strategies:
+            if s.poll() is None:
+                s.kill()
+        if p.poll() is None:
+            p.kill()
+        venue.stop()
+    errs = [read(os.path.join(w, f"strategy{k}.err")) for k in range(len(marks) + 1)]
+    assert "recovering from the snapshot" not in errs[0], errs[0][-2000:]
+    used = 0
+    for k in range(1, len(marks) + 1):
+        err = errs[k]
+        m = re.search(r"recovering from the snapshot of event (\d+)", err)
+        if had[k] and k != 3:
+            # A snapshot was there when it started: it loads.
+            assert m and int(m.group(1)) > 0, (seed, marks, k, had[k], err[-2000:])
+        used += m is not None
+        assert "not used" not in err, (seed, marks, k, err[-2000:])
+    if flipped:
+        assert "set aside" in errs[3] and os.path.basename(flipped) in errs[3], errs[3][-2000:]
+        assert os.path.exists(flipped + ".bad")
+    assert used > 0, (seed, marks, had)
+    check_fills(log, uninterrupted["fills"], seed, marks, rep)
+    err = read(gw_err)
+    assert "strategy process's digest matches" in err, err[-3000:]
+    print(f"seed {seed}: processes mode, snapshots every 300 events, the strategy killed at "
+          f"journal records {marks} of {total}: {used} restarts from a snapshot; {len(log)} "
+          f"fills, each ClOrdID once, as the uninterrupted run")
