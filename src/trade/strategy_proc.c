@@ -8,8 +8,12 @@
  * written before it attached or fell out of a full ring, the rings for
  * the rest).  So a strategy started after another one died rebuilds the
  * same state by replaying the journal through the same kernel from the
- * first bar, and decides again every intent its predecessors decided,
- * with the same order ids (tw_order_id(instance, decision bar)):
+ * first bar (or, with snapshots, from the newest snapshot of the run that
+ * checks out: snap.c; the records before it are read, not replayed, and
+ * what its state had decided and maybe not sent is decided again by the
+ * rule the threads-mode recovery uses, intents.h), and decides again
+ * every intent its predecessors decided, with the same order ids
+ * (tw_order_id(instance, decision bar)):
  *
  *   - the journal's OUT records below resume_end (the journal's end when
  *     it attached) are what the gateway sent for earlier strategies: a
