@@ -336,10 +336,12 @@ typedef struct tw__snapper {
 
 /* The writer started for the strategy s of run run_id that took events
  * events so far (a no-op with neither snapshot_every nor
- * snapshot_interval_ms).  0 or a negative errno with err. */
+ * snapshot_interval_ms); hook: the writer's test hook (snapshot.h,
+ * tw_snap_write_cfg; NULL: none).  0 or a negative errno with err. */
 int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
                      uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
-                     int64_t now_ns, tw_error *err);
+                     int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                     tw_error *err);
 /* Stops the writer (what was committed is written). */
 void tw__snapper_close(tw__snapper *p);
 /* Whether the copy is due after an event (events taken, now_ns: the

@@ -53,7 +53,8 @@ static void on_finish(void *arg, uint32_t id, void *data, uint64_t len)
 
 int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
                      uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
-                     int64_t now_ns, tw_error *err)
+                     int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                     tw_error *err)
 {
     memset(p, 0, sizeof(*p));
     p->every = cfg->engine.snapshot_every;
@@ -69,7 +70,8 @@ int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *jou
     tw_strategy_kernels_text(s, p->kernels, p->klen + 1);
     size_t bytes = tw_strategy_state_size(s, (uint32_t)out_cap);
     tw_snap_writer_cfg wc = {
-        .write = {.dir = p->dir, .keep = cfg->engine.snapshot_keep},
+        .write = {.dir = p->dir, .keep = cfg->engine.snapshot_keep, .hook = hook,
+                  .arg = hook_arg},
         .digest = p->digest,
         .slot_bytes = tw_snap_section_bytes(p->klen) + tw_snap_section_bytes(bytes),
         .finish = on_finish};
@@ -163,7 +165,7 @@ int tw__snap_open(tw_trade_engine *e, tw_error *err)
     if (e->procs) /* the strategy process takes them (strategy_proc.c) */
         return 0;
     return tw__snapper_open(&e->snap, e->cfg, e->journal_path, e->run_id, e->host.s,
-                            e->host.out_cap, e->next_evseq, tw_clock_now_ns(), err);
+                            e->host.out_cap, e->next_evseq, tw_clock_now_ns(), NULL, NULL, err);
 }
 
 void tw__snap_close(tw_trade_engine *e)

@@ -68,7 +68,21 @@ typedef struct sp {
     uint64_t run_id, prior_ev, ev_n, skip_ev;
     int from_snap;
     tw__snapper snap;
+    int kill_at;           /* tests (TW__SNAP_KILL_ENV): the point, 0: none */
+    uint32_t kill_nth, kill_seen;
 } sp;
+
+/* Tests only: "AT:N" kills the strategy process (SIGKILL, itself) at
+ * point AT (snapshot.h, TW_SNAP_AT_*) of its N-th snapshot write, so a
+ * test kills it inside a write at a point it chose, not by timing. */
+#define TW__SNAP_KILL_ENV "TW_TRADE_TEST_SNAP_KILL"
+
+static void kill_hook(int at, void *arg)
+{
+    sp *p = arg; /* the writer's thread alone calls it */
+    if (at == p->kill_at && ++p->kill_seen == p->kill_nth)
+        kill(getpid(), SIGKILL);
+}
 
 /* ---- hooks --------------------------------------------------------------------- */
 
@@ -407,6 +421,9 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
     if ((rc = tw__host_build(&p->host, cfg, &p->hooks, err)) != 0)
         goto out;
     tw__evlog_path(cfg, p->journal_path, sizeof(p->journal_path));
+    const char *sk = getenv(TW__SNAP_KILL_ENV);
+    if (sk && sscanf(sk, "%d:%u", &p->kill_at, &p->kill_nth) != 2)
+        p->kill_at = 0;
     const char *gp = getenv(TW__GATEWAY_PID_ENV);
     if (gp) {
         /* Spawned by a gateway: die with it.  getppid() after the prctl
@@ -458,7 +475,8 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         goto out;
     if ((rc = tw__snapper_open(&p->snap, cfg, p->journal_path, p->run_id, p->host.s,
                                p->host.out_cap, p->skip_ev,
-                               tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read()), err)) != 0)
+                               tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read()),
+                               p->kill_at ? kill_hook : NULL, p, err)) != 0)
         goto out;
     rc = run(p, err);
 out:

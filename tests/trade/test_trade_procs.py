@@ -526,3 +526,87 @@ def test_strategy_killed_with_snapshots(dataset, uninterrupted, tmp_path, every)
           f"{'300 events' if every == 'events' else '2 ms'}, the strategy killed at "
           f"journal records {marks} of {total}: {used} restarts from a snapshot; {len(log)} "
           f"fills, each ClOrdID once, as the uninterrupted run")
+
+
+SNAP_POINTS = {1: "half the temporary written", 2: "the temporary whole, before its fsync",
+               3: "renamed into place, the older ones not yet deleted"}
+
+
+def test_strategy_killed_inside_snapshot_writes(dataset, uninterrupted, tmp_path):
+    """The strategy process killed -9 inside a snapshot's write, at each of
+    the writer's points (TW_TRADE_TEST_SNAP_KILL=AT:N: it kills itself at
+    point AT of its N-th write, N seeded), a strategy started by hand after
+    each (the gateway with `--no-spawn`): a temporary left behind is never
+    loaded, a snapshot renamed into place is; each restart after a written
+    snapshot recovers from one; parity with the sweep, the strategy
+    process's digest equal to the journal's replay, the uninterrupted run's
+    fills, each ClOrdID once."""
+    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    w = str(tmp_path)
+    snaps = os.path.join(w, "store", "venue.journal") + ".snap"
+    venue, config, insts = crash_setup_run(w, dataset["paths"],
+                                           engine={"mode": "processes", "snapshot_every": 300})
+    gw_err = os.path.join(w, "trader0.err")
+    strategies, plan, left = [], [], []
+    try:
+        p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
+                              "--no-spawn"],
+                             stdout=open(os.path.join(w, "trader0.out"), "w"),
+                             stderr=open(gw_err, "w"))
+        sock = None
+        deadline = time.monotonic() + 60
+        while sock is None and time.monotonic() < deadline and p.poll() is None:
+            m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
+            sock = m.group(1) if m else None
+            time.sleep(0.01)
+        assert sock, read(gw_err)[-2000:]
+
+        def strategy(k, kill=None):
+            env = dict(os.environ)
+            env.pop("TW_TRADE_TEST_SNAP_KILL", None)
+            if kill:
+                env["TW_TRADE_TEST_SNAP_KILL"] = f"{kill[0]}:{kill[1]}"
+            return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
+                                    stdout=subprocess.DEVNULL, env=env,
+                                    stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+        for k, at in enumerate((1, 2, 3)):
+            kill = (at, rng.randrange(1, 4))
+            plan.append(kill)
+            s = strategy(k, kill)
+            strategies.append(s)
+            rc = s.wait(timeout=300)
+            assert rc == -signal.SIGKILL, (seed, plan, rc,
+                                           read(os.path.join(w, f"strategy{k}.err"))[-2000:])
+            names = sorted(os.listdir(snaps))
+            left.append(names)
+            if at in (1, 2):
+                assert any(n.endswith(".tmp") for n in names), (seed, plan, names)
+        strategies.append(strategy(3))
+        rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
+        assert strategies[-1].wait(timeout=60) == 0, \
+            read(os.path.join(w, "strategy3.err"))[-2000:]
+    finally:
+        for s in strategies:
+            if s.poll() is None:
+                s.kill()
+        if p.poll() is None:
+            p.kill()
+        venue.stop()
+    errs = [read(os.path.join(w, f"strategy{k}.err")) for k in range(4)]
+    for k in range(1, 4):
+        whole = [n for n in left[k - 1] if n.endswith(".tws")]
+        m = re.search(r"recovering from the snapshot of event (\d+)", errs[k])
+        if whole:
+            newest = max(int(n[5:-4]) for n in whole)
+            assert m and int(m.group(1)) == newest, (seed, plan, k, whole, errs[k][-2000:])
+        assert "not used" not in errs[k] and "set aside" not in errs[k], (seed, k, errs[k][-2000:])
+    # The kill after the rename: that snapshot is in place, and loads.
+    assert any(n.endswith(".tws") for n in left[2]), (seed, plan, left[2])
+    check_fills(log, uninterrupted["fills"], seed, plan, rep)
+    err = read(gw_err)
+    assert "strategy process's digest matches" in err, err[-3000:]
+    print(f"seed {seed}: processes mode, the strategy killed inside its snapshot writes "
+          + ", ".join(f"{SNAP_POINTS[a]} (write {n})" for a, n in plan)
+          + f": each restart from the newest whole snapshot; {len(log)} fills, each ClOrdID "
+          "once, as the uninterrupted run")
