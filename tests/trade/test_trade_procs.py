@@ -298,6 +298,36 @@ def alive(pid):
     return st[st.rindex(")") + 2] not in "ZX"
 
 
+def no_spawn_gateway(config, w):
+    """`tickwire trade --no-spawn` started in w: (the process, the socket
+    its log names for strategies started by hand)."""
+    gw_err = os.path.join(w, "trader0.err")
+    p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
+                          "--no-spawn"],
+                         stdout=open(os.path.join(w, "trader0.out"), "w"),
+                         stderr=open(gw_err, "w"))
+    sock = None
+    deadline = time.monotonic() + 60
+    while sock is None and time.monotonic() < deadline and p.poll() is None:
+        m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
+        sock = m.group(1) if m else None
+        time.sleep(0.01)
+    assert sock, read(gw_err)[-2000:]
+    return p, sock
+
+
+def by_hand(sock, config, w, k, kill=None):
+    """Strategy k started by hand (`tickwire trade --attach`); kill: (AT,
+    N) for TW_TRADE_TEST_SNAP_KILL."""
+    env = dict(os.environ)
+    env.pop("TW_TRADE_TEST_SNAP_KILL", None)
+    if kill:
+        env["TW_TRADE_TEST_SNAP_KILL"] = f"{kill[0]}:{kill[1]}"
+    return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
+                            stdout=subprocess.DEVNULL, env=env,
+                            stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+
+
 def test_strategy_attached_by_hand(dataset, uninterrupted, tmp_path):
     """`tickwire trade --no-spawn`: the gateway starts no strategy; one is
     started by hand (`tickwire trade --attach SOCK --config FILE`, SOCK
@@ -309,22 +339,10 @@ def test_strategy_attached_by_hand(dataset, uninterrupted, tmp_path):
     gw_err = os.path.join(w, "trader0.err")
     strategies = []
     try:
-        p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
-                              "--no-spawn"],
-                             stdout=open(os.path.join(w, "trader0.out"), "w"),
-                             stderr=open(gw_err, "w"))
-        sock = None
-        deadline = time.monotonic() + 60
-        while sock is None and time.monotonic() < deadline and p.poll() is None:
-            m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
-            sock = m.group(1) if m else None
-            time.sleep(0.01)
-        assert sock, read(gw_err)[-2000:]
+        p, sock = no_spawn_gateway(config, w)
 
-        def strategy(k):
-            return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
-                                    stdout=subprocess.DEVNULL,
-                                    stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+        def strategy(k, kill=None):
+            return by_hand(sock, config, w, k, kill)
         strategies.append(strategy(0))
         mark = uninterrupted["records"] // 3
         deadline = time.monotonic() + 300
@@ -453,22 +471,10 @@ def test_strategy_killed_with_snapshots(dataset, uninterrupted, tmp_path, every)
     gw_err = os.path.join(w, "trader0.err")
     strategies, had, flipped = [], [], None
     try:
-        p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
-                              "--no-spawn"],
-                             stdout=open(os.path.join(w, "trader0.out"), "w"),
-                             stderr=open(gw_err, "w"))
-        sock = None
-        deadline = time.monotonic() + 60
-        while sock is None and time.monotonic() < deadline and p.poll() is None:
-            m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
-            sock = m.group(1) if m else None
-            time.sleep(0.01)
-        assert sock, read(gw_err)[-2000:]
+        p, sock = no_spawn_gateway(config, w)
 
-        def strategy(k):
-            return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
-                                    stdout=subprocess.DEVNULL,
-                                    stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+        def strategy(k, kill=None):
+            return by_hand(sock, config, w, k, kill)
         for k, mark in enumerate(marks):
             if k == 3:
                 flipped = newest_snapshot(snaps)
@@ -483,8 +489,11 @@ def test_strategy_killed_with_snapshots(dataset, uninterrupted, tmp_path, every)
             strategies.append(s)
             serr = os.path.join(w, f"strategy{k}.err")
             deadline = time.monotonic() + 300
+            # Killed once it chose its start (with a snapshot there: it
+            # says which), then anywhere: mid-replay or live.
             while time.monotonic() < deadline and p.poll() is None and s.poll() is None and \
-                    not ("attached" in read(serr) and reached_or_past(journal, mark)):
+                    not ("attached" in read(serr) and reached_or_past(journal, mark) and
+                         (not had[k] or "snapshot" in read(serr))):
                 time.sleep(0.002)
             assert p.poll() is None and s.poll() is None, \
                 (seed, marks, k, read(serr)[-2000:], read(gw_err)[-2000:])
@@ -535,14 +544,15 @@ SNAP_POINTS = {1: "half the temporary written", 2: "the temporary whole, before 
 def test_strategy_killed_inside_snapshot_writes(dataset, uninterrupted, tmp_path):
     """The strategy process killed -9 inside a snapshot's write, at each of
     the writer's points (TW_TRADE_TEST_SNAP_KILL=AT:N: it kills itself at
-    point AT of its N-th write, N seeded), a strategy started by hand after
-    each (the gateway with `--no-spawn`): a temporary left behind is never
+    point AT of its second write: the first is whole, and early in the run,
+    so a writer whose fsyncs make it skip copies still gets there), a
+    strategy started by hand after each (the gateway with `--no-spawn`): a
+    temporary left behind is never
     loaded, a snapshot renamed into place is; each restart after a written
     snapshot recovers from one; parity with the sweep, the strategy
     process's digest equal to the journal's replay, the uninterrupted run's
     fills, each ClOrdID once."""
-    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
-    rng = random.Random(seed)
+    seed = "points 1, 2, 3 of write 2"
     w = str(tmp_path)
     snaps = os.path.join(w, "store", "venue.journal") + ".snap"
     venue, config, insts = crash_setup_run(w, dataset["paths"],
@@ -550,28 +560,12 @@ def test_strategy_killed_inside_snapshot_writes(dataset, uninterrupted, tmp_path
     gw_err = os.path.join(w, "trader0.err")
     strategies, plan, left = [], [], []
     try:
-        p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
-                              "--no-spawn"],
-                             stdout=open(os.path.join(w, "trader0.out"), "w"),
-                             stderr=open(gw_err, "w"))
-        sock = None
-        deadline = time.monotonic() + 60
-        while sock is None and time.monotonic() < deadline and p.poll() is None:
-            m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
-            sock = m.group(1) if m else None
-            time.sleep(0.01)
-        assert sock, read(gw_err)[-2000:]
+        p, sock = no_spawn_gateway(config, w)
 
         def strategy(k, kill=None):
-            env = dict(os.environ)
-            env.pop("TW_TRADE_TEST_SNAP_KILL", None)
-            if kill:
-                env["TW_TRADE_TEST_SNAP_KILL"] = f"{kill[0]}:{kill[1]}"
-            return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
-                                    stdout=subprocess.DEVNULL, env=env,
-                                    stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+            return by_hand(sock, config, w, k, kill)
         for k, at in enumerate((1, 2, 3)):
-            kill = (at, rng.randrange(1, 4))
+            kill = (at, 2)
             plan.append(kill)
             s = strategy(k, kill)
             strategies.append(s)
@@ -606,7 +600,7 @@ def test_strategy_killed_inside_snapshot_writes(dataset, uninterrupted, tmp_path
     check_fills(log, uninterrupted["fills"], seed, plan, rep)
     err = read(gw_err)
     assert "strategy process's digest matches" in err, err[-3000:]
-    print(f"seed {seed}: processes mode, the strategy killed inside its snapshot writes "
+    print("processes mode, the strategy killed inside its snapshot writes "
           + ", ".join(f"{SNAP_POINTS[a]} (write {n})" for a, n in plan)
           + f": each restart from the newest whole snapshot; {len(log)} fills, each ClOrdID "
           "once, as the uninterrupted run")
