@@ -408,6 +408,7 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
     p->quiet = quiet;
     p->log = stderr;
     int rc = 0;
+    tw_snap_writer_stats ss;
     if (cfg->engine.log[0]) {
         p->log = fopen(cfg->engine.log, "a");
         if (!p->log) {
@@ -480,7 +481,7 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         goto out;
     rc = run(p, err);
 out:
-    tw_snap_writer_stats ss = {0};
+    memset(&ss, 0, sizeof(ss));
     if (p->snap.w) {
         tw_snap_writer_flush(p->snap.w);
         tw_snap_writer_stats_get(p->snap.w, &ss);
