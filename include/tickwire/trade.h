@@ -67,10 +67,13 @@ typedef struct tw_trade_engine_cfg {
     int strategy_auto, busy_auto;
     char auto_why[256];
     uint32_t ring_slots;           /* ring_slots = power of two, 64..1048576 [4096] */
-    /* snapshot_every = N events: the strategy core's state handed to the
-     * snapshot writer every N events, 0 = none [50000]; snapshot_keep =
-     * the snapshots kept, 1..64 [2] (threads mode; crash.md) */
+    /* snapshot_every = N events: the strategy's state handed to the
+     * snapshot writer every N events, 0 = none [50000];
+     * snapshot_interval_ms = T: also when T ms of monotonic time passed
+     * since the last one, 0 = off [0]; snapshot_keep = the snapshots
+     * kept, 1..64 [2] (both modes; crash.md) */
     uint64_t snapshot_every;
+    uint64_t snapshot_interval_ms;
     uint32_t snapshot_keep;
     uint32_t n_cpus;               /* cpus = 0,2-3: pin net cores then the strategy */
     uint16_t cpus[TW_TRADE_MAX_CPUS];

@@ -45,11 +45,12 @@ typedef struct key_def {
 /* Keys of each section, in the order docs/trade.md lists them.  The
  * index in these tables is the key's id in the setters below. */
 enum { E_REPORT, E_TRADES, E_LOG, E_JOURNAL, E_FEE, E_MODE, E_BUSY, E_RING, E_CPUS, E_STRATEGY,
-       E_SNAP_EVERY, E_SNAP_KEEP, E_N };
+       E_SNAP_EVERY, E_SNAP_KEEP, E_SNAP_INTERVAL, E_N };
 static const key_def engine_keys[E_N] = {
     { "report", KEY_REQUIRED }, { "trades", 0 }, { "log", 0 }, { "journal", 0 },
     { "fee", 0 }, { "mode", 0 }, { "busy_poll", 0 }, { "ring_slots", 0 }, { "cpus", 0 },
     { "strategy", 0 }, { "snapshot_every", 0 }, { "snapshot_keep", 0 },
+    { "snapshot_interval_ms", 0 },
 };
 enum { S_HOST, S_PORT, S_SENDER, S_TARGET, S_STORE, S_STACK, S_IP, S_GATEWAY, S_HEARTBEAT,
        S_RECMIN, S_RECMAX, S_CONNTO, S_PCAP, S_RATE, S_N };
@@ -873,6 +874,9 @@ static void set_engine(pstate *ps, int k, const char *key, const char *v)
         break;
     case E_SNAP_KEEP:
         e->snapshot_keep = (uint32_t)get_i64(ps, key, v, 1, 64);
+        break;
+    case E_SNAP_INTERVAL:
+        e->snapshot_interval_ms = (uint64_t)get_i64(ps, key, v, 0, INT64_C(86400000));
         break;
     case E_CPUS:
         if (parse_cpus(v, e) != 0)

@@ -313,28 +313,62 @@ unsigned tw__strategy_poll(void *arg, tw_reactor_now *now);
  * half, on the net cores' one loop (arg: the engine). */
 unsigned tw__inline_poll(void *arg, tw_reactor_now *now);
 
-/* ---- snapshots (snap.c; threads mode) ------------------------------------------------
+/* ---- snapshots (snap.c; both modes) ---------------------------------------------------
  *
- * The strategy core hands a copy of its state to the snapshot writer every
- * snapshot_every events (JOURNAL.snap/snap-<events>.tws: the journal seq
- * of a snapshot here is the number of events the strategy had taken); the
- * recovery starts from the newest one that loads. */
+ * The strategy's core hands a copy of its state to the snapshot writer
+ * every snapshot_every events and/or snapshot_interval_ms
+ * (JOURNAL.snap/snap-<events>.tws: the journal seq of a snapshot here is
+ * the number of events the strategy had taken); a recovery starts from
+ * the newest one that loads.  Threads mode: the strategy core's (host.c);
+ * processes mode: the strategy process's (strategy_proc.c). */
+
+#define TW__SNAP_DIR_MAX (TW_TRADE_STR_MAX + 32)
+
+typedef struct tw__snapper {
+    tw_snap_writer *w;     /* NULL: no snapshots */
+    uint64_t every, next;  /* the next copy at this event count (UINT64_MAX: none) */
+    int64_t interval_ns, next_ns; /* and at this monotonic time (INT64_MAX: none) */
+    char dir[TW__SNAP_DIR_MAX];
+    uint8_t digest[TW_SNAP_DIGEST_BYTES];
+    char *kernels;
+    size_t klen;
+} tw__snapper;
+
+/* The writer started for the strategy s of run run_id that took events
+ * events so far (a no-op with neither snapshot_every nor
+ * snapshot_interval_ms); hook: the writer's test hook (snapshot.h,
+ * tw_snap_write_cfg; NULL: none).  0 or a negative errno with err. */
+int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
+                     uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
+                     int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                     tw_error *err);
+/* Stops the writer (what was committed is written). */
+void tw__snapper_close(tw__snapper *p);
+/* Whether the copy is due after an event (events taken, now_ns: the
+ * core's time of the event, no clock read of its own). */
+static inline int tw__snapper_due(const tw__snapper *p, uint64_t events, int64_t now_ns)
+{
+    return p->w && (events >= p->next || now_ns >= p->next_ns);
+}
+/* The copy of s after events events (pend[0, np): its intents still on
+ * their way), handed to the writer. */
+void tw__snapper_take(tw__snapper *p, const tw_strategy *s, uint64_t events, const tw_out *pend,
+                      uint32_t np, int64_t now_ns);
+/* The snapshots of the journal's run deleted (a new run). */
+void tw__snap_clear(const char *journal_path);
+/* Recovery: the newest snapshot of run run_id that checks out, loaded into
+ * s (a fresh strategy of the configuration; after an error it must be
+ * built again); *events: the events it reflects.  The reasons of any set
+ * aside go to log.  0; -ENOENT (none); or the error (err) of one that is
+ * of another configuration or does not load. */
+int tw__snap_newest(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
+                    size_t out_cap, uint64_t *events, tw_error *err);
 
 /* After the recovery (or a new run: the snapshots of the last run
- * deleted), threads mode with snapshot_every > 0: the writer started.  0
- * or a negative errno with err. */
+ * deleted): threads mode, the strategy core's writer started.  0 or a
+ * negative errno with err. */
 int tw__snap_open(tw_trade_engine *e, tw_error *err);
-/* Stops the writer (what was committed is written). */
 void tw__snap_close(tw_trade_engine *e);
-/* Strategy core, between events, when next_evseq reached snap_next: the
- * copy, handed to the writer. */
-void tw__snap_take(tw_trade_engine *e);
-/* Recovery: the newest snapshot of this run that checks out, loaded into
- * s (a fresh strategy of the configuration; after an error it must be
- * built again); *events: the events it reflects.  0; -ENOENT (none: the reasons of any set aside logged); or
- * the error (err) of one that is of another configuration or does not
- * load. */
-int tw__snap_newest(tw_trade_engine *e, tw_strategy *s, uint64_t *events, tw_error *err);
 
 /* ---- recovery (recover.c) --------------------------------------------------------- */
 
@@ -425,14 +459,8 @@ struct tw_trade_engine {
     int64_t replay_kernel_ns; /* of it, the events through the strategy (the kernel) */
     int64_t first_bar_ns;  /* strategy core: the first bar after the replay (0: none yet) */
     int recovered;
-    /* Snapshots (snap.c, threads mode): the writer, the strategy core's
-     * next copy (an event number), what the loader expects. */
-    tw_snap_writer *snapw;
-    uint64_t snap_next;
-    char snap_dir[TW_TRADE_STR_MAX + 32];
-    uint8_t snap_digest[TW_SNAP_DIGEST_BYTES];
-    char *snap_kernels;
-    size_t snap_klen, snap_bytes;
+    /* Snapshots (snap.c, threads mode): the strategy core's. */
+    tw__snapper snap;
     int snap_recovered; /* the recovery started from a snapshot */
     /* Processes mode: the attach segment, the strategy process. */
     int procs;             /* [engine] mode = processes */

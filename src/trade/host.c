@@ -153,7 +153,7 @@ static int flush_pending(tw_trade_engine *e)
  * returns how many it took.  A ring's records are in number order, and
  * every number is in exactly one ring, so taking whichever ring holds the
  * next number is the journal's order (evlog.c). */
-static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped)
+static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped, int64_t now_ns)
 {
     const void *v;
     uint32_t n = tw_ring_peek_sc(r, TW_REACTOR_BURST, &v);
@@ -183,8 +183,10 @@ static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped)
         e->pend_off = 0;
         e->pend_n = m;
         const int flushed = flush_pending(e);
-        if (e->snapw && e->next_evseq >= e->snap_next)
-            tw__snap_take(e);
+        if (tw__snapper_due(&e->snap, e->next_evseq, now_ns))
+            /* The intents of the last event still on their way to the rings. */
+            tw__snapper_take(&e->snap, e->host.s, e->next_evseq, e->host.out + e->pend_off,
+                             (uint32_t)(e->pend_n - e->pend_off), now_ns);
         if (!flushed)
             break;
     }
@@ -205,16 +207,15 @@ static int next_ready(tw_trade_engine *e, tw_ring *r)
 unsigned tw__strategy_poll(void *arg, tw_reactor_now *now)
 {
     tw_trade_engine *e = arg;
-    (void)now;
     unsigned work = 0;
     if (e->pend_n && !flush_pending(e))
         return 0; /* an outbound ring is full: its net core must drain it */
     /* Acquire pairs with the control thread's release-store of phase. */
     int stopped = __atomic_load_n(&e->phase, __ATOMIC_ACQUIRE) == TW__PH_STOPPING;
     for (int pass = 0; pass < 4 && e->pend_n == 0; pass++) {
-        unsigned got = take(e, e->ctl, stopped);
+        unsigned got = take(e, e->ctl, stopped, now->ns);
         for (uint32_t k = 0; k < e->n_gw && e->pend_n == 0; k++)
-            got += take(e, tw__gw_in(e->gw[k]), stopped);
+            got += take(e, tw__gw_in(e->gw[k]), stopped, now->ns);
         work += got;
         if (!got)
             break; /* the next number is in no ring yet (on its way) */

@@ -150,3 +150,87 @@ void tw__intents_settle(tw__intents *s, int (*before)(void *ctx, uint32_t type, 
         }
     }
 }
+
+/* Decided before the snapshot s (its state as loaded): an order whose
+ * decision bar its instrument had passed (a flatten: one of the flatten
+ * orders counted), and a cancel of such an order unless the order was
+ * still open at s without one written. */
+typedef struct before_ctx {
+    const tw_strategy *s;
+} before_ctx;
+
+static int open_at(const tw_strategy *s, uint64_t id, int *cancel_sent)
+{
+    tw_strategy_open_order o[TW_STRATEGY_MAX_OPEN + 1];
+    uint32_t i = tw_order_id_instance(id);
+    size_t n = tw_strategy_open_orders(s, i, o, TW_ARRAY_SIZE(o));
+    for (size_t j = 0; j < n && j < TW_ARRAY_SIZE(o); j++)
+        if (o[j].id == id) {
+            *cancel_sent = o[j].cancel_sent;
+            return 1;
+        }
+    return 0;
+}
+
+static int decided_before(void *ctx, uint32_t type, uint64_t id)
+{
+    const tw_strategy *s = ((before_ctx *)ctx)->s;
+    uint32_t i = tw_order_id_instance(id);
+    if (i >= tw_strategy_n_instances(s))
+        return 0;
+    int order_before;
+    if (tw_order_id_kind(id) == TW_ORDER_FLATTEN) {
+        order_before = tw_order_id_seq(id) < tw_strategy_flatten_orders(s);
+    } else {
+        tw_instance_stats st;
+        tw_strategy_instance(s, i, &st);
+        int64_t last = tw_strategy_last_bar(s, st.instrument);
+        order_before = last >= 0 && tw_order_id_seq(id) <= (uint64_t)last;
+    }
+    if (type == TW_OUT_ORDER || !order_before)
+        return order_before;
+    int cancel_sent = 0;
+    return !open_at(s, id, &cancel_sent) || cancel_sent;
+}
+
+int tw__intents_of_state(const tw_strategy *s, int (*fn)(void *ctx, const tw_out *o), void *ctx)
+{
+    for (uint32_t i = 0; i < tw_strategy_n_instances(s); i++) {
+        tw_strategy_open_order o[TW_STRATEGY_MAX_OPEN + 1];
+        size_t n = tw_strategy_open_orders(s, i, o, TW_ARRAY_SIZE(o));
+        tw_instance_stats st;
+        tw_strategy_instance(s, i, &st);
+        for (size_t j = 0; j < n && j < TW_ARRAY_SIZE(o); j++) {
+            int64_t q = o[j].remaining < 0 ? -o[j].remaining : o[j].remaining;
+            tw_out x = {.type = TW_OUT_ORDER,
+                        .side = o[j].remaining > 0 ? TW_SIDE_BUY : TW_SIDE_SELL,
+                        .session = (uint16_t)tw_strategy_instrument_session(s, st.instrument),
+                        .instance = i,
+                        .instrument = st.instrument,
+                        .qty = (int32_t)q,
+                        .order_id = o[j].id,
+                        .ref = o[j].bar};
+            int r = fn(ctx, &x);
+            if (r == 0 && o[j].cancel_sent) {
+                x.type = TW_OUT_CANCEL;
+                r = fn(ctx, &x);
+            }
+            if (r != 0)
+                return r;
+        }
+    }
+    for (uint32_t j = 0; j < tw_strategy_n_sessions(s); j++)
+        if (tw_strategy_session_logged_out(s, j)) {
+            tw_out x = {.type = TW_OUT_LOGOUT, .session = (uint16_t)j};
+            int r = fn(ctx, &x);
+            if (r != 0)
+                return r;
+        }
+    return 0;
+}
+
+void tw__intents_settle_state(tw__intents *sent, const tw_strategy *s)
+{
+    before_ctx bc = {s};
+    tw__intents_settle(sent, decided_before, &bc);
+}

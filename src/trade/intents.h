@@ -67,6 +67,14 @@ uint64_t tw__intents_left(const tw__intents *s, uint32_t types);
 void tw__intents_settle(tw__intents *s, int (*before)(void *ctx, uint32_t type, uint64_t id),
                         void *ctx);
 
+/* A strategy loaded from a snapshot (its state as loaded): fn(ctx, o) on
+ * each intent it had decided and maybe not sent (its open orders, the
+ * cancels written for them, the sessions' LOGOUTs), to decide them again
+ * (take, and send what is new).  0 or fn's error. */
+int tw__intents_of_state(const tw_strategy *s, int (*fn)(void *ctx, const tw_out *o), void *ctx);
+/* Then: every order and cancel it had decided, settled (tw__intents_settle). */
+void tw__intents_settle_state(tw__intents *sent, const tw_strategy *s);
+
 /* Bits for tw__intents_left. */
 #define TW__INTENT_ORDERS ((1u << TW_OUT_ORDER) | (1u << TW_OUT_CANCEL))
 #define TW__INTENT_ALL (~0u)

@@ -288,90 +288,24 @@ static void store_order(void *ctx, char kind, uint64_t id)
 }
 
 
-/* Decided before the snapshot s (its state as loaded): an order whose
- * decision bar its instrument had passed (a flatten: one of the flatten
- * orders counted), and a cancel of such an order unless the order was
- * still open at s without one written. */
-typedef struct before_ctx {
-    const tw_strategy *s;
-} before_ctx;
-
-static int open_at(const tw_strategy *s, uint64_t id, int *cancel_sent)
+static int redecide(void *ctx, const tw_out *o)
 {
-    tw_strategy_open_order o[TW_STRATEGY_MAX_OPEN + 1];
-    uint32_t i = tw_order_id_instance(id);
-    size_t n = tw_strategy_open_orders(s, i, o, TW_ARRAY_SIZE(o));
-    for (size_t j = 0; j < n && j < TW_ARRAY_SIZE(o); j++)
-        if (o[j].id == id) {
-            *cancel_sent = o[j].cancel_sent;
-            return 1;
-        }
-    return 0;
-}
-
-static int decided_before(void *ctx, uint32_t type, uint64_t id)
-{
-    const tw_strategy *s = ((before_ctx *)ctx)->s;
-    uint32_t i = tw_order_id_instance(id);
-    if (i >= tw_strategy_n_instances(s))
-        return 0;
-    int order_before;
-    if (tw_order_id_kind(id) == TW_ORDER_FLATTEN) {
-        order_before = tw_order_id_seq(id) < tw_strategy_flatten_orders(s);
-    } else {
-        tw_instance_stats st;
-        tw_strategy_instance(s, i, &st);
-        int64_t last = tw_strategy_last_bar(s, st.instrument);
-        order_before = last >= 0 && tw_order_id_seq(id) <= (uint64_t)last;
-    }
-    if (type == TW_OUT_ORDER || !order_before)
-        return order_before;
-    int cancel_sent = 0;
-    return !open_at(s, id, &cancel_sent) || cancel_sent;
+    void **c = ctx;
+    return decided(c[0], c[1], o);
 }
 
 /* The state loaded from a snapshot: what it had decided and maybe not
- * sent (its open orders, the cancels written for them, the sessions'
- * logouts, FINISHED) is decided again; everything else it had decided is
- * settled. */
+ * sent is decided again, everything else it had decided is settled
+ * (intents.h, the strategy process's rule too). */
 static int from_snapshot(tw_trade_engine *e, replay_ctx *rp, tw__intents *sent)
 {
-    const tw_strategy *s = e->host.s;
-    for (uint32_t i = 0; i < tw_strategy_n_instances(s); i++) {
-        tw_strategy_open_order o[TW_STRATEGY_MAX_OPEN + 1];
-        size_t n = tw_strategy_open_orders(s, i, o, TW_ARRAY_SIZE(o));
-        tw_instance_stats st;
-        tw_strategy_instance(s, i, &st);
-        for (size_t j = 0; j < n && j < TW_ARRAY_SIZE(o); j++) {
-            int64_t q = o[j].remaining < 0 ? -o[j].remaining : o[j].remaining;
-            tw_out x = {.type = TW_OUT_ORDER,
-                        .side = o[j].remaining > 0 ? TW_SIDE_BUY : TW_SIDE_SELL,
-                        .session = (uint16_t)tw_strategy_instrument_session(s, st.instrument),
-                        .instance = i,
-                        .instrument = st.instrument,
-                        .qty = (int32_t)q,
-                        .order_id = o[j].id,
-                        .ref = o[j].bar};
-            int r = decided(e, rp, &x);
-            if (r == 0 && o[j].cancel_sent) {
-                x.type = TW_OUT_CANCEL;
-                r = decided(e, rp, &x);
-            }
-            if (r != 0)
-                return r;
-        }
-    }
-    for (uint32_t j = 0; j < tw_strategy_n_sessions(s); j++)
-        if (tw_strategy_session_logged_out(s, j)) {
-            tw_out x = {.type = TW_OUT_LOGOUT, .session = (uint16_t)j};
-            int r = decided(e, rp, &x);
-            if (r != 0)
-                return r;
-        }
-    if (tw_strategy_finished(s))
+    void *c[2] = {e, rp};
+    int r = tw__intents_of_state(e->host.s, redecide, c);
+    if (r != 0)
+        return r;
+    if (tw_strategy_finished(e->host.s))
         __atomic_store_n(&e->finished, 1, __ATOMIC_RELEASE);
-    before_ctx bc = {s};
-    tw__intents_settle(sent, decided_before, &bc);
+    tw__intents_settle_state(sent, e->host.s);
     return 0;
 }
 
@@ -436,10 +370,12 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
     /* 2. The replay.  Threads mode: from the newest snapshot that loads
      * (its state, then the events after it; the net cores still take
      * every record), else from the first event. */
-    if (!e->procs && cfg->engine.snapshot_every && e->have_journal) {
+    if (!e->procs && e->have_journal &&
+        (cfg->engine.snapshot_every || cfg->engine.snapshot_interval_ms)) {
         tw_error se = {0};
         uint64_t n_events = 0;
-        int sr = tw__snap_newest(e, e->host.s, &n_events, &se);
+        int sr = tw__snap_newest(e->log, e->journal_path, e->run_id, e->host.s, e->host.out_cap,
+                                 &n_events, &se);
         if (sr == 0 && n_events <= sc.n_ev) {
             if ((rc = from_snapshot(e, &rp, &sent)) != 0) {
                 tw__err(err, rc, "journal: out of memory");

@@ -8,8 +8,12 @@
  * written before it attached or fell out of a full ring, the rings for
  * the rest).  So a strategy started after another one died rebuilds the
  * same state by replaying the journal through the same kernel from the
- * first bar, and decides again every intent its predecessors decided,
- * with the same order ids (tw_order_id(instance, decision bar)):
+ * first bar (or, with snapshots, from the newest snapshot of the run that
+ * checks out: snap.c; the records before it are read, not replayed, and
+ * what its state had decided and maybe not sent is decided again by the
+ * rule the threads-mode recovery uses, intents.h), and decides again
+ * every intent its predecessors decided, with the same order ids
+ * (tw_order_id(instance, decision bar)):
  *
  *   - the journal's OUT records below resume_end (the journal's end when
  *     it attached) are what the gateway sent for earlier strategies: a
@@ -56,7 +60,29 @@ typedef struct sp {
     uint64_t suppressed, sent_new, events, bars;
     tw__resumed fig;
     int resumed_sent;
+    tw_strategy_hooks hooks;
+    /* Snapshots (snap.c): the run (META), the journal's events below
+     * resume_end, the events taken (every EV record, as the threads-mode
+     * core counts them), those the loaded snapshot had taken. */
+    char journal_path[TW__SNAP_DIR_MAX];
+    uint64_t run_id, prior_ev, ev_n, skip_ev;
+    int from_snap;
+    tw__snapper snap;
+    int kill_at;           /* tests (TW__SNAP_KILL_ENV): the point, 0: none */
+    uint32_t kill_nth, kill_seen;
 } sp;
+
+/* Tests only: "AT:N" kills the strategy process (SIGKILL, itself) at
+ * point AT (snapshot.h, TW_SNAP_AT_*) of its N-th snapshot write, so a
+ * test kills it inside a write at a point it chose, not by timing. */
+#define TW__SNAP_KILL_ENV "TW_TRADE_TEST_SNAP_KILL"
+
+static void kill_hook(int at, void *arg)
+{
+    sp *p = arg; /* the writer's thread alone calls it */
+    if (at == p->kill_at && ++p->kill_seen == p->kill_nth)
+        kill(getpid(), SIGKILL);
+}
 
 /* ---- hooks --------------------------------------------------------------------- */
 
@@ -117,6 +143,7 @@ static int check_meta(sp *p, const tw_journal_rec *rec, tw_error *err)
 {
     tw__jr_meta m;
     int rc = tw__evlog_meta_check(rec, p->cfg, &m);
+    p->run_id = m.run_id;
     if (rc == -TW_EFORMAT)
         return tw__err(err, -TW_EFORMAT, "the journal's first record is not the engine's META");
     if (rc != 0)
@@ -150,6 +177,8 @@ static int prescan(sp *p, tw_error *err)
             if (first) {
                 rv = check_meta(p, &recs[i], err);
                 first = 0;
+            } else if (tw_journal_rec_kind(&recs[i]) == TW_JOURNAL_EV) {
+                p->prior_ev++;
             } else if ((rv = tw__intents_add_records(&p->sent, &recs[i], 1,
                                                      p->st.resume_end)) != 0) {
                 tw__err(err, rv, "out of memory");
@@ -167,6 +196,8 @@ static int on_ev(sp *p, const tw_journal_rec *rec, tw_error *err)
     tw_ev ev;
     memcpy(&ev, rec->payload, sizeof(ev));
     int replay = rec->seq < p->st.resume_end;
+    if (++p->ev_n <= p->skip_ev)
+        return 0; /* the loaded snapshot's state has it */
     if (replay)
         ev.tsc_rx = ev.tsc_tcp = ev.tsc_parse = 0; /* the live run's stamps */
     if (p->stopped && (ev.type == TW_EV_BAR || ev.type == TW_EV_BARRIER))
@@ -195,6 +226,10 @@ static int on_ev(sp *p, const tw_journal_rec *rec, tw_error *err)
             return rc;
         p->sent_new++;
     }
+    /* Every intent of the event is in its ring: nothing pending. */
+    const int64_t now = tw_tsc_to_ns(tw_tsc_default(), t);
+    if (!replay && tw__snapper_due(&p->snap, p->ev_n, now))
+        tw__snapper_take(&p->snap, p->host.s, p->ev_n, NULL, 0, now);
     if (!replay && ev.type == TW_EV_BAR && !p->resumed_sent) {
         p->fig.first_bar_ns = tw_clock_now_ns();
         p->resumed_sent = 1;
@@ -229,7 +264,9 @@ static int replay_done(sp *p, tw_error *err)
     p->fig.replay_end_ns = tw_clock_now_ns();
     p->fig.events = p->events;
     p->fig.bars = p->bars;
-    uint64_t left = tw__intents_left(&p->sent, TW__INTENT_ALL);
+    /* From a snapshot: the acks, logouts and FINISHED decided before it
+     * are not decided again (its orders and cancels are settled). */
+    uint64_t left = tw__intents_left(&p->sent, p->from_snap ? TW__INTENT_ORDERS : TW__INTENT_ALL);
     if (left) {
         /* Deterministic cores decide again what they decided: one that
          * does not is not the strategy that ran. */
@@ -245,6 +282,62 @@ static int replay_done(sp *p, tw_error *err)
                 (unsigned long long)p->suppressed, (unsigned long long)p->sent_new);
     fflush(p->log);
     return 0;
+}
+
+/* An intent the loaded state had decided and maybe not sent: sent once. */
+static int redecide(void *ctx, const tw_out *o)
+{
+    sp *p = ctx;
+    if (tw__intents_take(&p->sent, o) != TW__INTENT_NEW) {
+        p->suppressed++;
+        return 0;
+    }
+    if (o->session >= p->st.n_cores)
+        return -EINVAL;
+    tw_error e = {0};
+    int rc = send_out(p, o, &e);
+    p->sent_new += rc == 0;
+    return rc;
+}
+
+/* The newest snapshot of the run that checks out (snap.c, as the
+ * threads-mode recovery): its state, then only the events after it
+ * through the strategy (the records before it are read, not replayed).
+ * None, or one that does not load: the replay from the first event. */
+static int from_snapshot(sp *p, tw_error *err)
+{
+    const tw_trade_config *cfg = p->cfg;
+    if (!cfg->engine.snapshot_every && !cfg->engine.snapshot_interval_ms)
+        return 0;
+    tw_error se = {0};
+    uint64_t n = 0;
+    int sr = tw__snap_newest(p->log, p->journal_path, p->run_id, p->host.s, p->host.out_cap, &n,
+                             &se);
+    if (sr == 0 && n <= p->prior_ev) {
+        p->skip_ev = n;
+        p->from_snap = 1;
+        p->finished = tw_strategy_finished(p->host.s);
+        fprintf(p->log, "tickwire trade: strategy process %d: recovering from the snapshot of "
+                "event %llu\n", (int)getpid(), (unsigned long long)n);
+        fflush(p->log);
+        int rc = tw__intents_of_state(p->host.s, redecide, p);
+        if (rc != 0)
+            return tw__err(err, rc, "sending the snapshot's open intents: %s", tw_strerror(rc));
+        tw__intents_settle_state(&p->sent, p->host.s);
+        return 0;
+    }
+    if (sr == 0)
+        fprintf(p->log, "tickwire trade: strategy process %d: snapshot of event %llu not used: "
+                "beyond the journal's %llu events\n", (int)getpid(), (unsigned long long)n,
+                (unsigned long long)p->prior_ev);
+    else if (sr != -ENOENT)
+        fprintf(p->log, "tickwire trade: strategy process %d: snapshot not used: %s\n",
+                (int)getpid(), se.msg);
+    fflush(p->log);
+    if (sr == -ENOENT)
+        return 0;
+    /* A load that failed may have left part of a state: again. */
+    return tw__host_build(&p->host, cfg, &p->hooks, err);
 }
 
 static int run(sp *p, tw_error *err)
@@ -315,6 +408,7 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
     p->quiet = quiet;
     p->log = stderr;
     int rc = 0;
+    tw_snap_writer_stats ss;
     if (cfg->engine.log[0]) {
         p->log = fopen(cfg->engine.log, "a");
         if (!p->log) {
@@ -324,9 +418,13 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         }
         p->own_log = 1;
     }
-    if ((rc = tw__host_build(&p->host, cfg, &(tw_strategy_hooks){.log = on_log, .ctx = p},
-                             err)) != 0)
+    p->hooks = (tw_strategy_hooks){.log = on_log, .ctx = p};
+    if ((rc = tw__host_build(&p->host, cfg, &p->hooks, err)) != 0)
         goto out;
+    tw__evlog_path(cfg, p->journal_path, sizeof(p->journal_path));
+    const char *sk = getenv(TW__SNAP_KILL_ENV);
+    if (sk && sscanf(sk, "%d:%u", &p->kill_at, &p->kill_nth) != 2)
+        p->kill_at = 0;
     const char *gp = getenv(TW__GATEWAY_PID_ENV);
     if (gp) {
         /* Spawned by a gateway: die with it.  getppid() after the prctl
@@ -374,13 +472,28 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
     fflush(p->log);
     if ((rc = prescan(p, err)) != 0)
         goto out;
+    if ((rc = from_snapshot(p, err)) != 0)
+        goto out;
+    if ((rc = tw__snapper_open(&p->snap, cfg, p->journal_path, p->run_id, p->host.s,
+                               p->host.out_cap, p->skip_ev,
+                               tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read()),
+                               p->kill_at ? kill_hook : NULL, p, err)) != 0)
+        goto out;
     rc = run(p, err);
 out:
+    memset(&ss, 0, sizeof(ss));
+    if (p->snap.w) {
+        tw_snap_writer_flush(p->snap.w);
+        tw_snap_writer_stats_get(p->snap.w, &ss);
+    }
+    tw__snapper_close(&p->snap); /* what was committed is written */
     if (p->attached)
         tw_attach_st_close(&p->st);
     if (rc == 0 && !quiet)
-        fprintf(p->log, "tickwire trade: strategy process %d: the gateway ended the run\n",
-                (int)getpid());
+        fprintf(p->log, "tickwire trade: strategy process %d: the gateway ended the run "
+                "(snapshots: %llu written, %llu skipped with the writer busy, %llu failed)\n",
+                (int)getpid(), (unsigned long long)ss.written, (unsigned long long)ss.skipped,
+                (unsigned long long)ss.failed);
     if (p->own_log)
         fclose(p->log);
     tw__intents_free(&p->sent);

@@ -60,6 +60,8 @@ static void test_example(void)
     CHECK(c->engine.strategy == TW_TRADE_STRATEGY_INLINE); /* one session */
     CHECK(strstr(c->engine.auto_why, "strategy = inline (auto: one session") != NULL);
     CHECK(c->engine.ring_slots == 4096 && c->engine.n_cpus == 0);
+    CHECK(c->engine.snapshot_every == 50000 && c->engine.snapshot_interval_ms == 0 &&
+          c->engine.snapshot_keep == 2);
     CHECK_EQ(c->n_sessions, 1);
     const tw_trade_session_cfg *se = &c->sessions[0];
     CHECK(!strcmp(se->name, "venue") && !strcmp(se->host, "127.0.0.1") && se->port == 9878);
@@ -112,6 +114,9 @@ static const char full[] =
     "mode = processes\r\n"
     "busy_poll = yes\r\n"
     "ring_slots = 1024\r\n"
+    "snapshot_every = 300\r\n"
+    "snapshot_interval_ms = 250\r\n"
+    "snapshot_keep = 3\r\n"
     "cpus = 3, 0-1\r\n"
     "[session a]\r\n"
     "host = venue.example\r\n"
@@ -168,6 +173,7 @@ static void test_full(void)
     CHECK(e->fee == 0.0 && e->mode == TW_TRADE_PROCESSES && e->busy_poll == 1);
     CHECK(e->ring_slots == 1024 && e->n_cpus == 3 && e->cpus[0] == 3 && e->cpus[1] == 0 &&
           e->cpus[2] == 1);
+    CHECK(e->snapshot_every == 300 && e->snapshot_interval_ms == 250 && e->snapshot_keep == 3);
     CHECK_EQ(c->n_sessions, 2);
     const tw_trade_session_cfg *a = &c->sessions[0], *b = &c->sessions[1];
     CHECK(!strcmp(a->host, "venue.example") && a->port == 1 && a->stack == TW_STACK_KERNEL);
@@ -415,6 +421,9 @@ static const bad_case bad[] = {
       INSTR STRAT RISK, 3, "strategy = inline: 5 sessions, at most 4 on its one thread" },
     { ENGINE "ring_slots = 100\n" SESSION INSTR STRAT RISK, 3, "not a power of two" },
     { ENGINE "ring_slots = 32\n" SESSION INSTR STRAT RISK, 3, "ring_slots: '32'" },
+    { ENGINE "snapshot_interval_ms = -1\n" SESSION INSTR STRAT RISK, 3, "snapshot_interval_ms" },
+    { ENGINE "snapshot_interval_ms = 86400001\n" SESSION INSTR STRAT RISK, 3,
+      "snapshot_interval_ms" },
     { ENGINE "cpus = 1-0\n" SESSION INSTR STRAT RISK, 3, "cpus: '1-0'" },
     { ENGINE "cpus = 0,0\n" SESSION INSTR STRAT RISK, 3, "cpus: '0,0'" },
     { ENGINE "cpus = 1024\n" SESSION INSTR STRAT RISK, 3, "cpus: '1024'" },

@@ -298,6 +298,36 @@ def alive(pid):
     return st[st.rindex(")") + 2] not in "ZX"
 
 
+def no_spawn_gateway(config, w):
+    """`tickwire trade --no-spawn` started in w: (the process, the socket
+    its log names for strategies started by hand)."""
+    gw_err = os.path.join(w, "trader0.err")
+    p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
+                          "--no-spawn"],
+                         stdout=open(os.path.join(w, "trader0.out"), "w"),
+                         stderr=open(gw_err, "w"))
+    sock = None
+    deadline = time.monotonic() + 60
+    while sock is None and time.monotonic() < deadline and p.poll() is None:
+        m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
+        sock = m.group(1) if m else None
+        time.sleep(0.01)
+    assert sock, read(gw_err)[-2000:]
+    return p, sock
+
+
+def by_hand(sock, config, w, k, kill=None):
+    """Strategy k started by hand (`tickwire trade --attach`); kill: (AT,
+    N) for TW_TRADE_TEST_SNAP_KILL."""
+    env = dict(os.environ)
+    env.pop("TW_TRADE_TEST_SNAP_KILL", None)
+    if kill:
+        env["TW_TRADE_TEST_SNAP_KILL"] = f"{kill[0]}:{kill[1]}"
+    return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
+                            stdout=subprocess.DEVNULL, env=env,
+                            stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+
+
 def test_strategy_attached_by_hand(dataset, uninterrupted, tmp_path):
     """`tickwire trade --no-spawn`: the gateway starts no strategy; one is
     started by hand (`tickwire trade --attach SOCK --config FILE`, SOCK
@@ -309,22 +339,10 @@ def test_strategy_attached_by_hand(dataset, uninterrupted, tmp_path):
     gw_err = os.path.join(w, "trader0.err")
     strategies = []
     try:
-        p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID),
-                              "--no-spawn"],
-                             stdout=open(os.path.join(w, "trader0.out"), "w"),
-                             stderr=open(gw_err, "w"))
-        sock = None
-        deadline = time.monotonic() + 60
-        while sock is None and time.monotonic() < deadline and p.poll() is None:
-            m = re.search(r"the strategy attaches at (\S+)", read(gw_err))
-            sock = m.group(1) if m else None
-            time.sleep(0.01)
-        assert sock, read(gw_err)[-2000:]
+        p, sock = no_spawn_gateway(config, w)
 
-        def strategy(k):
-            return subprocess.Popen([TICKWIRE, "trade", "--attach", sock, "--config", config],
-                                    stdout=subprocess.DEVNULL,
-                                    stderr=open(os.path.join(w, f"strategy{k}.err"), "w"))
+        def strategy(k, kill=None):
+            return by_hand(sock, config, w, k, kill)
         strategies.append(strategy(0))
         mark = uninterrupted["records"] // 3
         deadline = time.monotonic() + 300
@@ -358,7 +376,10 @@ def test_strategy_then_gateway_then_whole_trader_in_one_replay(dataset, uninterr
     (its strategy exits by itself; `tickwire trade` started again), then
     the whole trader at 5 (gateway and strategy together), each a later
     point of progress than the last.  At the end: parity with the sweep,
-    each ClOrdID once, the uninterrupted run's fills."""
+    each ClOrdID once, the uninterrupted run's fills.  `interval`: no event
+    count, a snapshot whenever 2 ms passed since the last one
+    (`snapshot_interval_ms`): how many there are depends on the machine,
+    so only what holds for any number is asserted."""
     seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
     rng = random.Random(seed + 2)
     total = uninterrupted["records"]
@@ -411,3 +432,175 @@ def test_strategy_then_gateway_then_whole_trader_in_one_replay(dataset, uninterr
     check_fills(log, uninterrupted["fills"], seed, marks, rep)
     print(f"seed {seed}: strategy killed 20 times, then the gateway 5, then the whole trader 5, "
           f"at journal records {marks} of {total}; {len(log)} fills, each ClOrdID once")
+
+
+def newest_snapshot(d):
+    names = sorted((n for n in os.listdir(d) if n.startswith("snap-") and n.endswith(".tws")),
+                   key=lambda n: int(n[5:-4])) if os.path.isdir(d) else []
+    return os.path.join(d, names[-1]) if names else None
+
+
+@pytest.mark.parametrize("every", ["events", "interval"])
+def test_strategy_killed_with_snapshots(dataset, uninterrupted, tmp_path, every):
+    """Snapshots every 300 events in processes mode: the strategy process
+    hands a copy of its state to its own writer thread; a strategy started
+    after one died loads the newest snapshot that checks out and takes only
+    the events after it through the kernel.  The gateway runs with
+    `--no-spawn` and the strategies are started by hand, so the test acts
+    while none is attached (the lockstep venue waits: nothing moves): each
+    is killed -9 at a seeded point of progress (during a snapshot's write
+    too, or mid-replay when the journal is past the point already); before
+    the third restart a bit of the newest snapshot is flipped (set aside
+    with its reason, an older one or the first event used).  Parity with
+    the sweep, the strategy process's digest matches the journal's replay,
+    each ClOrdID once, the uninterrupted run's fills.  `interval`: no event
+    count, a snapshot whenever 2 ms passed since the last one
+    (`snapshot_interval_ms`): how many there are depends on the machine,
+    so only what holds for any number is asserted."""
+    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    total = uninterrupted["records"]
+    marks = sorted(rng.randrange(total // 10, total * 9 // 10) for _ in range(5))
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    snaps = journal + ".snap"
+    venue, config, insts = crash_setup_run(w, dataset["paths"],
+                                           engine=dict({"mode": "processes"}, **(
+                                               {"snapshot_every": 300} if every == "events" else
+                                               {"snapshot_every": 0, "snapshot_interval_ms": 2})))
+    gw_err = os.path.join(w, "trader0.err")
+    strategies, had, flipped = [], [], None
+    try:
+        p, sock = no_spawn_gateway(config, w)
+
+        def strategy(k, kill=None):
+            return by_hand(sock, config, w, k, kill)
+        for k, mark in enumerate(marks):
+            if k == 3:
+                flipped = newest_snapshot(snaps)
+                if flipped:
+                    with open(flipped, "r+b") as f:
+                        f.seek(200)
+                        b = f.read(1)
+                        f.seek(200)
+                        f.write(bytes([b[0] ^ 0x10]))
+            had.append(newest_snapshot(snaps))
+            s = strategy(k)
+            strategies.append(s)
+            serr = os.path.join(w, f"strategy{k}.err")
+            deadline = time.monotonic() + 300
+            # Killed once it chose its start (with a snapshot there: it
+            # says which), then anywhere: mid-replay or live.
+            while time.monotonic() < deadline and p.poll() is None and s.poll() is None and \
+                    not ("attached" in read(serr) and reached_or_past(journal, mark) and
+                         (not had[k] or "snapshot" in read(serr))):
+                time.sleep(0.002)
+            assert p.poll() is None and s.poll() is None, \
+                (seed, marks, k, read(serr)[-2000:], read(gw_err)[-2000:])
+            s.send_signal(signal.SIGKILL)
+            s.wait(timeout=30)
+        had.append(newest_snapshot(snaps))
+        last = len(marks)
+        strategies.append(strategy(last))
+        rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
+        assert strategies[-1].wait(timeout=60) == 0, \
+            read(os.path.join(w, f"strategy{last}.err"))[-2000:]
+    finally:
+        for s in strategies:
+            if s.poll() is None:
+                s.kill()
+        if p.poll() is None:
+            p.kill()
+        venue.stop()
+    errs = [read(os.path.join(w, f"strategy{k}.err")) for k in range(len(marks) + 1)]
+    assert "recovering from the snapshot" not in errs[0], errs[0][-2000:]
+    used = 0
+    for k in range(1, len(marks) + 1):
+        err = errs[k]
+        m = re.search(r"recovering from the snapshot of event (\d+)", err)
+        if had[k] and k != 3:
+            # A snapshot was there when it started: it loads.
+            assert m and int(m.group(1)) > 0, (seed, marks, k, had[k], err[-2000:])
+        used += m is not None
+        assert "not used" not in err, (seed, marks, k, err[-2000:])
+    if flipped:
+        assert "set aside" in errs[3] and os.path.basename(flipped) in errs[3], errs[3][-2000:]
+        assert os.path.exists(flipped + ".bad")
+    if every == "events":
+        assert used > 0, (seed, marks, had)
+    check_fills(log, uninterrupted["fills"], seed, marks, rep)
+    err = read(gw_err)
+    assert "strategy process's digest matches" in err, err[-3000:]
+    print(f"seed {seed}: processes mode, snapshots every "
+          f"{'300 events' if every == 'events' else '2 ms'}, the strategy killed at "
+          f"journal records {marks} of {total}: {used} restarts from a snapshot; {len(log)} "
+          f"fills, each ClOrdID once, as the uninterrupted run")
+
+
+SNAP_POINTS = {1: "half the temporary written", 2: "the temporary whole, before its fsync",
+               3: "renamed into place, the older ones not yet deleted"}
+
+
+def test_strategy_killed_inside_snapshot_writes(dataset, uninterrupted, tmp_path):
+    """The strategy process killed -9 inside a snapshot's write, at each of
+    the writer's points (TW_TRADE_TEST_SNAP_KILL=AT:N: it kills itself at
+    point AT of its second write: the first is whole, and early in the run,
+    so a writer whose fsyncs make it skip copies still gets there), a
+    strategy started by hand after each (the gateway with `--no-spawn`): a
+    temporary left behind is never
+    loaded, a snapshot renamed into place is; each restart after a written
+    snapshot recovers from one; parity with the sweep, the strategy
+    process's digest equal to the journal's replay, the uninterrupted run's
+    fills, each ClOrdID once."""
+    seed = "points 1, 2, 3 of write 2"
+    w = str(tmp_path)
+    snaps = os.path.join(w, "store", "venue.journal") + ".snap"
+    venue, config, insts = crash_setup_run(w, dataset["paths"],
+                                           engine={"mode": "processes", "snapshot_every": 300})
+    gw_err = os.path.join(w, "trader0.err")
+    strategies, plan, left = [], [], []
+    try:
+        p, sock = no_spawn_gateway(config, w)
+
+        def strategy(k, kill=None):
+            return by_hand(sock, config, w, k, kill)
+        for k, at in enumerate((1, 2, 3)):
+            kill = (at, 2)
+            plan.append(kill)
+            s = strategy(k, kill)
+            strategies.append(s)
+            rc = s.wait(timeout=300)
+            assert rc == -signal.SIGKILL, (seed, plan, rc,
+                                           read(os.path.join(w, f"strategy{k}.err"))[-2000:])
+            names = sorted(os.listdir(snaps))
+            left.append(names)
+            if at in (1, 2):
+                assert any(n.endswith(".tmp") for n in names), (seed, plan, names)
+        strategies.append(strategy(3))
+        rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
+        assert strategies[-1].wait(timeout=60) == 0, \
+            read(os.path.join(w, "strategy3.err"))[-2000:]
+    finally:
+        for s in strategies:
+            if s.poll() is None:
+                s.kill()
+        if p.poll() is None:
+            p.kill()
+        venue.stop()
+    errs = [read(os.path.join(w, f"strategy{k}.err")) for k in range(4)]
+    for k in range(1, 4):
+        whole = [n for n in left[k - 1] if n.endswith(".tws")]
+        m = re.search(r"recovering from the snapshot of event (\d+)", errs[k])
+        if whole:
+            newest = max(int(n[5:-4]) for n in whole)
+            assert m and int(m.group(1)) == newest, (seed, plan, k, whole, errs[k][-2000:])
+        assert "not used" not in errs[k] and "set aside" not in errs[k], (seed, k, errs[k][-2000:])
+    # The kill after the rename: that snapshot is in place, and loads.
+    assert any(n.endswith(".tws") for n in left[2]), (seed, plan, left[2])
+    check_fills(log, uninterrupted["fills"], seed, plan, rep)
+    err = read(gw_err)
+    assert "strategy process's digest matches" in err, err[-3000:]
+    print("processes mode, the strategy killed inside its snapshot writes "
+          + ", ".join(f"{SNAP_POINTS[a]} (write {n})" for a, n in plan)
+          + f": each restart from the newest whole snapshot; {len(log)} fills, each ClOrdID "
+          "once, as the uninterrupted run")
