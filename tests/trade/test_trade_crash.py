@@ -257,9 +257,22 @@ def figures(w, clock):
 
 
 def newest_snapshot(d):
-    names = sorted(n for n in os.listdir(d) if n.startswith("snap-") and n.endswith(".tws")) \
-        if os.path.isdir(d) else []
+    names = sorted((n for n in os.listdir(d) if n.startswith("snap-") and n.endswith(".tws")),
+                   key=lambda n: int(n[5:-4])) if os.path.isdir(d) else []
     return os.path.join(d, names[-1]) if names else None
+
+
+def flip_newest_snapshot(d):
+    """Flips one bit of the newest snapshot in d (inside its sections);
+    returns its path, or None when there is none yet."""
+    path = newest_snapshot(d)
+    if path:
+        with open(path, "r+b") as f:
+            f.seek(200)
+            b = f.read(1)
+            f.seek(200)
+            f.write(bytes([b[0] ^ 0x10]))
+    return path
 
 
 # Snapshots every 300 events (threads mode): the strategy core hands a copy
@@ -294,13 +307,7 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, st
             if clock:
                 clock[-1].append(time.monotonic_ns())
             if k == 2:
-                flipped = newest_snapshot(snaps)
-                if flipped:
-                    with open(flipped, "r+b") as f:
-                        f.seek(200)
-                        b = f.read(1)
-                        f.seek(200)
-                        f.write(bytes([b[0] ^ 0x10]))
+                flipped = flip_newest_snapshot(snaps)
             killed = kill_at(config, w, k, journal, mark, seed)
             clock.append([killed, time.monotonic_ns()])
             # (None when the kill came before the first write was whole.)

@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_trade_crash import (RUN_ID, finish, journal_records, make_dataset,  # noqa: E402
                               reached, trader)
 from test_trade_crash import setup_run as crash_setup_run  # noqa: E402
+from test_trade_crash import flip_newest_snapshot, newest_snapshot  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("TICKWIRE_BUILD", "build"))
 TICKWIRE = os.path.abspath(os.environ.get("TICKWIRE_BIN", os.path.join(BUILD, "tools", "tickwire")))
@@ -434,12 +435,6 @@ def test_strategy_then_gateway_then_whole_trader_in_one_replay(dataset, uninterr
           f"at journal records {marks} of {total}; {len(log)} fills, each ClOrdID once")
 
 
-def newest_snapshot(d):
-    names = sorted((n for n in os.listdir(d) if n.startswith("snap-") and n.endswith(".tws")),
-                   key=lambda n: int(n[5:-4])) if os.path.isdir(d) else []
-    return os.path.join(d, names[-1]) if names else None
-
-
 @pytest.mark.parametrize("every", ["events", "interval"])
 def test_strategy_killed_with_snapshots(dataset, uninterrupted, tmp_path, every):
     """Snapshots every 300 events in processes mode: the strategy process
@@ -477,13 +472,7 @@ def test_strategy_killed_with_snapshots(dataset, uninterrupted, tmp_path, every)
             return by_hand(sock, config, w, k, kill)
         for k, mark in enumerate(marks):
             if k == 3:
-                flipped = newest_snapshot(snaps)
-                if flipped:
-                    with open(flipped, "r+b") as f:
-                        f.seek(200)
-                        b = f.read(1)
-                        f.seek(200)
-                        f.write(bytes([b[0] ^ 0x10]))
+                flipped = flip_newest_snapshot(snaps)
             had.append(newest_snapshot(snaps))
             s = strategy(k)
             strategies.append(s)
