@@ -58,6 +58,20 @@ int main(void)
     expect(rc, -EINVAL, &err, "mac '02:00:zz:00:00:01'");
     rc = tw__port_open_spec(&p, "memif:/tmp/a b.sock", 256, &err);
     expect(rc, -EINVAL, &err, "has a blank");
+    /* The socket's directory: named when it is missing; a relative path
+     * is made absolute (DPDK's memif takes absolute ones only), within a
+     * unix socket's 107 bytes. */
+    rc = tw__port_open_spec(&p, "memif:/nonexistent-tw-dir/m.sock", 256, &err);
+    expect(rc, -ENOENT, &err, "the socket's directory '/nonexistent-tw-dir'");
+    rc = tw__port_open_spec(&p, "memif:nonexistent-tw-dir/m.sock", 256, &err);
+    expect(rc, -ENOENT, &err, "/nonexistent-tw-dir'");
+    {
+        char longrel[160] = "memif:";
+        memset(longrel + 6, 'd', 100);
+        strcpy(longrel + 106, "/m.sock");
+        rc = tw__port_open_spec(&p, longrel, 256, &err);
+        expect(rc, -ENAMETOOLONG, &err, "longer than a unix socket's");
+    }
 #else
     rc = tw__port_open_spec(&p, "memif:/tmp/tw_x.sock", 256, &err);
     expect(rc, -ENOTSUP, &err, "memif");

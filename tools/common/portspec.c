@@ -174,12 +174,30 @@ static int open_memif(tw_port **out, const char *arg, unsigned frames, const cha
     int rc = tw__memif_spec_parse(arg, &m, err);
     if (rc)
         return rc;
+    /* net_memif checks the socket's directory with faccessat(-1, ...),
+     * which fails on a relative path: give it an absolute one, and name a
+     * missing directory ourselves. */
+    if (m.socket[0] != '/') {
+        char cwd[PATH_MAX], abs[sizeof(m.socket)];
+        if (!getcwd(cwd, sizeof(cwd)))
+            return tw__err(err, -errno, "port spec '%s': the working directory: %s", spec,
+                           strerror(errno));
+        if ((size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, m.socket) >= sizeof(abs))
+            return tw__err(err, -ENAMETOOLONG, "memif socket path longer than a unix socket's "
+                           "%zu bytes once made absolute: %s/%s", sizeof(abs) - 1, cwd, m.socket);
+        memcpy(m.socket, abs, sizeof(abs));
+    }
+    char dir[sizeof(m.socket)];
+    memcpy(dir, m.socket, sizeof(dir));
+    *strrchr(dir, '/') = 0;
+    if (access(dir[0] ? dir : "/", R_OK | W_OK) != 0)
+        return tw__err(err, -errno, "port spec '%s': the socket's directory '%s': %s", spec,
+                       dir[0] ? dir : "/", strerror(errno));
     if (m.server)
         remove_dead_socket(m.socket);
     char args[768];
     snprintf(args, sizeof(args), "socket=%s,socket-abstract=no,role=%s,id=%u,mac=%s", m.socket,
              m.server ? "server" : "client", m.id, m.mac);
-    (void)spec;
     return open_vdev(out, "net_memif", args, frames, err);
 }
 #endif
