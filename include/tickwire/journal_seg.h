@@ -60,6 +60,7 @@ typedef struct tw_jseg_cfg {
     tw_journal_fsync fsync;
     uint32_t fsync_n;
     uint64_t first_seq;     /* a new journal's first seq (0 means 1) */
+    uint64_t mmap_bytes;    /* each segment's appends into a shared mapping (journal.h) */
 } tw_jseg_cfg;
 
 typedef struct tw_jseg {
@@ -68,6 +69,7 @@ typedef struct tw_jseg {
     uint64_t segment_bytes;
     tw_journal_fsync fsync;
     uint32_t fsync_n;
+    uint64_t mmap_bytes;
     uint64_t first_seq;     /* of the oldest segment at open */
     /* Counters. */
     uint64_t segments;      /* segments in the directory (at open + created) */
@@ -119,6 +121,43 @@ int tw_jseg_reader_open(tw_jseg_reader *r, const char *dir, uint64_t from_seq,
 int tw_jseg_read_burst(tw_jseg_reader *r, tw_journal_rec *recs, uint32_t n, tw_error *err);
 void tw_jseg_reader_close(tw_jseg_reader *r);
 
+/* ---- follower --------------------------------------------------------------
+ *
+ * A reader of a journal another process is still appending to, across its
+ * rotations (the strategy process's view of the gateway's journal).  The
+ * writer publishes its next seq (the end) after each append; every record
+ * below the end exists in some segment.  A read that finds nothing new
+ * below the end means the segment it reads has ended: the directory is
+ * listed again and the segment holding the next seq opened.  Only when no
+ * segment holds it is the end passed to the segment's reader, which then
+ * names the corruption (journal.h, tw_journal_reader_expect).  dir may be a
+ * single-file journal (then it never rotates) or "/proc/self/fd/N". */
+typedef struct tw_jseg_follow {
+    tw_journal_reader cur;
+    int open_cur;
+    char dir[128];
+    uint64_t first_seq;  /* the journal's first seq at open */
+    uint64_t seg_first;  /* the segment being read */
+    uint64_t seq;        /* the next record returned */
+    uint64_t end;        /* records below it are written (the writer said) */
+    uint32_t buf_records;
+    uint64_t switches;   /* segments moved on to */
+} tw_jseg_follow;
+
+/* Opens a follower at from_seq (0: the journal's first record).  Errors
+ * as tw_jseg_reader_open. */
+int tw_jseg_follow_open(tw_jseg_follow *f, const char *dir, uint64_t from_seq,
+                        uint32_t buf_records, tw_error *err);
+/* The writer's end: records below end_seq exist.  Never lowers it. */
+void tw_jseg_follow_expect(tw_jseg_follow *f, uint64_t end_seq);
+/* Moves to seq (the next record returned).  0, or -EINVAL (below the
+ * journal's first) / the open's error for another segment. */
+int tw_jseg_follow_seek(tw_jseg_follow *f, uint64_t seq, tw_error *err);
+/* Up to n records from the follower's seq: 0 is nothing new yet; a
+ * negative code (sticky) names the segment and what is wrong. */
+int tw_jseg_follow_read(tw_jseg_follow *f, tw_journal_rec *recs, uint32_t n, tw_error *err);
+void tw_jseg_follow_close(tw_jseg_follow *f);
+
 /* ---- retention ------------------------------------------------------------- */
 
 /* Deletes the segments of dir whose every record is older than
@@ -127,6 +166,11 @@ void tw_jseg_reader_close(tw_jseg_reader *r);
  * directory.  journal_keep = all never calls it.  Returns the number
  * deleted, or a negative code (as tw_jseg_list; -errno of unlink). */
 int tw_journal_prune(const char *dir, uint64_t oldest_needed_seq, tw_error *err);
+
+/* Removes a journal: the segments of dir, then dir when nothing else is
+ * left in it (or dir itself when it is a single-file journal).  0 (also
+ * when nothing is there) or -errno with err naming what could not go. */
+int tw_jseg_remove(const char *dir, tw_error *err);
 
 #ifdef __cplusplus
 }

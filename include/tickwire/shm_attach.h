@@ -53,6 +53,7 @@
 
 #include "tickwire/common.h"
 #include "tickwire/journal.h"
+#include "tickwire/journal_seg.h"
 #include "tickwire/ring.h"
 #include "tickwire/util.h"
 
@@ -263,8 +264,11 @@ typedef struct tw_attach_gw_cfg {
     uint32_t n_cores;          /* net cores, 1..TW_ATTACH_MAX_CORES */
     uint32_t in_count;         /* slots per inbound ring (a power of two) */
     uint32_t out_count;        /* slots per outbound ring (a power of two) */
-    tw_journal *journal;       /* the gateway's journal, open (required): tw_attach_gw_put
-                                  appends to it, each strategy gets a read-only fd of it */
+    tw_journal *journal;       /* the gateway's journal, open: tw_attach_gw_put appends
+                                  to it, each strategy gets a read-only fd of it */
+    tw_jseg *jseg;             /* or a journal in segments (exactly one of the two): each
+                                  strategy gets a read-only fd of its directory and follows
+                                  it across rotations (journal_seg.h, the follower) */
     int64_t beat_timeout_ns;   /* a strategy whose beat stays still this long is killed (0: off) */
     int64_t hello_timeout_ns;  /* a connection with no HELLO/READY this long is dropped (0: 1 s) */
     int64_t exit_grace_ns;     /* a strategy that hung up has this long to be gone before it
@@ -334,6 +338,7 @@ typedef struct tw_attach_gw {
     int64_t hangup_ns;   /* when the strategy hung up (KILLING) */
     int killed;          /* KILLING: SIGKILL sent */
     tw_journal *journal;
+    tw_jseg *jseg;
     pthread_mutex_t jlock; /* serialises journal appends across cores */
     uint64_t journal_end;  /* our own copy of the header's (atomic): the doorbell's waits */
     char sock_path[TW_UNIX_PATH_MAX];
@@ -435,7 +440,9 @@ typedef struct tw_attach_st {
     uint64_t next_seq;    /* the next journal seq to hand out */
     tw_ring *in[TW_ATTACH_MAX_CORES];  /* from the checked geometry, never re-read */
     tw_ring *out[TW_ATTACH_MAX_CORES];
-    tw_journal_reader jr; /* the journal, following (from the fd the gateway passed) */
+    int jfd;              /* the journal's fd the gateway passed (a file or a directory) */
+    char jpath[32];       /* "/proc/self/fd/<jfd>": a path the journal readers take */
+    tw_jseg_follow jr;    /* the journal, following across its segments */
     uint32_t miss_polls;  /* consecutive polls without the next seq in a ring */
     uint32_t journal_after; /* go to the journal after this many such polls (multi-core) */
     uint64_t gw_beat_seen;

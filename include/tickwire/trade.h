@@ -75,6 +75,13 @@ typedef struct tw_trade_engine_cfg {
     uint64_t snapshot_every;
     uint64_t snapshot_interval_ms;
     uint32_t snapshot_keep;
+    /* journal_segment_bytes = B: the journal (a directory) starts a new
+     * segment when the next record would take the last past B, 4096..2^40
+     * [64 MiB]; journal_keep = snapshots | all: a segment is deleted once
+     * every record in it is older than the oldest kept snapshot, or never
+     * [snapshots] (crash.md) */
+    uint64_t journal_segment_bytes;
+    int journal_keep_all;
     uint32_t n_cpus;               /* cpus = 0,2-3: pin net cores then the strategy */
     uint16_t cpus[TW_TRADE_MAX_CPUS];
     int line;                      /* the [engine] header */

@@ -367,19 +367,27 @@ static void ring_reset(tw_attach_gw *g, uint32_t i)
     TW_VERIFY(tw_ring_attach(r, g->desc[i].mem_bytes, NULL) == 0);
 }
 
+/* The journal's next seq, whichever kind it is. */
+static uint64_t gw_journal_end(const tw_attach_gw *g)
+{
+    return g->jseg ? tw_jseg_next_seq(g->jseg) : tw_journal_next_seq(g->journal);
+}
+
 int tw_attach_gw_open(tw_attach_gw *g, const tw_attach_gw_cfg *cfg, tw_error *err)
 {
     memset(g, 0, sizeof(*g));
     g->memfd = g->journal_ro_fd = g->listen_fd = g->conn_fd = g->pidfd = -1;
     pthread_mutex_init(&g->jlock, NULL);
-    if (!cfg->sock_path || !cfg->journal || cfg->n_cores == 0 || cfg->n_cores > TW_ATTACH_MAX_CORES)
-        return tw__err(err, -EINVAL, "attach: a socket path, a journal and 1..%u cores are needed",
-                       TW_ATTACH_MAX_CORES);
+    if (!cfg->sock_path || !cfg->journal == !cfg->jseg || cfg->n_cores == 0 ||
+        cfg->n_cores > TW_ATTACH_MAX_CORES)
+        return tw__err(err, -EINVAL, "attach: a socket path, one journal (a file or segments) "
+                       "and 1..%u cores are needed", TW_ATTACH_MAX_CORES);
     if (strlen(cfg->sock_path) >= sizeof(g->sock_path))
         return tw__err(err, -ENAMETOOLONG, "attach: socket path too long: %s", cfg->sock_path);
     snprintf(g->sock_path, sizeof(g->sock_path), "%s", cfg->sock_path);
     g->n_cores = cfg->n_cores;
     g->journal = cfg->journal;
+    g->jseg = cfg->jseg;
     g->beat_timeout_ns = cfg->beat_timeout_ns;
     g->hello_timeout_ns = cfg->hello_timeout_ns > 0 ? cfg->hello_timeout_ns : 1000000000;
     g->exit_grace_ns = cfg->exit_grace_ns > 0 ? cfg->exit_grace_ns : 1000000000;
@@ -419,12 +427,17 @@ int tw_attach_gw_open(tw_attach_gw *g, const tw_attach_gw_cfg *cfg, tw_error *er
         goto fail;
     }
     g->hdr = (tw_attach_hdr *)g->seg;
-    char jp[64];
-    snprintf(jp, sizeof(jp), "/proc/self/fd/%d", g->journal->fd);
-    g->journal_ro_fd = open(jp, O_RDONLY | O_CLOEXEC);
+    if (g->jseg) {
+        /* The directory: the strategy lists it and follows the rotations. */
+        g->journal_ro_fd = open(g->jseg->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    } else {
+        char jp[64];
+        snprintf(jp, sizeof(jp), "/proc/self/fd/%d", g->journal->fd);
+        g->journal_ro_fd = open(jp, O_RDONLY | O_CLOEXEC);
+    }
     if (g->journal_ro_fd < 0) {
-        rc = tw__err(err, -errno, "attach: reopening journal %s read-only: %s", g->journal->name,
-                     strerror(errno));
+        rc = tw__err(err, -errno, "attach: reopening journal %s read-only: %s",
+                     g->jseg ? g->jseg->dir : g->journal->name, strerror(errno));
         goto fail;
     }
     g->listen_fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
@@ -448,9 +461,9 @@ int tw_attach_gw_open(tw_attach_gw *g, const tw_attach_gw_cfg *cfg, tw_error *er
         g->core[c].done_gen = 1;
     g->reset_gen = 1;
     g->live_gen = 0;
-    __atomic_store_n(&g->hdr->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELEASE);
+    __atomic_store_n(&g->hdr->journal_end, gw_journal_end(g), __ATOMIC_RELEASE);
     /* Relaxed: no core runs yet. */
-    __atomic_store_n(&g->journal_end, tw_journal_next_seq(g->journal), __ATOMIC_RELAXED);
+    __atomic_store_n(&g->journal_end, gw_journal_end(g), __ATOMIC_RELAXED);
     write_geometry(g);
     g->state = TW_ATTACH_GW_WAITING;
     return 0;
@@ -792,13 +805,14 @@ static int append_quiet(tw_attach_gw *g, uint32_t kind, const void *payload,
                         tw_journal_rec *rec)
 {
     pthread_mutex_lock(&g->jlock);
-    int rc = tw_journal_append(g->journal, kind, payload, rec);
+    int rc = g->jseg ? tw_jseg_append(g->jseg, kind, payload, rec)
+                     : tw_journal_append(g->journal, kind, payload, rec);
     if (rc == 0)
         /* Release pairs with the strategy's acquire-load of journal_end in
          * tw_attach_st_next_burst: the record is in the journal (the page
          * cache) before the strategy can see the end past it. */
     {
-        uint64_t end = tw_journal_next_seq(g->journal);
+        uint64_t end = gw_journal_end(g);
         __atomic_store_n(&g->hdr->journal_end, end, __ATOMIC_RELEASE);
         /* Relaxed: the waits below read it to decide whether to sleep;
          * the doorbell's fences order it (see tw_attach_gw_wait). */
@@ -893,8 +907,8 @@ int tw_attach_st_wait(tw_attach_st *s, int64_t timeout_ns)
 int tw_attach_st_connect(tw_attach_st *s, const char *sock_path, int timeout_ms, tw_error *err)
 {
     memset(s, 0, sizeof(*s));
-    s->sock = s->memfd = -1;
-    s->jr.fd = -1;
+    s->sock = s->memfd = s->jfd = -1;
+    s->jr.cur.fd = -1;
     s->journal_after = 64;
     struct sockaddr_un a;
     socklen_t alen;
@@ -984,16 +998,18 @@ int tw_attach_st_connect(tw_attach_st *s, const char *sock_path, int timeout_ms,
                      sock_path, (unsigned long long)s->generation, (unsigned long long)m.generation);
         goto fail;
     }
-    tw_journal_reader_cfg jc = {.fd = fds[1], .follow = 1, .buf_records = 1024};
-    if ((rc = tw_journal_reader_open(&s->jr, &jc, err)) != 0)
-        goto fail;
-    close(fds[1]);
+    /* Kept open: the path through /proc reaches it (and a directory's
+     * segments) for as long as we live. */
+    s->jfd = fds[1];
     fds[1] = -1;
+    snprintf(s->jpath, sizeof(s->jpath), "/proc/self/fd/%d", s->jfd);
+    if ((rc = tw_jseg_follow_open(&s->jr, s->jpath, 0, 1024, err)) != 0)
+        goto fail;
     /* Acquire pairs with tw_attach_gw_put's release-store. */
     uint64_t end = __atomic_load_n(&s->hdr->journal_end, __ATOMIC_ACQUIRE);
     s->resume_end = end > m.journal_end ? end : m.journal_end;
     s->next_seq = s->jr.first_seq;
-    tw_journal_reader_expect(&s->jr, s->resume_end);
+    tw_jseg_follow_expect(&s->jr, s->resume_end);
     s->hdr->st_pid_self = (uint32_t)getpid();
     __atomic_store_n(&s->hdr->st_next_seq, s->next_seq, __ATOMIC_RELAXED);
     /* Release pairs with the gateway's acquire-load after READY. */
@@ -1015,7 +1031,10 @@ fail:
 
 void tw_attach_st_close(tw_attach_st *s)
 {
-    tw_journal_reader_close(&s->jr);
+    tw_jseg_follow_close(&s->jr);
+    if (s->jfd >= 0)
+        close(s->jfd);
+    s->jfd = -1;
     if (s->seg)
         munmap(s->seg, s->seg_bytes);
     if (s->memfd >= 0)
@@ -1082,7 +1101,7 @@ int tw_attach_st_next_burst(tw_attach_st *s, tw_journal_rec *out, uint32_t n, tw
     /* Acquire pairs with tw_attach_gw_put's release-store: every record
      * below end is in the journal. */
     uint64_t end = __atomic_load_n(&s->hdr->journal_end, __ATOMIC_ACQUIRE);
-    tw_journal_reader_expect(&s->jr, end);
+    tw_jseg_follow_expect(&s->jr, end);
     uint32_t got = 0;
     while (got < n) {
         uint64_t want = 0; /* records to read from the journal, if any */
@@ -1111,9 +1130,9 @@ int tw_attach_st_next_burst(tw_attach_st *s, tw_journal_rec *out, uint32_t n, tw
         s->miss_polls = 0;
         if (want > n - got)
             want = n - got;
-        if (s->jr.seq != s->next_seq && tw_journal_reader_seek(&s->jr, s->next_seq) != 0)
+        if (s->jr.seq != s->next_seq && tw_jseg_follow_seek(&s->jr, s->next_seq, err) != 0)
             return tw__err(err, -EINVAL, "attach: journal seek to %llu", (unsigned long long)s->next_seq);
-        int k = tw_journal_read_burst(&s->jr, out + got, (uint32_t)want, err);
+        int k = tw_jseg_follow_read(&s->jr, out + got, (uint32_t)want, err);
         if (k < 0)
             return k;
         if (k == 0)

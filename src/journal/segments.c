@@ -190,7 +190,7 @@ static int open_seg(tw_jseg *j, uint64_t first_seq, const char *name, tw_error *
     }
     seg_path(p, sizeof(p), j->dir, name);
     tw_journal_cfg c = {.path = p, .fd = -1, .fsync = j->fsync, .fsync_n = j->fsync_n,
-                        .first_seq = first_seq};
+                        .first_seq = first_seq, .mmap_bytes = j->mmap_bytes};
     return tw_journal_open(&j->cur, &c, err);
 }
 
@@ -207,6 +207,7 @@ int tw_jseg_open(tw_jseg *j, const tw_jseg_cfg *cfg, tw_error *err)
                        j->dir, (unsigned long long)j->segment_bytes);
     j->fsync = cfg->fsync;
     j->fsync_n = cfg->fsync_n;
+    j->mmap_bytes = cfg->mmap_bytes;
     if (mkdir(j->dir, 0755) != 0 && errno != EEXIST)
         return tw__err(err, -errno, "journal %s: mkdir: %s", j->dir, strerror(errno));
     tw_jseg_info *v = NULL;
@@ -394,6 +395,122 @@ void tw_jseg_reader_close(tw_jseg_reader *r)
     r->nsegs = 0;
 }
 
+/* ---- follower -------------------------------------------------------------- */
+
+/* Opens the segment of the listing that holds seq (the last one whose
+ * first seq is at most seq) as a following reader at seq. */
+static int fl_open_at(tw_jseg_follow *f, uint64_t seq, tw_error *err)
+{
+    tw_jseg_info *v = NULL;
+    uint32_t k = 0;
+    int single;
+    int e = list_raw(f->dir, &v, &k, &single, err);
+    if (e == 1)
+        return tw__err(err, -ENOENT, "journal %s: no segment", f->dir);
+    if (e != 0)
+        return e;
+    if (seq == 0)
+        seq = v[0].first_seq;
+    if (seq < v[0].first_seq) {
+        e = tw__err(err, -EINVAL, "journal %s: seq %llu asked for, the journal starts at %llu",
+                    f->dir, (unsigned long long)seq, (unsigned long long)v[0].first_seq);
+        free(v);
+        return e;
+    }
+    uint32_t at = 0;
+    while (at + 1 < k && v[at + 1].first_seq <= seq)
+        at++;
+    char p[512];
+    if (single)
+        snprintf(p, sizeof(p), "%s", f->dir);
+    else
+        seg_path(p, sizeof(p), f->dir, v[at].name);
+    if (f->open_cur)
+        tw_journal_reader_close(&f->cur);
+    f->open_cur = 0;
+    tw_journal_reader_cfg c = {.path = p, .follow = 1, .from_seq = seq,
+                               .buf_records = f->buf_records};
+    e = tw_journal_reader_open(&f->cur, &c, err);
+    if (e == 0) {
+        f->open_cur = 1;
+        f->seg_first = v[at].first_seq;
+        if (f->first_seq == 0)
+            f->first_seq = v[0].first_seq;
+        f->seq = seq;
+    }
+    free(v);
+    return e;
+}
+
+int tw_jseg_follow_open(tw_jseg_follow *f, const char *dir, uint64_t from_seq,
+                        uint32_t buf_records, tw_error *err)
+{
+    memset(f, 0, sizeof(*f));
+    f->cur.fd = -1;
+    if (strlen(dir) >= sizeof(f->dir))
+        return tw__err(err, -ENAMETOOLONG, "journal: name too long: %s", dir);
+    snprintf(f->dir, sizeof(f->dir), "%s", dir);
+    f->buf_records = buf_records;
+    return fl_open_at(f, from_seq, err);
+}
+
+void tw_jseg_follow_expect(tw_jseg_follow *f, uint64_t end_seq)
+{
+    if (end_seq > f->end)
+        f->end = end_seq;
+}
+
+int tw_jseg_follow_seek(tw_jseg_follow *f, uint64_t seq, tw_error *err)
+{
+    if (seq < f->first_seq)
+        return -EINVAL;
+    if (seq >= f->seg_first && f->open_cur && tw_journal_reader_seek(&f->cur, seq) == 0) {
+        /* Past this segment's end the next read finds nothing and moves on. */
+        f->seq = seq;
+        return 0;
+    }
+    return fl_open_at(f, seq, err);
+}
+
+int tw_jseg_follow_read(tw_jseg_follow *f, tw_journal_rec *recs, uint32_t n, tw_error *err)
+{
+    if (!f->open_cur)
+        return tw__err(err, -EBADF, "journal %s: not open", f->dir);
+    for (int pass = 0;; pass++) {
+        int k = tw_journal_read_burst(&f->cur, recs, n, err);
+        if (k != 0 || f->seq >= f->end) {
+            if (k > 0)
+                f->seq += (uint64_t)k;
+            return k;
+        }
+        /* Below the end and nothing here: the segment ended (a rotation),
+         * or the record is missing. */
+        if (pass == 0) {
+            uint64_t seg = f->seg_first;
+            int e = fl_open_at(f, f->seq, err);
+            if (e != 0)
+                return e;
+            if (f->seg_first != seg) {
+                f->switches++;
+                continue;
+            }
+        }
+        /* No later segment holds it: the segment's reader judges it. */
+        tw_journal_reader_expect(&f->cur, f->end);
+        k = tw_journal_read_burst(&f->cur, recs, n, err);
+        if (k > 0)
+            f->seq += (uint64_t)k;
+        return k;
+    }
+}
+
+void tw_jseg_follow_close(tw_jseg_follow *f)
+{
+    if (f->open_cur)
+        tw_journal_reader_close(&f->cur);
+    f->open_cur = 0;
+}
+
 /* ---- retention ------------------------------------------------------------- */
 
 int tw_journal_prune(const char *dir, uint64_t oldest_needed_seq, tw_error *err)
@@ -428,4 +545,33 @@ int tw_journal_prune(const char *dir, uint64_t oldest_needed_seq, tw_error *err)
     if (deleted)
         dir_sync(dir);
     return deleted;
+}
+
+int tw_jseg_remove(const char *dir, tw_error *err)
+{
+    struct stat st;
+    if (lstat(dir, &st) != 0)
+        return errno == ENOENT ? 0 : tw__err(err, -errno, "journal %s: %s", dir, strerror(errno));
+    if (!S_ISDIR(st.st_mode)) {
+        if (unlink(dir) != 0)
+            return tw__err(err, -errno, "journal %s: unlink: %s", dir, strerror(errno));
+        return 0;
+    }
+    DIR *d = opendir(dir);
+    if (!d)
+        return tw__err(err, -errno, "journal %s: opendir: %s", dir, strerror(errno));
+    struct dirent *de;
+    int e = 0;
+    while ((de = readdir(d)) != NULL && e == 0) {
+        if (!seg_name(de->d_name))
+            continue;
+        char p[512];
+        seg_path(p, sizeof(p), dir, de->d_name);
+        if (unlink(p) != 0)
+            e = tw__err(err, -errno, "journal %s: unlink %s: %s", dir, de->d_name, strerror(errno));
+    }
+    closedir(d);
+    if (e == 0 && rmdir(dir) != 0 && errno != ENOTEMPTY && errno != EEXIST)
+        e = tw__err(err, -errno, "journal %s: rmdir: %s", dir, strerror(errno));
+    return e;
 }

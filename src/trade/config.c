@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tickwire/reactor.h"
+#include "tickwire/journal_seg.h"
 #include "tickwire/snapshot.h"
 #include "tickwire/trade.h"
 #include "tickwire/util.h"
@@ -45,12 +46,12 @@ typedef struct key_def {
 /* Keys of each section, in the order docs/trade.md lists them.  The
  * index in these tables is the key's id in the setters below. */
 enum { E_REPORT, E_TRADES, E_LOG, E_JOURNAL, E_FEE, E_MODE, E_BUSY, E_RING, E_CPUS, E_STRATEGY,
-       E_SNAP_EVERY, E_SNAP_KEEP, E_SNAP_INTERVAL, E_N };
+       E_SNAP_EVERY, E_SNAP_KEEP, E_SNAP_INTERVAL, E_JSEG_BYTES, E_JKEEP, E_N };
 static const key_def engine_keys[E_N] = {
     { "report", KEY_REQUIRED }, { "trades", 0 }, { "log", 0 }, { "journal", 0 },
     { "fee", 0 }, { "mode", 0 }, { "busy_poll", 0 }, { "ring_slots", 0 }, { "cpus", 0 },
     { "strategy", 0 }, { "snapshot_every", 0 }, { "snapshot_keep", 0 },
-    { "snapshot_interval_ms", 0 },
+    { "snapshot_interval_ms", 0 }, { "journal_segment_bytes", 0 }, { "journal_keep", 0 },
 };
 enum { S_HOST, S_PORT, S_SENDER, S_TARGET, S_STORE, S_STACK, S_IP, S_GATEWAY, S_HEARTBEAT,
        S_RECMIN, S_RECMAX, S_CONNTO, S_PCAP, S_RATE, S_N };
@@ -878,6 +879,17 @@ static void set_engine(pstate *ps, int k, const char *key, const char *v)
     case E_SNAP_INTERVAL:
         e->snapshot_interval_ms = (uint64_t)get_i64(ps, key, v, 0, INT64_C(86400000));
         break;
+    case E_JSEG_BYTES:
+        e->journal_segment_bytes = (uint64_t)get_i64(ps, key, v, 4096, INT64_C(1) << 40);
+        break;
+    case E_JKEEP:
+        if (!strcmp(v, "all"))
+            e->journal_keep_all = 1;
+        else if (!strcmp(v, "snapshots"))
+            e->journal_keep_all = 0;
+        else
+            fail(ps, ps->line, "journal_keep: '%s' is not snapshots or all", v);
+        break;
     case E_CPUS:
         if (parse_cpus(v, e) != 0)
             fail(ps, ps->line, "cpus: '%s' is not a list of distinct CPUs like 0,2-3 "
@@ -1250,6 +1262,7 @@ int tw_trade_config_parse(const char *text, size_t len, const char *name,
     c->engine.ring_slots = 4096;
     c->engine.snapshot_every = 50000;
     c->engine.snapshot_keep = TW_SNAP_DEFAULT_KEEP;
+    c->engine.journal_segment_bytes = TW_JSEG_DEFAULT_BYTES;
     c->engine.strategy_auto = c->engine.busy_auto = 1;
     tw_risk_cfg_init(&c->risk);
     /* Set from [risk] (max_loss is required); 0 = not given. */

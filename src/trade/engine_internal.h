@@ -29,6 +29,7 @@
 
 #include "tickwire/fix_session.h"
 #include "tickwire/journal.h"
+#include "tickwire/journal_seg.h"
 #include "tickwire/net.h"
 #include "tickwire/reactor.h"
 #include "tickwire/ring.h"
@@ -446,7 +447,7 @@ struct tw_trade_engine {
     /* The event log (evlog.c): jmu orders evseq and the appends. */
     pthread_mutex_t jmu;
     int have_jmu;
-    tw_journal jr;
+    tw_jseg jr;           /* the journal: a directory of segments */
     int have_journal;
     char journal_path[TW_TRADE_STR_MAX + 16];
     uint64_t evseq_next;   /* under jmu: the next event's number */

@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "trade/engine_internal.h"
@@ -35,7 +36,7 @@ void tw__evlog_ev(tw_trade_engine *e, const tw_ev *ev, tw__inrec *out)
     out->ev = *ev;
     if (e->have_journal) {
         tw_journal_rec rec;
-        int rc = tw_journal_append(&e->jr, TW_JOURNAL_EV, ev, &rec);
+        int rc = tw_jseg_append(&e->jr, TW_JOURNAL_EV, ev, &rec);
         if (rc == 0)
             out->jseq = rec.seq;
         else
@@ -48,7 +49,7 @@ void tw__evlog_out(tw_trade_engine *e, const tw_out *o)
 {
     pthread_mutex_lock(&e->jmu);
     if (e->have_journal) {
-        int rc = tw_journal_append(&e->jr, TW_JOURNAL_OUT, o, NULL);
+        int rc = tw_jseg_append(&e->jr, TW_JOURNAL_OUT, o, NULL);
         if (rc != 0)
             journal_failed(e, rc);
     }
@@ -62,11 +63,11 @@ void tw__evlog_end(tw_trade_engine *e, int clean)
     pthread_mutex_lock(&e->jmu);
     if (clean) {
         uint8_t end[TW_JOURNAL_PAYLOAD] = {0};
-        int rc = tw_journal_append(&e->jr, TW__JR_END, end, NULL);
+        int rc = tw_jseg_append(&e->jr, TW__JR_END, end, NULL);
         if (rc != 0)
             journal_failed(e, rc);
     }
-    tw_journal_close(&e->jr);
+    tw_jseg_close(&e->jr);
     e->have_journal = 0;
     pthread_mutex_unlock(&e->jmu);
 }
@@ -127,12 +128,18 @@ void tw__evlog_path(const tw_trade_config *cfg, char *buf, size_t n)
 
 static int open_fresh(tw_trade_engine *e, tw_error *err)
 {
-    tw_journal_cfg jc = {.path = e->journal_path, .fd = -1, .fsync = TW_JOURNAL_FSYNC_NONE,
-                         .mmap_bytes = 1u << 20};
+    struct stat st;
+    if (stat(e->journal_path, &st) == 0 && !S_ISDIR(st.st_mode))
+        return tw__err(err, -ENOTDIR, "journal %s is a single file (an older tickwire's journal; "
+                       "a journal is now a directory of segments): finish or export that run "
+                       "with the tickwire that wrote it, or start a new run with --reset-seqs",
+                       e->journal_path);
+    tw_jseg_cfg jc = {.dir = e->journal_path, .segment_bytes = e->cfg->engine.journal_segment_bytes,
+                      .fsync = TW_JOURNAL_FSYNC_NONE, .mmap_bytes = 1u << 20};
     tw_error je = {0};
-    int rc = tw_journal_open(&e->jr, &jc, &je);
+    int rc = tw_jseg_open(&e->jr, &jc, &je);
     if (rc != 0)
-        return tw__err(err, rc, "journal: %s", je.msg);
+        return tw__err(err, rc, "%s", je.msg);
     e->have_journal = 1;
     return 0;
 }
@@ -146,9 +153,9 @@ static int append_meta(tw_trade_engine *e, tw_error *err)
     m.cfg_digest = tw__cfg_digest(e->cfg);
     m.n_sessions = e->cfg->n_sessions;
     m.n_instances = e->cfg->n_instances;
-    int rc = tw_journal_append(&e->jr, TW__JR_META, &m, NULL);
+    int rc = tw_jseg_append(&e->jr, TW__JR_META, &m, NULL);
     if (rc == 0)
-        rc = tw_journal_sync(&e->jr);
+        rc = tw_jseg_sync(&e->jr);
     return rc ? tw__err(err, rc, "journal %s: %s", e->journal_path, tw_strerror(rc)) : 0;
 }
 
@@ -162,11 +169,11 @@ int tw__evlog_open(tw_trade_engine *e, tw_error *err)
     if ((rc = tw_mkdir_parents(e->journal_path)) != 0)
         return tw__err(err, rc, "journal %s: cannot create its directory: %s", e->journal_path,
                        strerror(-rc));
-    if (e->opts.reset_seqs && unlink(e->journal_path) != 0 && errno != ENOENT)
-        return tw__err(err, -errno, "journal %s: %s", e->journal_path, strerror(errno));
+    if (e->opts.reset_seqs && (rc = tw_jseg_remove(e->journal_path, err)) != 0)
+        return rc;
     if ((rc = open_fresh(e, err)) != 0)
         return rc;
-    if (e->jr.records == 0)
+    if (tw_jseg_next_seq(&e->jr) == e->jr.first_seq)
         return append_meta(e, err);
     return 1;
 }
@@ -175,12 +182,16 @@ int tw__evlog_rotate(tw_trade_engine *e, tw_error *err)
 {
     char done[sizeof(e->journal_path) + 8];
     snprintf(done, sizeof(done), "%s.done", e->journal_path);
-    tw_journal_close(&e->jr);
+    tw_jseg_close(&e->jr);
     e->have_journal = 0;
+    /* The run before the last is forgotten: one ended run is kept. */
+    int rc = tw_jseg_remove(done, err);
+    if (rc != 0)
+        return rc;
     if (rename(e->journal_path, done) != 0)
         return tw__err(err, -errno, "journal %s: cannot move it to %s: %s", e->journal_path,
                        done, strerror(errno));
-    int rc = open_fresh(e, err);
+    rc = open_fresh(e, err);
     return rc ? rc : append_meta(e, err);
 }
 
@@ -201,7 +212,7 @@ int tw__evlog_note(tw_trade_engine *e, const tw_out *o, tw_error *err)
 {
     /* Set-up (one thread, before the cores): no jmu needed, but cheap. */
     pthread_mutex_lock(&e->jmu);
-    int rc = tw_journal_append(&e->jr, TW_JOURNAL_OUT, o, NULL);
+    int rc = tw_jseg_append(&e->jr, TW_JOURNAL_OUT, o, NULL);
     pthread_mutex_unlock(&e->jmu);
     return rc ? tw__err(err, rc, "journal %s: %s", e->journal_path, tw_strerror(rc)) : 0;
 }
@@ -210,7 +221,7 @@ int tw__evlog_put(tw_trade_engine *e, uint32_t core, uint32_t kind, const void *
 {
     /* Before the segment exists: the recovery at set-up, one thread. */
     if (!e->have_att)
-        return tw_journal_append(&e->jr, kind, payload, NULL);
+        return tw_jseg_append(&e->jr, kind, payload, NULL);
     return tw_attach_gw_put(&e->att, core, kind, payload, NULL);
 }
 

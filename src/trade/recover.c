@@ -52,14 +52,14 @@ typedef struct scan {
  * into memory: the passes below go over it.  0 or a negative errno. */
 static int load_all(tw_trade_engine *e, tw_journal_rec **out, uint64_t *n_out, tw_error *err)
 {
-    tw_journal_reader r;
+    tw_jseg_reader r;
     tw_error je = {0};
-    int rc = tw_journal_reader_open(&r, &(tw_journal_reader_cfg){.path = e->journal_path,
-                                                                  .fd = -1,
-                                                                  .buf_records = 8192}, &je);
+    int rc = tw_jseg_reader_open(&r, e->journal_path, 0, 8192, &je);
     if (rc != 0)
-        return tw__err(err, rc, "journal: %s", je.msg);
-    uint64_t cap = e->jr.records + READ_BURST + 16, n = 0; /* no realloc: the writer counted them */
+        return tw__err(err, rc, "%s", je.msg);
+    /* No realloc: the writer's open checked and counted them. */
+    const uint64_t total = tw_jseg_next_seq(&e->jr) - e->jr.first_seq;
+    uint64_t cap = total + READ_BURST + 16, n = 0;
     tw_journal_rec *v = malloc(cap * sizeof(*v));
     for (;;) {
         if (!v) {
@@ -77,19 +77,19 @@ static int load_all(tw_trade_engine *e, tw_journal_rec **out, uint64_t *n_out, t
         }
         /* The writer's open checked them all and counted them: no need
          * to read (and scan) the zeros a mapped journal has after them. */
-        uint64_t want = e->jr.records - n < READ_BURST ? e->jr.records - n : READ_BURST;
+        uint64_t want = total - n < READ_BURST ? total - n : READ_BURST;
         if (want == 0)
             break;
-        int k = tw_journal_read_burst(&r, v + n, (uint32_t)want, &je);
+        int k = tw_jseg_read_burst(&r, v + n, (uint32_t)want, &je);
         if (k < 0) {
-            rc = tw__err(err, k, "journal: %s", je.msg);
+            rc = tw__err(err, k, "%s", je.msg);
             break;
         }
         if (k == 0)
             break;
         n += (uint64_t)k;
     }
-    tw_journal_reader_close(&r);
+    tw_jseg_reader_close(&r);
     if (rc != 0) {
         free(v);
         return rc;

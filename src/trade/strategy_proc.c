@@ -156,17 +156,16 @@ static int check_meta(sp *p, const tw_journal_rec *rec, tw_error *err)
 /* The OUT records the gateway wrote before we attached, and the META. */
 static int prescan(sp *p, tw_error *err)
 {
-    tw_journal_reader r;
-    tw_journal_reader_cfg rc = {.fd = p->st.jr.fd, .follow = 1, .buf_records = 4096};
-    int k = tw_journal_reader_open(&r, &rc, err);
+    tw_jseg_follow r;
+    int k = tw_jseg_follow_open(&r, p->st.jpath, 0, 4096, err);
     if (k != 0)
         return k;
-    tw_journal_reader_expect(&r, p->st.resume_end);
+    tw_jseg_follow_expect(&r, p->st.resume_end);
     tw_journal_rec recs[BURST];
     int first = 1, rv = 0;
     while (r.seq < p->st.resume_end && rv == 0) {
         uint64_t want = p->st.resume_end - r.seq;
-        k = tw_journal_read_burst(&r, recs, want < BURST ? (uint32_t)want : BURST, err);
+        k = tw_jseg_follow_read(&r, recs, want < BURST ? (uint32_t)want : BURST, err);
         if (k <= 0) {
             rv = k < 0 ? k : tw__err(err, -TW_EFORMAT, "the journal ends at %llu, before the "
                                      "%llu the gateway said", (unsigned long long)r.seq,
@@ -187,7 +186,7 @@ static int prescan(sp *p, tw_error *err)
     }
     if (rv == 0 && first)
         rv = tw__err(err, -TW_EFORMAT, "the journal has no META record");
-    tw_journal_reader_close(&r);
+    tw_jseg_follow_close(&r);
     return rv;
 }
 

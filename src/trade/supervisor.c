@@ -40,7 +40,7 @@ int tw__sup_open(tw_trade_engine *e, tw_error *err)
     tw_trade_engine_attach_sock(e->cfg, e->att_sock);
     tw_attach_gw_cfg ac = {.sock_path = e->att_sock, .n_cores = e->n_gw,
                            .in_count = e->cfg->engine.ring_slots,
-                           .out_count = e->cfg->engine.ring_slots, .journal = &e->jr,
+                           .out_count = e->cfg->engine.ring_slots, .jseg = &e->jr,
                            .beat_timeout_ns = ATT_BEAT_TIMEOUT_NS};
     if (e->n_gw > TW_ATTACH_MAX_CORES)
         return tw__err(err, -EINVAL, "mode = processes: at most %u sessions", TW_ATTACH_MAX_CORES);
@@ -49,7 +49,7 @@ int tw__sup_open(tw_trade_engine *e, tw_error *err)
         return tw__err(err, rc, "mode = processes: %s", ae.msg);
     /* The segment's journal_end starts at the journal's end (META, and
      * after a crash the records of the run so far). */
-    __atomic_store_n(&e->att.hdr->journal_end, tw_journal_next_seq(&e->jr), __ATOMIC_RELEASE);
+    __atomic_store_n(&e->att.hdr->journal_end, tw_jseg_next_seq(&e->jr), __ATOMIC_RELEASE);
     e->have_att = 1;
     fprintf(e->log, "tickwire trade: gateway: the strategy attaches at %s\n", e->att_sock);
     fflush(e->log);

@@ -88,7 +88,7 @@ static int strategy_run(tw_attach_st *s, shared *sh, uint8_t *sent, uint64_t n, 
     tw_error err = {0};
     /* What the journal says was sent before we attached. */
     tw_journal_reader pr;
-    tw_journal_reader_cfg pc = {.fd = s->jr.fd, .follow = 1, .buf_records = 512};
+    tw_journal_reader_cfg pc = {.fd = s->jfd, .follow = 1, .buf_records = 512};
     if (tw_journal_reader_open(&pr, &pc, &err) != 0) {
         fprintf(stderr, "strategy: pre-scan: %s\n", err.msg);
         return 2;

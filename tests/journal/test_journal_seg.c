@@ -363,6 +363,67 @@ static void test_kill(void)
     }
 }
 
+/* The follower: a writer appending (mapped, as the trader does) with
+ * tiny segments while a follower reads, each read bounded by the end the
+ * writer published; seeks forward and back across segments; the journal
+ * removed; a segment deleted under the follower is named, not waited on. */
+static void test_follow(void)
+{
+    fresh();
+    tw_error err = {0};
+    tw_jseg j;
+    tw_jseg_cfg c = {.dir = jdir, .segment_bytes = HDR + 4 * REC, .mmap_bytes = 4096};
+    CHECKF(tw_jseg_open(&j, &c, &err) == 0, "%s", err.msg);
+    CHECK_EQ(put(&j, 3, 1), 0);
+    tw_jseg_follow f;
+    CHECKF(tw_jseg_follow_open(&f, jdir, 0, 3, &err) == 0, "%s", err.msg);
+    tw_journal_rec recs[7];
+    uint64_t want = 1;
+    for (uint32_t round = 0; round < 40; round++) {
+        CHECK_EQ(put(&j, 1 + round % 5, 1 + round % 3), 0);
+        tw_jseg_follow_expect(&f, tw_jseg_next_seq(&j));
+        int k;
+        while ((k = tw_jseg_follow_read(&f, recs, 1 + round % 7, &err)) > 0)
+            for (int i = 0; i < k; i++, want++) {
+                CHECK_EQ(recs[i].seq, want);
+                CHECK(ju_payload_ok(&recs[i]));
+            }
+        CHECKF(k == 0, "%s", err.msg);
+        CHECK_EQ(want, tw_jseg_next_seq(&j)); /* everything below the end, no more */
+    }
+    CHECK(f.switches >= 20);
+    /* Seeks: back into the first segment, forward past several. */
+    const uint64_t end = tw_jseg_next_seq(&j);
+    uint64_t to[] = {2, end - 1, 5, 1, end / 2};
+    for (unsigned t = 0; t < sizeof(to) / sizeof(to[0]); t++) {
+        CHECK_EQ(tw_jseg_follow_seek(&f, to[t], &err), 0);
+        int k = tw_jseg_follow_read(&f, recs, 1, &err);
+        CHECKF(k == 1 && recs[0].seq == to[t], "seek %llu: %d %s", (unsigned long long)to[t], k,
+               err.msg);
+    }
+    CHECK_EQ(tw_jseg_follow_seek(&f, 0, &err), -EINVAL);
+    tw_jseg_follow_close(&f);
+    /* A segment in the middle deleted: a follower reading into it names
+     * the hole once the end says the records exist. */
+    char p[600];
+    seg_file(p, sizeof(p), 5);
+    CHECK_EQ(unlink(p), 0);
+    CHECKF(tw_jseg_follow_open(&f, jdir, 1, 3, &err) == 0, "%s", err.msg);
+    tw_jseg_follow_expect(&f, end);
+    int k, got = 0;
+    while ((k = tw_jseg_follow_read(&f, recs, 7, &err)) > 0)
+        got += k;
+    CHECK_EQ(got, 4);
+    CHECKF(k < 0 && strstr(err.msg, "journal"), "%d %s", k, err.msg);
+    tw_jseg_follow_close(&f);
+    tw_jseg_close(&j);
+    /* Removal: the segments and the directory; nothing there is not an error. */
+    CHECK_EQ(tw_jseg_remove(jdir, &err), 0);
+    struct stat st;
+    CHECK(stat(jdir, &st) != 0 && errno == ENOENT);
+    CHECK_EQ(tw_jseg_remove(jdir, &err), 0);
+}
+
 int main(void)
 {
     ju_mkdir(root, sizeof(root), "jseg");
@@ -374,6 +435,7 @@ int main(void)
     test_prune_and_single();
     test_rotation_states();
     test_kill();
+    test_follow();
     ju_rmdir(jdir);
     ju_rmdir(root);
     return tw_check_done("journal_seg");

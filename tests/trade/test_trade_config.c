@@ -62,6 +62,7 @@ static void test_example(void)
     CHECK(c->engine.ring_slots == 4096 && c->engine.n_cpus == 0);
     CHECK(c->engine.snapshot_every == 50000 && c->engine.snapshot_interval_ms == 0 &&
           c->engine.snapshot_keep == 2);
+    CHECK(c->engine.journal_segment_bytes == 64ull << 20 && !c->engine.journal_keep_all);
     CHECK_EQ(c->n_sessions, 1);
     const tw_trade_session_cfg *se = &c->sessions[0];
     CHECK(!strcmp(se->name, "venue") && !strcmp(se->host, "127.0.0.1") && se->port == 9878);
@@ -117,6 +118,8 @@ static const char full[] =
     "snapshot_every = 300\r\n"
     "snapshot_interval_ms = 250\r\n"
     "snapshot_keep = 3\r\n"
+    "journal_segment_bytes = 1048576\r\n"
+    "journal_keep = all\r\n"
     "cpus = 3, 0-1\r\n"
     "[session a]\r\n"
     "host = venue.example\r\n"
@@ -174,6 +177,7 @@ static void test_full(void)
     CHECK(e->ring_slots == 1024 && e->n_cpus == 3 && e->cpus[0] == 3 && e->cpus[1] == 0 &&
           e->cpus[2] == 1);
     CHECK(e->snapshot_every == 300 && e->snapshot_interval_ms == 250 && e->snapshot_keep == 3);
+    CHECK(e->journal_segment_bytes == 1048576 && e->journal_keep_all);
     CHECK_EQ(c->n_sessions, 2);
     const tw_trade_session_cfg *a = &c->sessions[0], *b = &c->sessions[1];
     CHECK(!strcmp(a->host, "venue.example") && a->port == 1 && a->stack == TW_STACK_KERNEL);
@@ -408,6 +412,10 @@ static const bad_case bad[] = {
     { ENGINE "busy_poll = maybe\n" SESSION INSTR STRAT RISK, 3, "busy_poll: 'maybe'" },
     { ENGINE "busy_poll = automatic\n" SESSION INSTR STRAT RISK, 3,
       "busy_poll: 'automatic' is not yes, no or auto" },
+    { ENGINE "journal_keep = some\n" SESSION INSTR STRAT RISK, 3,
+      "journal_keep: 'some' is not snapshots or all" },
+    { ENGINE "journal_segment_bytes = 100\n" SESSION INSTR STRAT RISK, 3,
+      "journal_segment_bytes" },
     { ENGINE "strategy = fiber\n" SESSION INSTR STRAT RISK, 3,
       "strategy: 'fiber' is not thread, inline or auto" },
     { ENGINE "strategy =\n" SESSION INSTR STRAT RISK, 3, "strategy: empty value" },

@@ -37,8 +37,8 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_trade_crash import (RUN_ID, finish, journal_records, make_dataset,  # noqa: E402
-                              reached, trader)
+from test_trade_crash import (RUN_ID, finish, journal_records, journal_segments,  # noqa: E402
+                              make_dataset, reached, segment_bytes, trader)
 from test_trade_crash import setup_run as crash_setup_run  # noqa: E402
 from test_trade_crash import flip_newest_snapshot, newest_snapshot  # noqa: E402
 
@@ -54,8 +54,8 @@ def dataset(request, tmp_path_factory):
     return make_dataset(request.param, tmp_path_factory, BARS)
 
 
-def setup_run(workdir, paths):
-    return crash_setup_run(workdir, paths, engine={"mode": "processes"})
+def setup_run(workdir, paths, engine=None):
+    return crash_setup_run(workdir, paths, engine=dict({"mode": "processes"}, **(engine or {})))
 
 
 def read(path):
@@ -131,7 +131,11 @@ def test_strategy_killed_20_times(dataset, uninterrupted, tmp_path):
     w = str(tmp_path)
     journal = os.path.join(w, "store", "venue.journal")
     gw_err = os.path.join(w, "trader0.err")
-    venue, config, insts = setup_run(w, dataset["paths"])
+    # Segments of about a twelfth of the run: each restarted strategy reads
+    # the gateway's journal across its rotations, some of them while they
+    # happen.
+    venue, config, insts = setup_run(w, dataset["paths"],
+                                     engine={"journal_segment_bytes": segment_bytes(total, 12)})
     killed = {}  # pid -> monotonic ns of the kill
     try:
         p = trader(config, w, 0)
@@ -162,6 +166,7 @@ def test_strategy_killed_20_times(dataset, uninterrupted, tmp_path):
     assert "connection lost" not in err, (seed, err[-3000:])
     check_fills(log, uninterrupted["fills"], seed, marks, rep)
     assert "strategy process's digest matches" in err, err[-3000:]
+    assert len(journal_segments(journal)) >= 10, (seed, journal_segments(journal))
     print(f"seed {seed}: strategy killed at journal records {marks} of {total}; "
           f"{len(log)} fills, each ClOrdID once, as the uninterrupted run; "
           f"{logons} logons for {sessions} sessions")
