@@ -71,6 +71,10 @@ typedef struct tw_jseg {
     uint32_t fsync_n;
     uint64_t mmap_bytes;
     uint64_t first_seq;     /* of the oldest segment at open */
+    /* The record every new segment starts with (tw_jseg_set_preamble):
+     * kind 0 is none. */
+    uint32_t pre_kind;
+    uint8_t pre_payload[TW_JOURNAL_PAYLOAD];
     /* Counters. */
     uint64_t segments;      /* segments in the directory (at open + created) */
     uint64_t rotations;     /* segments created since open */
@@ -88,6 +92,12 @@ int tw_jseg_append_bulk(tw_jseg *j, uint32_t kind, const void *payloads, uint32_
                         tw_journal_rec *recs);
 int tw_jseg_append(tw_jseg *j, uint32_t kind, const void *payload, tw_journal_rec *rec);
 int tw_jseg_sync(tw_jseg *j);
+/* From now on each segment a rotation creates starts with a record of
+ * this kind and payload (its own seq, before the records that caused the
+ * rotation), so that whatever segments are left after pruning, the first
+ * one says what the journal is (the trader's META: its run and
+ * configuration).  kind 0 turns it off. */
+void tw_jseg_set_preamble(tw_jseg *j, uint32_t kind, const void *payload);
 void tw_jseg_close(tw_jseg *j);
 
 static inline uint64_t tw_jseg_next_seq(const tw_jseg *j) { return j->cur.next_seq; }

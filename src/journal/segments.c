@@ -262,13 +262,23 @@ int tw_jseg_append_bulk(tw_jseg *j, uint32_t kind, const void *payloads, uint32_
 {
     if (j->cur.fd < 0)
         return -EIO; /* a rotation failed: nothing is open to append to */
-    if (j->cur.records > 0 && j->cur.size + (uint64_t)n * REC > j->segment_bytes) {
+    const uint64_t pre = j->pre_kind ? 1 : 0;
+    if (j->cur.records > pre && j->cur.size + (uint64_t)n * REC > j->segment_bytes) {
         tw_error err = {0};
         int e = rotate(j, &err);
         if (e != 0)
             return e;
+        if (pre && (e = tw_journal_append(&j->cur, j->pre_kind, j->pre_payload, NULL)) != 0)
+            return e;
     }
     return tw_journal_append_bulk(&j->cur, kind, payloads, n, recs);
+}
+
+void tw_jseg_set_preamble(tw_jseg *j, uint32_t kind, const void *payload)
+{
+    j->pre_kind = kind;
+    if (kind)
+        memcpy(j->pre_payload, payload, TW_JOURNAL_PAYLOAD);
 }
 
 int tw_jseg_append(tw_jseg *j, uint32_t kind, const void *payload, tw_journal_rec *rec)

@@ -156,7 +156,27 @@ static int append_meta(tw_trade_engine *e, tw_error *err)
     int rc = tw_jseg_append(&e->jr, TW__JR_META, &m, NULL);
     if (rc == 0)
         rc = tw_jseg_sync(&e->jr);
+    if (rc == 0)
+        tw_jseg_set_preamble(&e->jr, TW__JR_META, &m);
     return rc ? tw__err(err, rc, "journal %s: %s", e->journal_path, tw_strerror(rc)) : 0;
+}
+
+/* A journal with records: its first record (a META, or recovery refuses
+ * the journal) starts every segment from now on, as it did before. */
+static int first_meta(tw_trade_engine *e, tw_error *err)
+{
+    tw_jseg_reader r;
+    tw_journal_rec rec;
+    int rc = tw_jseg_reader_open(&r, e->journal_path, 0, 1, err);
+    if (rc != 0)
+        return rc;
+    rc = tw_jseg_read_burst(&r, &rec, 1, err);
+    tw_jseg_reader_close(&r);
+    if (rc < 0)
+        return rc;
+    if (rc == 1 && tw_journal_rec_kind(&rec) == TW__JR_META)
+        tw_jseg_set_preamble(&e->jr, TW__JR_META, rec.payload);
+    return 0;
 }
 
 int tw__evlog_open(tw_trade_engine *e, tw_error *err)
@@ -175,7 +195,8 @@ int tw__evlog_open(tw_trade_engine *e, tw_error *err)
         return rc;
     if (tw_jseg_next_seq(&e->jr) == e->jr.first_seq)
         return append_meta(e, err);
-    return 1;
+    rc = first_meta(e, err);
+    return rc == 0 ? 1 : rc;
 }
 
 int tw__evlog_rotate(tw_trade_engine *e, tw_error *err)

@@ -127,6 +127,8 @@ static int scan_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
     }
     if (s->ended)
         return -TW_EFORMAT; /* nothing follows END */
+    if (k == TW__JR_META) /* a segment's first record: the run's META again */
+        return memcmp(rec->payload, &s->meta, sizeof(s->meta)) == 0 ? 0 : -TW_EFORMAT;
     if (k == TW_JOURNAL_EV) {
         s->n_ev++;
     } else if (k == TW_JOURNAL_OUT) {

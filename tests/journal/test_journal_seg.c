@@ -424,6 +424,41 @@ static void test_follow(void)
     CHECK_EQ(tw_jseg_remove(jdir, &err), 0);
 }
 
+/* A preamble: every segment a rotation creates starts with it (its own
+ * seq), then the records that caused the rotation; one bulk never splits. */
+static void test_preamble(void)
+{
+    fresh();
+    tw_error err = {0};
+    tw_jseg j;
+    open_w(&j, HDR + 3 * REC);
+    uint8_t pre[TW_JOURNAL_PAYLOAD];
+    memset(pre, 0xa5, sizeof(pre));
+    tw_jseg_set_preamble(&j, TW_JOURNAL_KIND_APP, pre);
+    uint8_t pl[2][TW_JOURNAL_PAYLOAD];
+    memset(pl, 0, sizeof(pl));
+    for (int i = 0; i < 9; i++)
+        CHECK_EQ(tw_jseg_append_bulk(&j, TW_JOURNAL_EV, pl, 1 + i % 2, NULL), 0);
+    tw_jseg_close(&j);
+    tw_jseg_info *v;
+    uint32_t n;
+    CHECKF(tw_jseg_list(jdir, &v, &n, &err) == 0, "%s", err.msg);
+    CHECK(n >= 4);
+    for (uint32_t i = 1; i < n; i++) {
+        char p[600];
+        seg_file(p, sizeof(p), v[i].first_seq);
+        tw_jseg_reader r;
+        tw_journal_rec rec;
+        CHECKF(tw_jseg_reader_open(&r, p, 0, 1, &err) == 0, "%s", err.msg);
+        CHECK_EQ(tw_jseg_read_burst(&r, &rec, 1, &err), 1);
+        CHECK_EQ(tw_journal_rec_kind(&rec), (uint32_t)TW_JOURNAL_KIND_APP);
+        CHECK(memcmp(rec.payload, pre, sizeof(pre)) == 0);
+        CHECK(v[i].records >= 2 && v[i].records <= 3); /* the preamble and a bulk of 1 or 2 */
+        tw_jseg_reader_close(&r);
+    }
+    free(v);
+}
+
 int main(void)
 {
     ju_mkdir(root, sizeof(root), "jseg");
@@ -436,6 +471,7 @@ int main(void)
     test_rotation_states();
     test_kill();
     test_follow();
+    test_preamble();
     ju_rmdir(jdir);
     ju_rmdir(root);
     return tw_check_done("journal_seg");

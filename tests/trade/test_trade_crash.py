@@ -95,6 +95,16 @@ def journal_segments(path):
     return [os.path.join(path, n) for n in names]
 
 
+META_KIND = 16  # the trader's META record (engine_internal.h)
+
+
+def first_kind(segment):
+    """The kind of a segment's first record (the low byte of its tag)."""
+    with open(segment, "rb") as f:
+        f.seek(HDR)
+        return f.read(1)[0]
+
+
 def journal_records(path):
     """Records in the journal: every segment's, the last one's counted."""
     return sum(segment_records(p) for p in journal_segments(path))
@@ -241,6 +251,9 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, stra
     assert rep["totals"]["fills"] == len(log)
     segs = journal_segments(journal)
     assert len(segs) >= 10, (seed, segs)
+    # Every segment starts with the run's META (what a pruned journal's
+    # first segment must say).
+    assert all(first_kind(p) == META_KIND for p in segs), [(p, first_kind(p)) for p in segs]
     print(f"seed {seed}: killed at journal records {marks} of {total} (a journal of "
           f"{len(segs)} segments); {len(log)} fills, each ClOrdID once, as the uninterrupted run")
     figures(w, clock)
