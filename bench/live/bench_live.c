@@ -847,6 +847,12 @@ static void picture(const run *const *rs, int n, const char *png)
 
 static const char *verdict(int ok) { return ok ? "met" : "NOT met"; }
 
+static const char *bench_isa(void)
+{
+    return tw_isa_name(tw_cpu_has(TW_ISA_AVX512) ? TW_ISA_AVX512
+                       : tw_cpu_has(TW_ISA_AVX2) ? TW_ISA_AVX2 : TW_ISA_SSE2);
+}
+
 /* The events the newest snapshot of a run reflects (its name,
  * snap-<events>.tws, in the journal's .snap directory), or 0. */
 static unsigned long long newest_snapshot(const char *tag)
@@ -939,6 +945,118 @@ static void memif_stages(const run *m, const alone *a, const stack_alone_ns *sa)
  * host's scheduling, is printed, not judged) and its
  * signal books (each instance's kernel trades, PnL and position) equal the
  * sweep over the bars sent, bit for bit. */
+
+/* One lockstep round over kernel sockets against a venue child of its own. */
+static void kernel_round(run *r, const variant *var, const char *tag)
+{
+    r->var = var;
+    int port;
+    pid_t v = venue_child(NULL, "127.0.0.1:0", &port);
+    r->ok = v > 0 && port > 0 && run_threaded(r, "127.0.0.1", port, NULL, NULL, NULL, tag) == 0;
+    if (v > 0 && child_exit(v) != 0)
+        r->ok = 0;
+    if (!r->ok)
+        fprintf(stderr, "tickwire bench live: the %s run failed; files in %s\n", var->label, g_dir);
+}
+
+/* Snapshots every 10,000 events against none (threads mode, strategy =
+ * inline with busy_poll = yes: the configuration whose latency a
+ * snapshot's copy on the core would show), in alternating rounds; each
+ * side's figure is the median of its rounds. */
+#define SNAP_PAIRS_MAX 16
+typedef struct snap_cmp {
+    int pairs, ok;
+    run r[2 * SNAP_PAIRS_MAX];
+    unsigned long long at[SNAP_PAIRS_MAX]; /* the newest snapshot of each round with them */
+    double p50[2], p999[2], bps[2];        /* medians: [0] none, [1] with snapshots */
+} snap_cmp;
+
+static const variant g_snaps[2] = {
+    {"snapshot_every = 0 (no snapshots)", 1, 1, -1, -1},
+    {"snapshot_every = 10000", 1, 1, -1, 10000},
+};
+
+static int cmp_dbl(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median_of(double *v, int n)
+{
+    qsort(v, (size_t)n, sizeof(double), cmp_dbl);
+    return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static void snapshots_rounds(snap_cmp *c, int pairs)
+{
+    memset(c, 0, sizeof(*c));
+    c->pairs = pairs;
+    c->ok = 1;
+    char tag[16];
+    for (int j = 0; j < 2 * pairs; j++) {
+        run *r = &c->r[j];
+        r->name = "kernel sockets (loopback)";
+        snprintf(tag, sizeof(tag), "sn%d", j);
+        kernel_round(r, &g_snaps[j % 2], tag);
+        c->ok &= r->ok;
+        if (j % 2)
+            c->at[j / 2] = newest_snapshot(tag);
+    }
+    for (int sn = 0; sn < 2 && c->ok; sn++) {
+        double a[SNAP_PAIRS_MAX], b[SNAP_PAIRS_MAX], t[SNAP_PAIRS_MAX];
+        for (int i = 0; i < pairs; i++) {
+            a[i] = c->r[2 * i + sn].p50[5];
+            b[i] = c->r[2 * i + sn].p999[5];
+            t[i] = c->r[2 * i + sn].loop_bps;
+        }
+        c->p50[sn] = median_of(a, pairs);
+        c->p999[sn] = median_of(b, pairs);
+        c->bps[sn] = median_of(t, pairs);
+    }
+}
+
+static void snapshots_print(const snap_cmp *c)
+{
+    printf("\nsnapshots every 10,000 events vs none, lockstep over kernel TCP on loopback, %zu "
+           "bars, %d rounds each, alternating (ABAB...), wire-to-wire:\n", g_bars, c->pairs);
+    printf("  %-40s %5s %10s %12s %12s\n", "", "round", "p50 us", "p99.9 us", "bars/s");
+    for (int j = 0; j < 2 * c->pairs; j++) {
+        const run *r = &c->r[j];
+        printf("  %-40s %5d %10.1f %12.1f %12.0f\n", g_snaps[j % 2].label, j / 2 + 1,
+               r->p50[5] / 1e3, r->p999[5] / 1e3, r->loop_bps);
+    }
+    if (c->ok)
+        for (int sn = 0; sn < 2; sn++)
+            printf("  %-40s %5s %10.1f %12.1f %12.0f\n", g_snaps[sn].label, "med",
+                   c->p50[sn] / 1e3, c->p999[sn] / 1e3, c->bps[sn]);
+    printf("  (the newest snapshot of each round with snapshots: at event");
+    for (int i = 0; i < c->pairs; i++)
+        printf(" %llu", c->at[i]);
+    printf("; one every 10,000 events)\n");
+}
+
+static void snapshots_free(snap_cmp *c)
+{
+    for (int j = 0; j < 2 * c->pairs; j++)
+        for (int st = 0; st < N_STAGES; st++)
+            free(c->r[j].v[st]);
+}
+
+static void snapshots_goals(const snap_cmp *c)
+{
+    if (!c->ok) {
+        printf("  [snapshots] wire-to-wire with snapshots <= 1.05 x none: NOT met (a run failed; "
+               "files in %s)\n", g_dir);
+        return;
+    }
+    printf("  [snapshots] wire-to-wire p50 with snapshots every 10,000 events <= 1.05 x none "
+           "(medians of %d rounds: %.1f vs %.1f us, %.3fx): %s\n", c->pairs, c->p50[1] / 1e3,
+           c->p50[0] / 1e3, c->p50[1] / c->p50[0], verdict(c->p50[1] <= 1.05 * c->p50[0]));
+    printf("  [snapshots] wire-to-wire p99.9 with snapshots every 10,000 events <= 1.05 x none "
+           "(medians of %d rounds: %.1f vs %.1f us, %.3fx): %s\n", c->pairs, c->p999[1] / 1e3,
+           c->p999[0] / 1e3, c->p999[1] / c->p999[0], verdict(c->p999[1] <= 1.05 * c->p999[0]));
+}
 
 #define PACED_SYMS 4
 #define PACED_COMBOS 2 /* per instrument: 8 instances */
@@ -1311,9 +1429,7 @@ static int paced_main(const char *out, uint64_t rate, double secs, double search
            "%d instances, %.1f s (%llu bars each); venue --rate --busy, trader strategy = "
            "inline, busy_poll = yes; ISA %s; TSC %.3f GHz; load average %.2f\n",
            (unsigned long long)rate, PACED_SYMS, (double)rate / PACED_SYMS,
-           PACED_SYMS * PACED_COMBOS, secs, (unsigned long long)bars,
-           tw_isa_name(tw_cpu_has(TW_ISA_AVX512) ? TW_ISA_AVX512
-                       : tw_cpu_has(TW_ISA_AVX2) ? TW_ISA_AVX2 : TW_ISA_SSE2),
+           PACED_SYMS * PACED_COMBOS, secs, (unsigned long long)bars, bench_isa(),
            tw_tsc_default()->hz * 1e-9, la0[0]);
     fflush(stdout);
     paced_run pm, pk;
@@ -1373,7 +1489,7 @@ int tw__cli_bench_live(int argc, char **argv)
 {
     const char *out = "bench-live-out";
     g_bars = 20000;
-    int paced = 0, search = 1;
+    int paced = 0, search = 1, snaps_only = 0, pairs = 0;
     double secs = 10, search_secs = 2, rate = 500000;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick"))
@@ -1390,12 +1506,17 @@ int tw__cli_bench_live(int argc, char **argv)
             search_secs = atof(argv[++i]);
         else if (!strcmp(argv[i], "--busy"))
             g_busy = 1;
+        else if (!strcmp(argv[i], "--snapshots"))
+            snaps_only = 1;
+        else if (!strcmp(argv[i], "--rounds") && i + 1 < argc)
+            pairs = atoi(argv[++i]);
         else if (!strcmp(argv[i], "--bars") && i + 1 < argc)
             g_bars = (size_t)atoll(argv[++i]);
         else if (!strcmp(argv[i], "--out") && i + 1 < argc)
             out = argv[++i];
         else {
             fprintf(stderr, "usage: tickwire bench live [--bars N] [--quick] [--busy] [--out DIR]\n"
+                            "       tickwire bench live --snapshots [--rounds N] [--bars N] [--out DIR]\n"
                             "       tickwire bench live --paced [--rate TICKS_PER_S] [--secs S]\n"
                             "                               [--search-secs S] [--no-search] [--out DIR]\n");
             return !strcmp(argv[i], "--help") || !strcmp(argv[i], "-h") ? 0 : 2;
@@ -1405,6 +1526,12 @@ int tw__cli_bench_live(int argc, char **argv)
                   !(search_secs >= 0.1 && search_secs <= 60))) {
         fprintf(stderr, "tickwire bench live: --rate 1000 .. 64e6, --secs 0.1 .. 600, "
                         "--search-secs 0.1 .. 60\n");
+        return 2;
+    }
+    if (pairs == 0)
+        pairs = snaps_only ? 6 : 2;
+    if (pairs < 1 || pairs > SNAP_PAIRS_MAX) {
+        fprintf(stderr, "tickwire bench live: --rounds: 1 .. %d\n", SNAP_PAIRS_MAX);
         return 2;
     }
     if (g_bars < 100 || g_bars > 10000000) {
@@ -1456,12 +1583,26 @@ int tw__cli_bench_live(int argc, char **argv)
     }
     double la0[3];
     load_average(la0);
+    if (snaps_only) {
+        printf("tickwire bench live --snapshots: %zu bars, 4 default-grid combos, lockstep; ISA "
+               "%s; load average %.2f\n", g_bars, bench_isa(), la0[0]);
+        snap_cmp *sc = malloc(sizeof(*sc));
+        if (!sc)
+            return 1;
+        snapshots_rounds(sc, pairs);
+        snapshots_print(sc);
+        double la1[3];
+        load_average(la1);
+        printf("\ngoals; load average %.2f before, %.2f after:\n", la0[0], la1[0]);
+        snapshots_goals(sc);
+        int ok = sc->ok;
+        snapshots_free(sc);
+        free(sc);
+        return ok ? 0 : 1;
+    }
     printf("tickwire bench live: %zu bars, 4 default-grid combos, lockstep; %d engine "
            "configurations per transport, in turn; ISA %s; TSC %.3f GHz; load average %.2f\n",
-           g_bars, N_VARIANTS,
-           tw_isa_name(tw_cpu_has(TW_ISA_AVX512) ? TW_ISA_AVX512
-                       : tw_cpu_has(TW_ISA_AVX2) ? TW_ISA_AVX2 : TW_ISA_SSE2),
-           tw_tsc_default()->hz * 1e-9, la0[0]);
+           g_bars, N_VARIANTS, bench_isa(), tw_tsc_default()->hz * 1e-9, la0[0]);
     for (int j = 0; j < N_VARIANTS; j++)
         printf("  configuration %d: %s\n", j + 1, g_var[j].label);
     run k[N_VARIANTS], u[N_VARIANTS];
@@ -1487,34 +1628,15 @@ int tw__cli_bench_live(int argc, char **argv)
         {"mode = threads (strategy = thread, yielding, journal)", 0, 0, -1, 0},
         {"mode = processes (strategy process, yielding, journal)", 0, 0, 1, 0},
     };
-    /* Snapshots every 10,000 events against none, the same way (threads
-     * mode, strategy = inline with busy_poll = yes: the configuration whose
-     * latency a snapshot's copy on the core would show). */
-    static variant snaps[2] = {
-        {"snapshot_every = 0 (no snapshots)", 1, 1, -1, -1},
-        {"snapshot_every = 10000", 1, 1, -1, 10000},
-    };
-    run pm[4], ps[4];
-    unsigned long long snap_at[2] = {0, 0};
+    run pm[4];
     memset(pm, 0, sizeof(pm));
-    memset(ps, 0, sizeof(ps));
-    for (int j = 0; j < 8; j++) {
-        run *r = j < 4 ? &pm[j] : &ps[j - 4];
-        const variant *var = j < 4 ? &modes[j % 2] : &snaps[j % 2];
-        r->name = "kernel sockets (loopback)";
-        r->var = var;
-        int port;
-        pid_t v = venue_child(NULL, "127.0.0.1:0", &port);
-        snprintf(tag, sizeof(tag), "%s%d", j < 4 ? "md" : "sn", j % 4);
-        r->ok = v > 0 && port > 0 && run_threaded(r, "127.0.0.1", port, NULL, NULL, NULL, tag) == 0;
-        if (v > 0 && child_exit(v) != 0)
-            r->ok = 0;
-        if (!r->ok)
-            fprintf(stderr, "tickwire bench live: the %s run failed; files in %s\n", var->label,
-                    g_dir);
-        if (j >= 4 && var->snap > 0)
-            snap_at[(j - 4) / 2] = newest_snapshot(tag);
+    for (int j = 0; j < 4; j++) {
+        pm[j].name = "kernel sockets (loopback)";
+        snprintf(tag, sizeof(tag), "md%d", j);
+        kernel_round(&pm[j], &modes[j % 2], tag);
     }
+    static snap_cmp sc;
+    snapshots_rounds(&sc, pairs);
     /* The userspace stack: veth AF_XDP when root, else the sim network. */
     int veth = 0;
 #ifdef TW_BENCH_LIVE_PORTS
@@ -1663,35 +1785,10 @@ int tw__cli_bench_live(int argc, char **argv)
         printf("  %-58s %12.0f %12.0f %12.0f %9.1f\n", modes[md].label, a1->loop_bps,
                a2->loop_bps, mode_bps[md], (a1->p50[5] + a2->p50[5]) / 2e3);
     }
-    int snaps_ok = ps[0].ok && ps[1].ok && ps[2].ok && ps[3].ok;
-    double sp50[2], sp999[2];
-    printf("\nsnapshots every 10,000 events vs none, lockstep over kernel TCP on loopback, %zu "
-           "bars, rounds alternating (ABAB), wire-to-wire:\n", g_bars);
-    printf("  %-40s %10s %10s %12s %12s %12s\n", "", "p50 r1 us", "p50 r2 us", "p99.9 r1 us",
-           "p99.9 r2 us", "mean b/s");
-    for (int sn = 0; sn < 2; sn++) {
-        const run *a1 = &ps[sn], *a2 = &ps[sn + 2];
-        sp50[sn] = (a1->p50[5] + a2->p50[5]) / 2;
-        sp999[sn] = (a1->p999[5] + a2->p999[5]) / 2;
-        printf("  %-40s %10.1f %10.1f %12.1f %12.1f %12.0f\n", snaps[sn].label, a1->p50[5] / 1e3,
-               a2->p50[5] / 1e3, a1->p999[5] / 1e3, a2->p999[5] / 1e3,
-               (a1->loop_bps + a2->loop_bps) / 2);
-    }
-    printf("  (the newest snapshot of each round with snapshots: at event %llu and %llu, one every "
-           "10,000 events)\n", snap_at[0], snap_at[1]);
+    snapshots_print(&sc);
     printf("\ngoals (latency budget), per configuration; load average %.2f before, %.2f "
            "after:\n", la0[0], la1[0]);
-    if (snaps_ok) {
-        printf("  [snapshots] wire-to-wire p50 with snapshots every 10,000 events <= 1.05 x none "
-               "(%.1f vs %.1f us, %.3fx): %s\n", sp50[1] / 1e3, sp50[0] / 1e3, sp50[1] / sp50[0],
-               verdict(sp50[1] <= 1.05 * sp50[0]));
-        printf("  [snapshots] wire-to-wire p99.9 with snapshots every 10,000 events <= 1.05 x "
-               "none (%.1f vs %.1f us, %.3fx): %s\n", sp999[1] / 1e3, sp999[0] / 1e3,
-               sp999[1] / sp999[0], verdict(sp999[1] <= 1.05 * sp999[0]));
-    } else {
-        printf("  [snapshots] wire-to-wire with snapshots <= 1.05 x none: NOT met (a run failed; "
-               "files in %s)\n", g_dir);
-    }
+    snapshots_goals(&sc);
     if (modes_ok)
         printf("  [modes] processes mode lockstep throughput >= 0.8 x threads mode's (%.0f vs "
                "%.0f bars/s, %.2fx): %s\n", mode_bps[1], mode_bps[0], mode_bps[1] / mode_bps[0],
@@ -1752,8 +1849,9 @@ int tw__cli_bench_live(int argc, char **argv)
     for (int s = 0; s < N_STAGES; s++) {
         free(m.v[s]);
         for (int j = 0; j < 4; j++)
-            free(pm[j].v[s]), free(ps[j].v[s]);
+            free(pm[j].v[s]);
     }
+    snapshots_free(&sc);
     free(g_close);
     return 0;
 }
