@@ -64,6 +64,8 @@ enum {
     TW_ENODATA = 1003,    /* n = 0 or no combos */
     TW_EFORMAT = 1004,    /* a file or line that does not parse */
     TW_EBADKERNEL = 1005, /* a kernel definition or plug-in refused */
+    TW_EUNRECOVERABLE = 1006, /* a crashed run's state cannot be rebuilt (a journal pruned
+                                 past every usable snapshot): refusing to go on */
 };
 
 /* Fills err (if not NULL) with code and a printf-style message; returns

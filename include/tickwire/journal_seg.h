@@ -61,7 +61,18 @@ typedef struct tw_jseg_cfg {
     uint32_t fsync_n;
     uint64_t first_seq;     /* a new journal's first seq (0 means 1) */
     uint64_t mmap_bytes;    /* each segment's appends into a shared mapping (journal.h) */
+    /* Tests: called at each point of a rotation (TW_JSEG_AT_*), so a test
+     * can kill the writer there.  May be NULL. */
+    void (*hook)(int at, void *arg);
+    void *hook_arg;
 } tw_jseg_cfg;
+
+/* Points of a rotation where tw_jseg_cfg.hook is called. */
+enum {
+    TW_JSEG_AT_CLOSED = 1,   /* the full segment closed, the next not yet created */
+    TW_JSEG_AT_CREATED = 2,  /* the next segment in place with its header alone */
+    TW_JSEG_AT_PREAMBLE = 3, /* its preamble record written, not yet the records */
+};
 
 typedef struct tw_jseg {
     tw_journal cur;         /* the last segment */
@@ -70,6 +81,8 @@ typedef struct tw_jseg {
     tw_journal_fsync fsync;
     uint32_t fsync_n;
     uint64_t mmap_bytes;
+    void (*hook)(int at, void *arg);
+    void *hook_arg;
     uint64_t first_seq;     /* of the oldest segment at open */
     /* The record every new segment starts with (tw_jseg_set_preamble):
      * kind 0 is none. */
@@ -96,8 +109,10 @@ int tw_jseg_sync(tw_jseg *j);
  * this kind and payload (its own seq, before the records that caused the
  * rotation), so that whatever segments are left after pruning, the first
  * one says what the journal is (the trader's META: its run and
- * configuration).  kind 0 turns it off. */
-void tw_jseg_set_preamble(tw_jseg *j, uint32_t kind, const void *payload);
+ * configuration).  A last segment that is not the journal's first and
+ * holds no record yet (a kill during a rotation left it so) gets it now.
+ * kind 0 turns it off.  0, or the append's error. */
+int tw_jseg_set_preamble(tw_jseg *j, uint32_t kind, const void *payload);
 void tw_jseg_close(tw_jseg *j);
 
 static inline uint64_t tw_jseg_next_seq(const tw_jseg *j) { return j->cur.next_seq; }

@@ -22,9 +22,9 @@ int tw__err(tw_error *err, int code, const char *fmt, ...)
     return code;
 }
 
-/* common's own codes (common.h): TW_EBADWINDOW ... TW_EFORMAT. */
+/* common's own codes (common.h): TW_EBADWINDOW ... TW_EUNRECOVERABLE. */
 #define COMMON_FIRST TW_EBADWINDOW
-#define COMMON_LAST TW_EBADKERNEL
+#define COMMON_LAST TW_EUNRECOVERABLE
 
 typedef struct range {
     int first, last; /* positive: the codes -first ... -last */
@@ -71,6 +71,7 @@ const char *tw_strerror(int code)
     case TW_ENODATA: return "no data";
     case TW_EFORMAT: return "bad format";
     case TW_EBADKERNEL: return "kernel refused";
+    case TW_EUNRECOVERABLE: return "state cannot be rebuilt";
     default: break;
     }
     /* Acquire pairs with the release-store in tw__strerror_register(). */

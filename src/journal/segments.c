@@ -208,6 +208,8 @@ int tw_jseg_open(tw_jseg *j, const tw_jseg_cfg *cfg, tw_error *err)
     j->fsync = cfg->fsync;
     j->fsync_n = cfg->fsync_n;
     j->mmap_bytes = cfg->mmap_bytes;
+    j->hook = cfg->hook;
+    j->hook_arg = cfg->hook_arg;
     if (mkdir(j->dir, 0755) != 0 && errno != EEXIST)
         return tw__err(err, -errno, "journal %s: mkdir: %s", j->dir, strerror(errno));
     tw_jseg_info *v = NULL;
@@ -247,6 +249,8 @@ static int rotate(tw_jseg *j, tw_error *err)
             return e;
     }
     tw_journal_close(&j->cur);
+    if (j->hook)
+        j->hook(TW_JSEG_AT_CLOSED, j->hook_arg);
     int e = open_seg(j, next, NULL, err);
     if (e != 0)
         return e;
@@ -254,6 +258,8 @@ static int rotate(tw_jseg *j, tw_error *err)
         dir_sync(j->dir);
     j->segments++;
     j->rotations++;
+    if (j->hook)
+        j->hook(TW_JSEG_AT_CREATED, j->hook_arg);
     return 0;
 }
 
@@ -270,15 +276,21 @@ int tw_jseg_append_bulk(tw_jseg *j, uint32_t kind, const void *payloads, uint32_
             return e;
         if (pre && (e = tw_journal_append(&j->cur, j->pre_kind, j->pre_payload, NULL)) != 0)
             return e;
+        if (pre && j->hook)
+            j->hook(TW_JSEG_AT_PREAMBLE, j->hook_arg);
     }
     return tw_journal_append_bulk(&j->cur, kind, payloads, n, recs);
 }
 
-void tw_jseg_set_preamble(tw_jseg *j, uint32_t kind, const void *payload)
+int tw_jseg_set_preamble(tw_jseg *j, uint32_t kind, const void *payload)
 {
     j->pre_kind = kind;
-    if (kind)
-        memcpy(j->pre_payload, payload, TW_JOURNAL_PAYLOAD);
+    if (!kind)
+        return 0;
+    memcpy(j->pre_payload, payload, TW_JOURNAL_PAYLOAD);
+    if (j->cur.fd >= 0 && j->cur.records == 0 && j->cur.first_seq > j->first_seq)
+        return tw_journal_append(&j->cur, kind, payload, NULL);
+    return 0;
 }
 
 int tw_jseg_append(tw_jseg *j, uint32_t kind, const void *payload, tw_journal_rec *rec)

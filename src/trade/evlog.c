@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -126,6 +127,23 @@ void tw__evlog_path(const tw_trade_config *cfg, char *buf, size_t n)
 
 /* ---- opening ----------------------------------------------------------------------- */
 
+/* Tests only: "AT:N" kills the trader (SIGKILL, itself) at point AT
+ * (journal_seg.h, TW_JSEG_AT_*) of its journal's N-th rotation, so a test
+ * kills it inside a rotation at a point it chose, not by timing. */
+#define TW__JSEG_KILL_ENV "TW_TRADE_TEST_JSEG_KILL"
+
+static int g_jkill_at;
+static unsigned g_jkill_nth, g_jkill_seen;
+
+static void jseg_kill_hook(int at, void *arg)
+{
+    (void)arg; /* under the journal's mutex: one caller at a time */
+    if (at == TW_JSEG_AT_CLOSED) /* where each rotation starts */
+        g_jkill_seen++;
+    if (at == g_jkill_at && g_jkill_seen == g_jkill_nth)
+        kill(getpid(), SIGKILL);
+}
+
 static int open_fresh(tw_trade_engine *e, tw_error *err)
 {
     struct stat st;
@@ -136,6 +154,11 @@ static int open_fresh(tw_trade_engine *e, tw_error *err)
                        e->journal_path);
     tw_jseg_cfg jc = {.dir = e->journal_path, .segment_bytes = e->cfg->engine.journal_segment_bytes,
                       .fsync = TW_JOURNAL_FSYNC_NONE, .mmap_bytes = 1u << 20};
+    const char *jk = getenv(TW__JSEG_KILL_ENV);
+    if (jk && sscanf(jk, "%d:%u", &g_jkill_at, &g_jkill_nth) == 2 && g_jkill_at > 0) {
+        g_jkill_seen = 0;
+        jc.hook = jseg_kill_hook;
+    }
     tw_error je = {0};
     int rc = tw_jseg_open(&e->jr, &jc, &je);
     if (rc != 0)
@@ -157,7 +180,7 @@ static int append_meta(tw_trade_engine *e, tw_error *err)
     if (rc == 0)
         rc = tw_jseg_sync(&e->jr);
     if (rc == 0)
-        tw_jseg_set_preamble(&e->jr, TW__JR_META, &m);
+        rc = tw_jseg_set_preamble(&e->jr, TW__JR_META, &m);
     return rc ? tw__err(err, rc, "journal %s: %s", e->journal_path, tw_strerror(rc)) : 0;
 }
 
@@ -174,8 +197,9 @@ static int first_meta(tw_trade_engine *e, tw_error *err)
     tw_jseg_reader_close(&r);
     if (rc < 0)
         return rc;
-    if (rc == 1 && tw_journal_rec_kind(&rec) == TW__JR_META)
-        tw_jseg_set_preamble(&e->jr, TW__JR_META, rec.payload);
+    if (rc == 1 && tw_journal_rec_kind(&rec) == TW__JR_META &&
+        (rc = tw_jseg_set_preamble(&e->jr, TW__JR_META, rec.payload)) != 0)
+        return tw__err(err, rc, "journal %s: %s", e->journal_path, tw_strerror(rc));
     return 0;
 }
 

@@ -456,6 +456,34 @@ static void test_preamble(void)
         CHECK(v[i].records >= 2 && v[i].records <= 3); /* the preamble and a bulk of 1 or 2 */
         tw_jseg_reader_close(&r);
     }
+    /* A kill between a rotation's new segment and its preamble leaves the
+     * last segment with its header alone: the preamble, set again at the
+     * next open, goes in first. */
+    uint64_t next = v[n - 1].first_seq + v[n - 1].records;
+    char p[600];
+    seg_file(p, sizeof(p), next);
+    tw_journal jf;
+    tw_journal_cfg jc = {.path = p, .fd = -1, .first_seq = next};
+    CHECKF(tw_journal_open(&jf, &jc, &err) == 0, "%s", err.msg);
+    tw_journal_close(&jf);
+    open_w(&j, HDR + 3 * REC);
+    CHECK_EQ(tw_jseg_set_preamble(&j, TW_JOURNAL_KIND_APP, pre), 0);
+    CHECK_EQ(tw_jseg_append(&j, TW_JOURNAL_EV, pl[0], NULL), 0);
+    tw_jseg_close(&j);
+    tw_jseg_reader r;
+    tw_journal_rec rec[2];
+    CHECKF(tw_jseg_reader_open(&r, p, 0, 2, &err) == 0, "%s", err.msg);
+    CHECK_EQ(tw_jseg_read_burst(&r, rec, 2, &err), 2);
+    CHECK(tw_journal_rec_kind(&rec[0]) == TW_JOURNAL_KIND_APP && rec[0].seq == next);
+    CHECK(tw_journal_rec_kind(&rec[1]) == TW_JOURNAL_EV);
+    tw_jseg_reader_close(&r);
+    /* The journal's own first segment, empty, is not given one: its
+     * owner writes what starts it. */
+    fresh();
+    open_w(&j, HDR + 3 * REC);
+    CHECK_EQ(tw_jseg_set_preamble(&j, TW_JOURNAL_KIND_APP, pre), 0);
+    CHECK_EQ(tw_jseg_next_seq(&j), 1u);
+    tw_jseg_close(&j);
     free(v);
 }
 

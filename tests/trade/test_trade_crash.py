@@ -259,6 +259,53 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, stra
     figures(w, clock)
 
 
+# The journal's rotation points (journal_seg.h, TW_JSEG_AT_*): the full
+# segment closed; the next one created with its header alone; its META
+# preamble written, not yet the records that caused the rotation.
+ROTATION_POINTS = {"closed": 1, "created": 2, "preamble": 3}
+
+
+@pytest.mark.parametrize("strategy", ["thread", "inline"])
+def test_whole_trader_killed_inside_rotations(dataset, uninterrupted, tmp_path, strategy):
+    """kill -9 inside a journal rotation, at each of its points (the trader
+    kills itself there: TW_TRADE_TEST_JSEG_KILL, points of progress, not
+    of time), on a seeded rotation of each run; every restart recovers
+    across the segment the kill left, and the books equal the sweep's."""
+    seed = int(os.environ.get("TW_CRASH_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    total = uninterrupted["records"]
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    venue, config, insts = setup_run(w, dataset["paths"], strategy,
+                                     engine={"journal_segment_bytes": segment_bytes(total, 16)})
+    kills = [(name, at, rng.randrange(1, 4)) for name, at in ROTATION_POINTS.items()]
+    try:
+        for k, (name, at, nth) in enumerate(kills):
+            env = dict(os.environ, TW_TRADE_TEST_JSEG_KILL=f"{at}:{nth}")
+            p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID)],
+                                 stdout=open(os.path.join(w, f"trader{k}.out"), "w"),
+                                 stderr=open(os.path.join(w, f"trader{k}.err"), "w"), env=env)
+            rc = p.wait(timeout=600)
+            assert rc == -signal.SIGKILL, (seed, name, nth, rc,
+                                           open(os.path.join(w, f"trader{k}.err")).read()[-2000:])
+        rep, log = last_run(venue, config, w, insts, dataset["refs"], seed, kills)
+    finally:
+        venue.stop()
+    # Every restart recovered, but one killed inside a rotation of its own
+    # recovery (its notes are journaled before it says so).
+    errs = [open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(kills) + 1)]
+    assert "recovered run 4242" in errs[-1], (seed, errs[-1][-3000:])
+    assert sum("recovered run 4242" in e for e in errs) >= 2, (seed, [e[-500:] for e in errs])
+    clids = [r[0] for r in log]
+    assert len(set(clids)) == len(clids), (seed, kills)
+    assert sorted(log) == sorted(uninterrupted["fills"]), (seed, kills, len(log))
+    segs = journal_segments(journal)
+    assert len(segs) >= 12, (seed, segs)
+    assert all(first_kind(p) == META_KIND for p in segs), [(p, first_kind(p)) for p in segs]
+    print(f"seed {seed}: killed inside rotations {kills} (point, rotation of that run); "
+          f"a journal of {len(segs)} segments; {len(log)} fills, each ClOrdID once")
+
+
 def figures(w, clock):
     """kill -9 -> the first bar processed after the restart, split: the
     supervisor's detection (kill -> reaped), the restart (-> the engine's

@@ -205,10 +205,13 @@ int tw__cli_trade(int argc, char **argv)
         o.strategy_argv = sargv;
     }
     tw_trade_engine *e = NULL;
-    if (tw_trade_engine_create(&e, cfg, &o, &err) != 0) {
+    int crc = tw_trade_engine_create(&e, cfg, &o, &err);
+    if (crc != 0) {
         fprintf(stderr, "tickwire trade: %s\n", err.msg);
         tw_trade_config_free(cfg);
-        return 1;
+        /* Books it cannot rebuild: a refusal to trade, like a bad
+         * configuration, not a failure of the run. */
+        return crc == -TW_EUNRECOVERABLE ? 2 : 1;
     }
     g_engine = e;
     struct sigaction sa = {.sa_handler = on_signal};
