@@ -40,6 +40,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from test_trade_crash import (RUN_ID, finish, journal_records, journal_segments,  # noqa: E402
                               make_dataset, reached, segment_bytes, trader)
 from test_trade_crash import setup_run as crash_setup_run  # noqa: E402
+from test_trade_crash import ROTATION_POINTS, TICKWIRE  # noqa: E402
 from test_trade_crash import flip_newest_snapshot, newest_snapshot  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("TICKWIRE_BUILD", "build"))
@@ -256,6 +257,49 @@ def test_gateway_killed_at_5_moments(dataset, uninterrupted, tmp_path):
     print(f"seed {seed}: gateway killed at journal records {marks} of {total}; "
           f"{len(log)} fills, each ClOrdID once, as the uninterrupted run")
     gateway_figures(w, clock)
+
+
+def test_gateway_killed_inside_rotations(dataset, uninterrupted, tmp_path):
+    """The gateway (which writes the journal) kills itself inside a
+    journal rotation, at each of its points, on a seeded rotation of each
+    run (TW_TRADE_TEST_JSEG_KILL); its strategy process sees the hangup and
+    exits; every restart recovers and its new strategy follows the
+    journal across the segments; the books equal the sweep's."""
+    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed + 2)
+    total = uninterrupted["records"]
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    venue, config, insts = setup_run(w, dataset["paths"],
+                                     engine={"journal_segment_bytes": segment_bytes(total, 16)})
+    kills = [(name, at, rng.randrange(1, 4)) for name, at in ROTATION_POINTS.items()]
+    try:
+        for k, (name, at, nth) in enumerate(kills):
+            env = dict(os.environ, TW_TRADE_TEST_JSEG_KILL=f"{at}:{nth}")
+            p = subprocess.Popen([TICKWIRE, "trade", "--config", config, "--run-id", str(RUN_ID)],
+                                 stdout=open(os.path.join(w, f"trader{k}.out"), "w"),
+                                 stderr=open(os.path.join(w, f"trader{k}.err"), "w"), env=env)
+            rc = p.wait(timeout=600)
+            err = read(os.path.join(w, f"trader{k}.err"))
+            assert rc == -signal.SIGKILL, (seed, name, nth, rc, err[-2000:])
+            for c in (int(x) for x in re.findall(r"strategy process (\d+) started", err)):
+                deadline = time.monotonic() + 30
+                while time.monotonic() < deadline and alive(c):
+                    time.sleep(0.005)
+                assert not alive(c), f"seed {seed}: strategy {c} outlived its gateway"
+        p = trader(config, w, len(kills))
+        try:
+            rep, log = finish(venue, p, w, insts, dataset["refs"], len(kills))
+        except AssertionError as e:
+            raise AssertionError(f"seed {seed} kills {kills}: {e}") from None
+    finally:
+        venue.stop()
+    errs = [read(os.path.join(w, f"trader{k}.err")) for k in range(1, len(kills) + 1)]
+    assert f"recovered run {RUN_ID}" in errs[-1], (seed, errs[-1][-3000:])
+    check_fills(log, uninterrupted["fills"], seed, kills, rep)
+    assert len(journal_segments(journal)) >= 12, (seed, journal_segments(journal))
+    print(f"seed {seed}: gateway killed inside rotations {kills} (point, rotation of that run); "
+          f"{len(log)} fills, each ClOrdID once, as the uninterrupted run")
 
 
 def gateway_figures(w, clock):
