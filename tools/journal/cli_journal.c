@@ -33,7 +33,7 @@ static void info_snapshots(const char *dir)
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "snap-", 5) != 0)
             continue;
-        char p[4200];
+        char p[4096 + 260];
         snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
         tw_snap s;
         tw_error err = {0};
@@ -126,8 +126,15 @@ int tw__cli_journal_info(int argc, char **argv)
     if (rc != 0) {
         printf("journal %s: BAD: %s\n", path, err.msg);
     }
+    /* Where the snapshots are: `tickwire trade` keeps them beside its
+     * journal (DIR.snap), `bench recovery` inside it. */
     struct stat st;
-    if (!snaps && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+    char beside[4096];
+    if (snprintf(beside, sizeof(beside), "%s.snap", path) >= (int)sizeof(beside))
+        beside[0] = '\0';
+    if (!snaps && stat(beside, &st) == 0 && S_ISDIR(st.st_mode))
+        snaps = beside;
+    else if (!snaps && stat(path, &st) == 0 && S_ISDIR(st.st_mode))
         snaps = path;
     if (snaps)
         info_snapshots(snaps);
