@@ -212,6 +212,9 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, stra
         venue.stop()
     err = "".join(open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(marks) + 1))
     assert err.count("recovered run 4242") == len(marks), (seed, err[-3000:])
+    for k in range(1, len(marks) + 1):  # no snapshots: every record, from the first
+        n, first = records_read(open(os.path.join(w, f"trader{k}.err")).read())
+        assert first == 1 and n >= marks[k - 1] - 1, (seed, k, n, first, marks)
     whole = uninterrupted["fills"]
     clids = [r[0] for r in log]
     dup = [c for c in set(clids) if clids.count(c) > 1] if len(set(clids)) != len(clids) else []
@@ -254,6 +257,13 @@ def figures(w, clock):
           f"detection {med[0]:.2f}, restart {med[1]:.2f}, replay {med[2]:.2f} "
           f"({bars:.0f} bars, {rate:.0f} bars/s, journal open and checks included), "
           f"resync {med[3]:.2f}; kill -9 -> first new bar {med[4]:.2f}")
+
+
+def records_read(err):
+    """The recovery's journal reading, from its log line: (records, first seq)."""
+    m = re.search(r"recovered run \d+ from \S+: (\d+) journal records read from seq (\d+)", err)
+    assert m, err[-2000:]
+    return int(m.group(1)), int(m.group(2))
 
 
 def newest_snapshot(d):
@@ -300,7 +310,7 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, st
     venue, config, insts = setup_run(w, dataset["paths"], strategy,
                                      engine={"snapshot_every": 300} if every == "events" else
                                      {"snapshot_every": 0, "snapshot_interval_ms": 2})
-    flipped, had = None, []
+    flipped, had, ends = None, [], []  # ends: the journal's records at each restart
     clock = []  # per kill: (killed, reaped, restarted), as in the test above
     try:
         for k, mark in enumerate(marks):
@@ -312,17 +322,27 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, st
             clock.append([killed, time.monotonic_ns()])
             # (None when the kill came before the first write was whole.)
             had.append(newest_snapshot(snaps))
+            ends.append(journal_records(journal))
         clock[-1].append(time.monotonic_ns())
         rep, log = last_run(venue, config, w, insts, dataset["refs"], seed, marks)
     finally:
         venue.stop()
     errs = [open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(marks) + 1)]
+    reads = []
     for k, err in enumerate(errs, start=1):
         assert "recovered run 4242" in err, (seed, k, err[-2000:])
-        m = re.search(r"recovering from the snapshot of event (\d+)", err)
+        m = re.search(r"recovering from the snapshot of event (\d+) \(journal seq (\d+)\)", err)
         if had[k - 1] and not (k == 2 and flipped):
             assert m and int(m.group(1)) > 0, (seed, k, err[-2000:])
         assert "not used" not in err, (seed, k, err[-2000:])
+        # Only the tail: the records after the snapshot's journal seq J
+        # (the journal's records 1..ends, a torn last one cut), or, with no
+        # snapshot, all of them.
+        n, first = records_read(err)
+        j = int(m.group(2)) if m else 0
+        assert first == j + 1 and ends[k - 1] - j - 1 <= n <= ends[k - 1] - j, \
+            (seed, k, n, first, j, ends[k - 1])
+        reads.append(f"{n}/{ends[k - 1]}")
     if every == "events":
         assert any(had), (seed, marks, had)
     last = errs[-1]
@@ -337,6 +357,6 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, st
     assert sorted(log) == sorted(whole), (seed, marks, sorted(set(log) ^ set(whole))[:5])
     print(f"seed {seed}: snapshots every {'300 events' if every == 'events' else '2 ms'}, "
           f"killed at journal records {marks} of "
-          f"{total}: each restart from its newest good snapshot; {len(log)} fills, each "
-          f"ClOrdID once, as the uninterrupted run")
+          f"{total}: each restart from its newest good snapshot, journal records read "
+          f"{reads}; {len(log)} fills, each ClOrdID once, as the uninterrupted run")
     figures(w, clock)
