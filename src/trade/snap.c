@@ -361,6 +361,15 @@ void tw__snap_seed_free(tw_trade_engine *e)
 
 void tw__snap_close(tw_trade_engine *e)
 {
+    if (e->snap.w) {
+        tw_snap_writer_stats ss;
+        tw_snap_writer_flush(e->snap.w);
+        tw_snap_writer_stats_get(e->snap.w, &ss);
+        fprintf(e->log, "tickwire trade: snapshots: %llu written, %llu skipped with the writer "
+                "busy, %llu failed%s%s\n", (unsigned long long)ss.written,
+                (unsigned long long)ss.skipped, (unsigned long long)ss.failed,
+                ss.failed ? "; the last: " : "", ss.failed ? ss.last_err : "");
+    }
     tw__snapper_close(&e->snap);
     tw__snap_seed_free(e);
 }
