@@ -425,3 +425,30 @@ int tw__gwfold_load(tw__gwfold *f, const void *p, size_t len, uint64_t seq, tw_e
         tw__gwfold_reset(f);
     return rc;
 }
+
+int tw__gwfold_load_snap(tw__gwfold *const *f, uint32_t n, const tw_trade_config *cfg,
+                         const tw_snap *s, tw_error *err)
+{
+    uint32_t k = 0;
+    int rc = 0;
+    for (uint32_t i = 0; i < s->nsec && rc == 0; i++) {
+        if (s->sec[i].id != TW_SNAP_SEC_GW_FOLD)
+            continue;
+        tw_error fe = {0};
+        if (k >= n)
+            rc = tw__err(err, -TW_EFORMAT, "more gateway sections (id %u) than the %u sessions",
+                         TW_SNAP_SEC_GW_FOLD, n);
+        else if ((rc = tw__gwfold_load(f[k], s->sec[i].data, (size_t)s->sec[i].len,
+                                       s->hdr.journal_seq, &fe)) != 0)
+            tw__err(err, rc, "gateway section %u (id %u, session %s): %s", k, TW_SNAP_SEC_GW_FOLD,
+                    cfg->sessions[k].name, fe.msg);
+        k++;
+    }
+    if (rc == 0 && k != n)
+        rc = tw__err(err, -TW_EFORMAT, "%u gateway sections (id %u), the configuration has %u "
+                     "sessions", k, TW_SNAP_SEC_GW_FOLD, n);
+    if (rc != 0)
+        for (uint32_t i = 0; i < n; i++)
+            tw__gwfold_reset(f[i]);
+    return rc;
+}

@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "tickwire/journal.h"
+#include "tickwire/snapshot.h"
 #include "tickwire/strategy.h"
 #include "tickwire/trade.h"
 
@@ -142,5 +143,12 @@ int tw__gwfold_save(const tw__gwfold *f, uint64_t seq, uint8_t **buf, size_t *ca
  * (another version) with err saying what is wrong (f is then the zero
  * fold); -ENOMEM. */
 int tw__gwfold_load(tw__gwfold *f, const void *p, size_t len, uint64_t seq, tw_error *err);
+/* The folds of a snapshot: its TW_SNAP_SEC_GW_FOLD sections, one per
+ * session in session order (f[k]: session k's of cfg, n of them), each of
+ * the snapshot's journal seq.  0, or the first error with err naming the
+ * section (its index, id and session) and what is wrong; every fold is
+ * then the zero fold. */
+int tw__gwfold_load_snap(tw__gwfold *const *f, uint32_t n, const tw_trade_config *cfg,
+                         const tw_snap *s, tw_error *err);
 
 #endif

@@ -292,7 +292,7 @@ static int from_snapshot(tw_trade_engine *e, replay_ctx *rp, tw__intents *sent)
 /* A snapshot's gateway sections (snap.c's accept): one fold per session,
  * each of the snapshot's journal seq J, which must be an EV record of the
  * journal (the strategy's last event).  They go into the net cores'
- * folds (zero again if refused). */
+ * folds (zero if refused). */
 typedef struct gw_accept {
     tw_trade_engine *e;
     tw__gwfold **folds;
@@ -312,27 +312,7 @@ static int accept_gw(void *arg, const tw_snap *s, tw_error *err)
     if (read_one(e, j, &rec, &je) != 0 || tw_journal_rec_kind(&rec) != TW_JOURNAL_EV)
         return tw__err(err, -TW_EFORMAT, "of journal seq %llu, which is not an event: %s",
                        (unsigned long long)j, je.msg[0] ? je.msg : "another kind");
-    uint32_t k = 0;
-    int rc = 0;
-    for (uint32_t i = 0; i < s->nsec && rc == 0; i++) {
-        if (s->sec[i].id != TW_SNAP_SEC_GW_FOLD)
-            continue;
-        tw_error fe = {0};
-        if (k >= e->n_gw)
-            rc = tw__err(err, -TW_EFORMAT, "more gateway sections (id %u) than the %u sessions",
-                         TW_SNAP_SEC_GW_FOLD, e->n_gw);
-        else if ((rc = tw__gwfold_load(a->folds[k], s->sec[i].data, s->sec[i].len, j, &fe)) != 0)
-            tw__err(err, rc, "gateway section %u (id %u, session %s): %s", k,
-                    TW_SNAP_SEC_GW_FOLD, e->cfg->sessions[k].name, fe.msg);
-        k++;
-    }
-    if (rc == 0 && k != e->n_gw)
-        rc = tw__err(err, -TW_EFORMAT, "%u gateway sections (id %u), the configuration has %u "
-                     "sessions", k, TW_SNAP_SEC_GW_FOLD, e->n_gw);
-    if (rc != 0)
-        for (uint32_t i = 0; i < e->n_gw; i++)
-            tw__gwfold_reset(a->folds[i]);
-    return rc;
+    return tw__gwfold_load_snap(a->folds, e->n_gw, e->cfg, s, err);
 }
 
 static int add_out(void *ctx, const tw_out *o)
