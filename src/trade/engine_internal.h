@@ -350,14 +350,14 @@ int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *jou
                      uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
                      int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
                      tw_error *err);
-/* Threads mode: the same, with the gateway's folds, which start as seed
- * (cfg->n_sessions folds, copied: the folds of the journal records <=
- * seed_seq) or, seed NULL, as the zero folds before the journal's first
- * record. */
+/* The same, with the gateway's folds (each snapshot then taken with
+ * tw__snapper_take_at), which start as seed (cfg->n_sessions folds,
+ * copied: the folds of the journal records <= seed_seq) or, seed NULL, as
+ * the zero folds before the journal's first record. */
 int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
                         uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
-                        int64_t now_ns, const tw__gwfold *seed, uint64_t seed_seq,
-                        tw_error *err);
+                        int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                        const tw__gwfold *seed, uint64_t seed_seq, tw_error *err);
 /* Stops the writer (what was committed is written). */
 void tw__snapper_close(tw__snapper *p);
 /* Whether the copy is due after an event (events taken, now_ns: the
@@ -370,8 +370,8 @@ static inline int tw__snapper_due(const tw__snapper *p, uint64_t events, int64_t
  * their way), handed to the writer. */
 void tw__snapper_take(tw__snapper *p, const tw_strategy *s, uint64_t events, const tw_out *pend,
                       uint32_t np, int64_t now_ns);
-/* Threads mode (tw__snapper_open_gw): the same as of jseq, the journal
- * seq of the last event s took. */
+/* With the gateway's folds (tw__snapper_open_gw): the same as of jseq,
+ * the journal seq of the last event s took. */
 void tw__snapper_take_at(tw__snapper *p, const tw_strategy *s, uint64_t events, uint64_t jseq,
                          const tw_out *pend, uint32_t np, int64_t now_ns);
 /* The snapshots of the journal's run deleted (a new run). */
@@ -383,8 +383,7 @@ void tw__snap_clear(const char *journal_path);
  * of another configuration or does not load. */
 int tw__snap_newest(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
                     size_t out_cap, uint64_t *events, tw_error *err);
-/* Threads mode: the same, of the newest snapshot that accept(arg, ...)
- * also takes (the gateway's sections: a refused one is logged and the
+/* The same, of the newest snapshot that accept(arg, ...) also takes (the gateway's sections: a refused one is logged and the
  * next older one tried); *jseq: its journal seq. */
 int tw__snap_newest_gw(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
                        size_t out_cap, int (*accept)(void *, const tw_snap *, tw_error *),

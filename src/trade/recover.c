@@ -385,12 +385,13 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
         return tw__err(err, -ENOMEM, "journal: out of memory");
     for (uint32_t i = 0; i < e->n_gw; i++)
         folds[i] = tw__gw_fold(e->gw[i]);
-    /* 1. Where the replay starts.  Threads mode: the newest snapshot that
-     * loads (its state and the net cores' folds at its journal seq J, then
-     * the records after J), else the first record. */
+    /* 1. Where the replay starts: the newest snapshot that loads (its
+     * state and the net cores' folds at its journal seq J, then the
+     * records after J; processes mode: the strategy process's, when they
+     * carry the folds), else the first record. */
     uint64_t snap_events = 0, jseq = 0;
     int from_snap = 0;
-    if (!e->procs && e->have_journal &&
+    if (e->have_journal &&
         (cfg->engine.snapshot_every || cfg->engine.snapshot_interval_ms)) {
         from_snap = newest_snapshot(e, folds, end, &snap_events, &jseq, err);
         if (from_snap < 0) {
@@ -421,7 +422,8 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
         stored += tw__gw_store_count(e->gw[i]);
         fold_outs += 2 * (uint64_t)folds[i]->open.n + 1;
     }
-    replay_ctx rp = {.sent = &sent, .folds = folds};
+    /* (A STOP before J: the folds have it, and so must the replay.) */
+    replay_ctx rp = {.sent = &sent, .folds = folds, .stopped = e->n_gw && folds[0]->stopped};
     if (tw__intents_init(&sent, sc.n_out + stored + fold_outs + 16) != 0) {
         free(folds);
         free(buf);

@@ -220,8 +220,8 @@ int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *jou
 
 int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
                         uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
-                        int64_t now_ns, const tw__gwfold *seed, uint64_t seed_seq,
-                        tw_error *err)
+                        int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                        const tw__gwfold *seed, uint64_t seed_seq, tw_error *err)
 {
     memset(p, 0, sizeof(*p));
     if (cfg->engine.snapshot_every == 0 && cfg->engine.snapshot_interval_ms == 0)
@@ -229,8 +229,8 @@ int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *
     tw__snapfold *fold = fold_new(cfg, journal_path, seed, seed_seq);
     if (!fold)
         return tw__err(err, -ENOMEM, "snapshots: out of memory");
-    return snapper_start(p, cfg, journal_path, run_id, s, out_cap, events, now_ns, NULL, NULL,
-                         fold, err);
+    return snapper_start(p, cfg, journal_path, run_id, s, out_cap, events, now_ns, hook,
+                         hook_arg, fold, err);
 }
 
 void tw__snapper_close(tw__snapper *p)
@@ -341,10 +341,12 @@ int tw__snap_open(tw_trade_engine *e, tw_error *err)
         return 0;
     if (!e->recovered)
         tw__snap_clear(e->journal_path); /* a new run: the last run's are not its state */
-    if (e->procs) /* the strategy process takes them (strategy_proc.c) */
+    if (e->procs) { /* the strategy process takes them (strategy_proc.c) */
+        tw__snap_seed_free(e);
         return 0;
+    }
     int rc = tw__snapper_open_gw(&e->snap, e->cfg, e->journal_path, e->run_id, e->host.s,
-                                 e->host.out_cap, e->next_evseq, tw_clock_now_ns(),
+                                 e->host.out_cap, e->next_evseq, tw_clock_now_ns(), NULL, NULL,
                                  e->fold_seed, e->fold_seed_seq, err);
     tw__snap_seed_free(e);
     return rc;
