@@ -363,7 +363,7 @@ void tw__snap_seed_free(tw_trade_engine *e)
 
 void tw__snap_close(tw_trade_engine *e)
 {
-    if (e->snap.w) {
+    if (e->snap.w && !e->opts.quiet) {
         tw_snap_writer_stats ss;
         tw_snap_writer_flush(e->snap.w);
         tw_snap_writer_stats_get(e->snap.w, &ss);
