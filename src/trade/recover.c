@@ -6,15 +6,17 @@
  *
  * A start that finds a journal without END is a restart after a crash:
  *
- *   1. the intents already sent: the journal's OUT records, and every
+ *   1. the intents already sent: the journal's OUT records (after a
+ *      snapshot: those after it, and those its folds know that its state
+ *      may decide again), and every
  *      NewOrderSingle / OrderCancelRequest of this run in the FIX stores
  *      (a message is stored before it goes out and journaled after, so a
  *      crash between the two leaves it in the store only);
  *   2. a fresh strategy is fed every EV record from the first (the kernel
- *      is path dependent), or (threads mode) the strategy and the net
- *      cores' folds are loaded from the newest snapshot, of journal seq J,
- *      and fed only the records after J; each intent it decides is looked up in the
- *      set of what was sent (intents.h, which the strategy process asks
+ *      is path dependent), or the strategy and the net cores' folds are
+ *      loaded from the newest snapshot that carries both, of journal seq
+ *      J, and fed only the records after J; each intent it decides is
+ *      looked up in the set of what was sent (intents.h, which the strategy process asks
  *      too): one that was sent is not sent again (order ids are
  *      (instance, decision bar): a replayed decision has the id it had);
  *      an order or cancel that was not sent goes into its session's ring,
