@@ -234,8 +234,9 @@ typedef struct tw_snap_report {
 } tw_snap_report;
 
 /* Loads the newest snapshot of dir that checks out and that exp->accept
- * takes (files that do not check out are set aside, see above).  Returns 0 with s filled; -ENOENT when none is
- * usable (report says what was set aside); -ESTALE when the newest that
+ * takes (files that do not check out are set aside, see above).  Returns
+ * 0 with s filled; -ENOENT when none is usable (report says what was set
+ * aside or refused); -ESTALE when the newest that
  * checks out differs from exp, err naming what (config digest, or the
  * first kernel line that differs); -errno. */
 int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap_report *rep,

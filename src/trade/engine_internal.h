@@ -383,8 +383,9 @@ void tw__snap_clear(const char *journal_path);
  * of another configuration or does not load. */
 int tw__snap_newest(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
                     size_t out_cap, uint64_t *events, tw_error *err);
-/* The same, of the newest snapshot that accept(arg, ...) also takes (the gateway's sections: a refused one is logged and the
- * next older one tried); *jseq: its journal seq. */
+/* The same, of the newest snapshot that accept(arg, ...) also takes (the
+ * gateway's sections: a refused one is logged and the next older one
+ * tried); *jseq: its journal seq. */
 int tw__snap_newest_gw(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
                        size_t out_cap, int (*accept)(void *, const tw_snap *, tw_error *),
                        void *arg, uint64_t *events, uint64_t *jseq, tw_error *err);

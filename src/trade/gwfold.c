@@ -376,7 +376,8 @@ static int load(tw__gwfold *f, const uint8_t *p, size_t len, uint64_t seq, tw_er
     for (uint64_t i = 0; i < h.n_closes; i++, p += sizeof(close_rec)) {
         close_rec c;
         memcpy(&c, p, sizeof(c));
-        uint64_t at = (uint64_t)c.local * TW__GW_CLOSES_WIN + ((uint64_t)c.bar & (TW__GW_CLOSES_WIN - 1));
+        uint64_t at = (uint64_t)c.local * TW__GW_CLOSES_WIN +
+                      ((uint64_t)c.bar & (TW__GW_CLOSES_WIN - 1));
         if (c.local >= h.n_sym || c.zero != 0 || c.bar < 0 || (i > 0 && at <= prev))
             return tw__err(err, -TW_EFORMAT, "recent close %llu (instrument %u, bar %lld): out "
                            "of range or of order", (unsigned long long)i, c.local,

@@ -67,7 +67,8 @@ def snapshot_events(path, journal):
     j, nsec = int.from_bytes(data[16:24], "little"), int.from_bytes(data[32:36], "little")
     off, folds = 64, False
     for _ in range(nsec):
-        sid, n = int.from_bytes(data[off:off + 4], "little"), int.from_bytes(data[off + 8:off + 16], "little")
+        sid = int.from_bytes(data[off:off + 4], "little")
+        n = int.from_bytes(data[off + 8:off + 16], "little")
         folds |= sid == 259
         off += 16 + (n + 7) // 8 * 8
     if not folds:
@@ -584,9 +585,10 @@ def test_strategy_killed_inside_snapshot_writes(dataset, uninterrupted, tmp_path
             names = sorted(os.listdir(snaps))
             left.append(names)
             whole = [n for n in names if n.endswith(".tws")]
-            newest.append(snapshot_events(os.path.join(snaps, max(whole, key=lambda n: int(n[5:-4]))),
+            last = max(whole, key=lambda n: int(n[5:-4])) if whole else None
+            newest.append(snapshot_events(os.path.join(snaps, last),
                                           os.path.join(w, "store", "venue.journal"))
-                          if whole else None)
+                          if last else None)
             if at in (1, 2):
                 assert any(n.endswith(".tmp") for n in names), (seed, plan, names)
         strategies.append(strategy(3))
