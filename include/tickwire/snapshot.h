@@ -59,7 +59,10 @@ enum {
                                  (tw_strategy_state_save: 2..6 in one) */
     TW_SNAP_SEC_GW_ORDERS = 256,  /* gateway: order table */
     TW_SNAP_SEC_GW_CLORDID = 257, /* ClOrdID counters */
-    TW_SNAP_SEC_GW_SESSIONS = 258 /* per-session last seqs */
+    TW_SNAP_SEC_GW_SESSIONS = 258, /* per-session last seqs */
+    TW_SNAP_SEC_GW_FOLD = 259     /* a session's gateway fold: what its net core's
+                                     recovery takes from the journal (one per
+                                     session; src/trade/gwfold.h) */
 };
 
 typedef struct tw_snap_hdr {
@@ -121,7 +124,9 @@ int tw_snap_write(tw_snap_buf *b, const tw_snap_write_cfg *cfg, tw_error *err);
  * deleted), then calls `written`, where the caller prunes its journal.
  * Two slots: while one is being written the core may fill the other; when
  * both are busy tw_snap_writer_begin() returns NULL and that snapshot is
- * skipped (counted), so the core never waits on the disk. */
+ * skipped (counted), so the core never waits on the disk.  Sections whose
+ * size the core cannot know (they grow with the run) are appended by the
+ * writer thread itself (`append`), after the slot's. */
 typedef struct tw_snap_writer tw_snap_writer;
 typedef struct tw_snap_slot tw_snap_slot;
 
@@ -138,6 +143,12 @@ typedef struct tw_snap_writer_cfg {
      * what its owner leaves off the hot path (tw_strategy_state_seal for
      * TW_SNAP_SEC_STRATEGY).  May be NULL. */
     void (*finish)(void *arg, uint32_t id, void *data, uint64_t len);
+    /* On the writer thread, after the slot's sections (finished): more
+     * sections for the snapshot at journal seq `seq`, appended to b
+     * (tw_snap_add: it grows).  Non-zero (err says why): that snapshot
+     * fails (counted, last_err).  May be NULL (the slot alone, written in
+     * place). */
+    int (*append)(void *arg, uint64_t seq, tw_snap_buf *b, tw_error *err);
     void *arg;
 } tw_snap_writer_cfg;
 
@@ -207,17 +218,25 @@ void tw_snap_release(tw_snap *s);
 typedef struct tw_snap_expect {
     const uint8_t *digest;  /* TW_SNAP_DIGEST_BYTES */
     const char *kernels;    /* the TW_SNAP_SEC_KERNELS text */
+    /* The owners' own checks of a snapshot that checks out and matches
+     * digest and kernels: non-zero (err saying why) and it is not used
+     * (not set aside either: it may be a build's that wrote other
+     * sections), the next older one is tried.  May be NULL. */
+    int (*accept)(void *arg, const tw_snap *s, tw_error *err);
+    void *arg;
 } tw_snap_expect;
 
 /* What the loader did with files that did not check out. */
 typedef struct tw_snap_report {
     uint32_t set_aside;     /* files renamed to *.bad */
-    char reasons[4][224];   /* the first four reasons, each naming its file */
+    uint32_t refused;       /* files exp->accept refused (left in place) */
+    char reasons[4][224];   /* the first four reasons (of either), each naming its file */
 } tw_snap_report;
 
-/* Loads the newest snapshot of dir that checks out (files that do not are
- * set aside, see above).  Returns 0 with s filled; -ENOENT when none is
- * usable (report says what was set aside); -ESTALE when the newest that
+/* Loads the newest snapshot of dir that checks out and that exp->accept
+ * takes (files that do not check out are set aside, see above).  Returns
+ * 0 with s filled; -ENOENT when none is usable (report says what was set
+ * aside or refused); -ESTALE when the newest that
  * checks out differs from exp, err naming what (config digest, or the
  * first kernel line that differs); -errno. */
 int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap_report *rep,

@@ -436,12 +436,11 @@ int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap
             char bad[4300];
             snprintf(bad, sizeof(bad), "%s.bad", p);
             (void)rename(p, bad);
-            if (rep->set_aside < 4)
-                snprintf(rep->reasons[rep->set_aside], sizeof(rep->reasons[0]), "set aside: %s", e.msg);
-            rep->set_aside++;
+            uint32_t r = rep->set_aside++ + rep->refused;
+            if (r < 4)
+                snprintf(rep->reasons[r], sizeof(rep->reasons[0]), "set aside: %s", e.msg);
             continue;
         }
-        free_list(v, n);
         /* The kernel set first: it names what differs; the digest only
          * says that something does. */
         if (exp && exp->kernels) {
@@ -453,6 +452,7 @@ int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap
                 first_diff(have, hl, exp->kernels, el, why, sizeof(why));
                 snprintf(name, sizeof(name), "%s", s->name);
                 tw_snap_release(s);
+                free_list(v, n);
                 return tw__err(err, -ESTALE, "snapshot %s/%s: another kernel set: %s", dir, name, why);
             }
         }
@@ -460,13 +460,27 @@ int tw_snap_load(const char *dir, const tw_snap_expect *exp, tw_snap *s, tw_snap
             char name[64];
             snprintf(name, sizeof(name), "%s", s->name);
             tw_snap_release(s);
+            free_list(v, n);
             return tw__err(err, -ESTALE,
                            "snapshot %s/%s: taken under another configuration (config digest "
                            "differs)",
                            dir, name);
         }
+        if (exp && exp->accept && (rc = exp->accept(exp->arg, s, &e)) != 0) {
+            uint32_t r = rep->set_aside + rep->refused++;
+            if (r < 4)
+                snprintf(rep->reasons[r], sizeof(rep->reasons[0]), "%s not used: %s", v[i], e.msg);
+            tw_snap_release(s);
+            if (rc == -ENOMEM) {
+                free_list(v, n);
+                return tw__err(err, rc, "snapshot %s/%s: %s", dir, v[i], e.msg);
+            }
+            continue;
+        }
+        free_list(v, n);
         return 0;
     }
     free_list(v, n);
-    return tw__err(err, -ENOENT, "snapshot %s: no usable snapshot (%u set aside)", dir, rep->set_aside);
+    return tw__err(err, -ENOENT, "snapshot %s: no usable snapshot (%u set aside, %u not used)", dir,
+                   rep->set_aside, rep->refused);
 }

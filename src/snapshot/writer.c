@@ -1,6 +1,7 @@
 /* The snapshot writer thread (tickwire/snapshot.h, "the writer thread";
  * docs/crash.md, "Snapshot files"): two slots the owning core fills in
- * place and commits, written in commit order by a thread of their own. */
+ * place and commits, written in commit order by a thread of their own,
+ * which may append sections of its own (cfg.append). */
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -74,30 +75,54 @@ static void kept_scan(tw_snap_writer *w)
     closedir(d);
 }
 
-/* The sections' CRCs, the header, then the file. */
-static int write_slot(tw_snap_writer *w, tw_snap_slot *s, tw_error *err)
+/* Each section of the slot through cfg.finish, then either its CRC in
+ * place (b NULL) or a copy into b. */
+static void finish_sections(tw_snap_writer *w, tw_snap_slot *s, tw_snap_buf *b)
 {
-    if (s->overflow)
-        return tw__err(err, -ENOSPC, "snapshot %s: a section did not fit the slot (%zu bytes)",
-                       w->dir, s->cap);
-    tw__snap_hdr_init(s->buf, s->seq, w->digest);
     size_t off = TW_SNAP_HDR_BYTES;
     for (uint32_t i = 0; i < s->nsec; i++) {
         uint64_t len;
         uint32_t id;
         memcpy(&id, s->buf + off, 4);
         memcpy(&len, s->buf + off + 8, 8);
+        uint8_t *data = s->buf + off + TW_SNAP_SEC_HDR_BYTES;
         if (w->cfg.finish)
-            w->cfg.finish(w->cfg.arg, id, s->buf + off + TW_SNAP_SEC_HDR_BYTES, len);
-        uint32_t crc = tw_crc32c(0, s->buf + off + TW_SNAP_SEC_HDR_BYTES, (size_t)len);
-        memcpy(s->buf + off + 4, &crc, 4);
+            w->cfg.finish(w->cfg.arg, id, data, len);
+        if (b) {
+            (void)tw_snap_add(b, id, data, len); /* a failure is b's: the write refuses */
+        } else {
+            uint32_t crc = tw_crc32c(0, data, (size_t)len);
+            memcpy(s->buf + off + 4, &crc, 4);
+        }
         off += tw_snap_section_bytes(len);
     }
-    tw_snap_buf b = {.buf = s->buf, .len = s->len, .cap = s->cap + TW_SNAP_TRAILER_BYTES,
-                     .nsections = s->nsec};
+}
+
+/* The sections' CRCs, the header, then the file.  With cfg.append, the
+ * slot's sections and the appended ones are built in a buffer of their
+ * own: the slot's size is the core's, fixed. */
+static int write_slot(tw_snap_writer *w, tw_snap_slot *s, tw_error *err)
+{
+    if (s->overflow)
+        return tw__err(err, -ENOSPC, "snapshot %s: a section did not fit the slot (%zu bytes)",
+                       w->dir, s->cap);
     tw_snap_write_cfg wc = w->cfg.write;
     wc.dir = w->dir;
     wc.keep = w->keep;
+    if (w->cfg.append) {
+        tw_snap_buf b;
+        tw_snap_begin(&b, s->seq, w->digest);
+        finish_sections(w, s, &b);
+        int rc = w->cfg.append(w->cfg.arg, s->seq, &b, err);
+        if (rc == 0)
+            rc = tw_snap_write(&b, &wc, err);
+        tw_snap_free(&b);
+        return rc;
+    }
+    tw__snap_hdr_init(s->buf, s->seq, w->digest);
+    finish_sections(w, s, NULL);
+    tw_snap_buf b = {.buf = s->buf, .len = s->len, .cap = s->cap + TW_SNAP_TRAILER_BYTES,
+                     .nsections = s->nsec};
     return tw_snap_write(&b, &wc, err);
 }
 

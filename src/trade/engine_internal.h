@@ -39,6 +39,8 @@
 #include "tickwire/trade_engine.h"
 #include "tickwire/util.h"
 
+typedef struct tw__gwfold tw__gwfold; /* gwfold.h */
+
 /* ---- doorbell (bell.c) ------------------------------------------------------
  *
  * A yielding core that found its rings empty waits in ppoll() on its fds;
@@ -317,11 +319,16 @@ unsigned tw__inline_poll(void *arg, tw_reactor_now *now);
 /* ---- snapshots (snap.c; both modes) ---------------------------------------------------
  *
  * The strategy's core hands a copy of its state to the snapshot writer
- * every snapshot_every events and/or snapshot_interval_ms
- * (JOURNAL.snap/snap-<events>.tws: the journal seq of a snapshot here is
- * the number of events the strategy had taken); a recovery starts from
- * the newest one that loads.  Threads mode: the strategy core's (host.c);
- * processes mode: the strategy process's (strategy_proc.c). */
+ * every snapshot_every events and/or snapshot_interval_ms; a recovery
+ * starts from the newest one that loads.  Threads mode: the strategy
+ * core's (host.c), JOURNAL.snap/snap-<J>.tws, J the journal seq of the
+ * last event the state reflects, with every session's gateway fold of the
+ * records <= J (gwfold.h; the writer thread reads them from the journal);
+ * processes mode: the strategy process's (strategy_proc.c), named by the
+ * number of events the strategy had taken, strategy state only.  The
+ * strategy state holds the event count in both. */
+
+typedef struct tw__snapfold tw__snapfold; /* snap.c: the writer thread's folds */
 
 #define TW__SNAP_DIR_MAX (TW_TRADE_STR_MAX + 32)
 
@@ -333,6 +340,7 @@ typedef struct tw__snapper {
     uint8_t digest[TW_SNAP_DIGEST_BYTES];
     char *kernels;
     size_t klen;
+    tw__snapfold *fold;    /* threads mode: the gateway's folds (NULL: none) */
 } tw__snapper;
 
 /* The writer started for the strategy s of run run_id that took events
@@ -343,6 +351,14 @@ int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *jou
                      uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
                      int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
                      tw_error *err);
+/* The same, with the gateway's folds (each snapshot then taken with
+ * tw__snapper_take_at), which start as seed (cfg->n_sessions folds,
+ * copied: the folds of the journal records <= seed_seq) or, seed NULL, as
+ * the zero folds before the journal's first record. */
+int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
+                        uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
+                        int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                        const tw__gwfold *seed, uint64_t seed_seq, tw_error *err);
 /* Stops the writer (what was committed is written). */
 void tw__snapper_close(tw__snapper *p);
 /* Whether the copy is due after an event (events taken, now_ns: the
@@ -355,6 +371,10 @@ static inline int tw__snapper_due(const tw__snapper *p, uint64_t events, int64_t
  * their way), handed to the writer. */
 void tw__snapper_take(tw__snapper *p, const tw_strategy *s, uint64_t events, const tw_out *pend,
                       uint32_t np, int64_t now_ns);
+/* With the gateway's folds (tw__snapper_open_gw): the same as of jseq,
+ * the journal seq of the last event s took. */
+void tw__snapper_take_at(tw__snapper *p, const tw_strategy *s, uint64_t events, uint64_t jseq,
+                         const tw_out *pend, uint32_t np, int64_t now_ns);
 /* The snapshots of the journal's run deleted (a new run). */
 void tw__snap_clear(const char *journal_path);
 /* Recovery: the newest snapshot of run run_id that checks out, loaded into
@@ -364,12 +384,20 @@ void tw__snap_clear(const char *journal_path);
  * of another configuration or does not load. */
 int tw__snap_newest(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
                     size_t out_cap, uint64_t *events, tw_error *err);
+/* The same, of the newest snapshot that accept(arg, ...) also takes (the
+ * gateway's sections: a refused one is logged and the next older one
+ * tried); *jseq: its journal seq. */
+int tw__snap_newest_gw(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
+                       size_t out_cap, int (*accept)(void *, const tw_snap *, tw_error *),
+                       void *arg, uint64_t *events, uint64_t *jseq, tw_error *err);
 
 /* After the recovery (or a new run: the snapshots of the last run
  * deleted): threads mode, the strategy core's writer started.  0 or a
  * negative errno with err. */
 int tw__snap_open(tw_trade_engine *e, tw_error *err);
 void tw__snap_close(tw_trade_engine *e);
+/* The recovery's folds for the writer (fold_seed) freed. */
+void tw__snap_seed_free(tw_trade_engine *e);
 
 /* ---- recovery (recover.c) --------------------------------------------------------- */
 
@@ -463,6 +491,11 @@ struct tw_trade_engine {
     /* Snapshots (snap.c, threads mode): the strategy core's. */
     tw__snapper snap;
     int snap_recovered; /* the recovery started from a snapshot */
+    uint64_t snap_jseq; /* strategy core: the journal seq of the last event it took */
+    /* A recovery from a snapshot: its gateway folds (n_gw), the writer's
+     * to start from (tw__snap_open takes and frees them). */
+    tw__gwfold *fold_seed;
+    uint64_t fold_seed_seq;
     /* Processes mode: the attach segment, the strategy process. */
     int procs;             /* [engine] mode = processes */
     int have_att;
@@ -510,12 +543,12 @@ int tw__gw_fd(const tw__gw *g);
 int tw__gw_settled(const tw__gw *g);
 void tw__gw_stats(const tw__gw *g, tw_trade_session_stats *s, tw_trade_gw_stats *gs);
 size_t tw__gw_latency(const tw__gw *g, const tw_trade_latency **out);
-/* Recovery (gw_restore.c; before the cores start): a journaled event of
- * this session and an order it sent, as the live run applied them; then
- * the end of the replay (a session that was up is told DOWN: the old
+/* Recovery (gw_restore.c; before the cores start): the session's fold
+ * (gwfold.h), which takes the journal's records (tw__gwfold_rec); an
+ * order the FIX store alone has; then the end of the replay (the fold's
+ * counters into the figures; a session that was up is told DOWN: the old
  * connection died). */
-int tw__gw_restore_begin(tw__gw *g, uint64_t n_orders); /* 0 or -ENOMEM */
-void tw__gw_restore_ev(tw__gw *g, const tw_ev *ev);
+tw__gwfold *tw__gw_fold(tw__gw *g);
 void tw__gw_restore_order(tw__gw *g, const tw_out *o);
 void tw__gw_restore_done(tw__gw *g);
 /* Messages in the session's store. */

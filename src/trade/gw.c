@@ -69,8 +69,8 @@ static void conn_down(tw__gw *g, const char *why)
     g->xp->rx_len = 0;
     g->xp->out_off = g->xp->out_len = 0;
     g->st.disconnects++;
-    if (g->up) {
-        g->up = 0;
+    if (g->f.up) {
+        g->f.up = 0;
         tw__gw_push_session(g, TW_SESSION_DOWN);
     }
     if (g->logout_requested || g->stop_stage != TW__STOP_NONE) {
@@ -89,8 +89,8 @@ static void give_up(tw__gw *g)
         g->xp->ops->close(g->xp, g->now_ns);
     if (g->fs.state != TW_FIX_DISCONNECTED)
         tw_fix_session_disconnected(&g->fs, g->now_ns);
-    if (g->up) {
-        g->up = 0;
+    if (g->f.up) {
+        g->f.up = 0;
         tw__gw_push_session(g, TW_SESSION_DOWN);
     }
     g->conn_live = 0;
@@ -138,17 +138,17 @@ static void stop_progress(tw__gw *g)
                 give_up(g); /* down, or connecting: nothing to log out of */
             return;
         }
-        for (uint32_t i = 0; i < g->open.n; i++) {
-            const tw__open_order *o = &g->open.v[i];
+        for (uint32_t i = 0; i < g->f.open.n; i++) {
+            const tw__open_order *o = &g->f.open.v[i];
             (void)tw__gw_send_cancel(g, o->id, o->instance, o->instrument, o->side, o->qty);
         }
-        if (g->open.n)
-            tw__gw_log(g, "stopping: cancel requested for %u open orders", g->open.n);
+        if (g->f.open.n)
+            tw__gw_log(g, "stopping: cancel requested for %u open orders", g->f.open.n);
         stop_to(g, TW__STOP_CANCELS_OUT);
     }
     if (g->stop_stage == TW__STOP_CANCELS_OUT) {
         int64_t wait_ns = (int64_t)e->opts.cancel_wait_ms * TW__NS_PER_MS;
-        if (g->open.n && g->now_ns - g->stage_since_ns < wait_ns)
+        if (g->f.open.n && g->now_ns - g->stage_since_ns < wait_ns)
             return;
         stop_to(g, TW__STOP_LOGOUT_OUT);
         tw__gw_logout(g, "trader stopping");
@@ -323,50 +323,36 @@ static int setup(tw__gw *g, tw_error *err)
     const tw_trade_session_cfg *sc = g->sc;
     uint32_t index = g->index;
     int rc;
-    /* Instruments of this session. */
-    g->local_of = malloc(cfg->n_instruments * sizeof(uint32_t));
-    g->sym_instr = malloc((cfg->n_instruments + 1) * sizeof(uint32_t));
-    if (!g->local_of || !g->sym_instr)
+    /* Instruments of this session, their bars and closes, the orders. */
+    if (tw__gwfold_init(&g->f, cfg, index) != 0)
         return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
-    for (uint32_t k = 0; k < cfg->n_instruments; k++) {
-        g->local_of[k] = UINT32_MAX;
-        if (cfg->strategy_instruments[k].session == index) {
-            g->local_of[k] = g->n_sym;
-            g->sym_instr[g->n_sym++] = k;
-        }
-    }
+    g->sym_instr = malloc((cfg->n_instruments + 1) * sizeof(uint32_t));
+    if (!g->sym_instr)
+        return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
+    for (uint32_t k = 0; k < cfg->n_instruments; k++)
+        if (g->f.local_of[k] != UINT32_MAX)
+            g->sym_instr[g->f.local_of[k]] = k;
     uint32_t hcap = 4;
-    while (hcap < 2 * g->n_sym)
+    while (hcap < 2 * g->f.n_sym)
         hcap <<= 1;
     g->hash_mask = hcap - 1;
     g->hash = calloc(hcap, sizeof(uint32_t));
-    g->last_bar = malloc((g->n_sym + 1) * sizeof(int64_t));
-    g->closes = malloc(((size_t)g->n_sym + 1) * TW__GW_CLOSES_WIN * sizeof(tw__recent_close));
-    if (!g->hash || !g->last_bar || !g->closes)
+    if (!g->hash)
         return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
-    for (uint32_t k = 0; k < g->n_sym; k++) {
+    for (uint32_t k = 0; k < g->f.n_sym; k++) {
         const char *s = cfg->strategy_instruments[g->sym_instr[k]].symbol;
         uint32_t h = (uint32_t)tw_fnv1a64(TW_FNV1A64_INIT, s, strlen(s)) & g->hash_mask;
         while (g->hash[h])
             h = (h + 1) & g->hash_mask;
         g->hash[h] = k + 1;
-        g->last_bar[k] = -1;
     }
-    for (size_t i = 0; i < (size_t)g->n_sym * TW__GW_CLOSES_WIN; i++)
-        g->closes[i].bar = -1;
-    /* Orders: as many as the strategy can have open on these instruments. */
-    uint32_t n_inst = 0;
-    for (uint32_t i = 0; i < cfg->n_instances; i++)
-        n_inst += g->local_of[cfg->instances[i].instrument] != UINT32_MAX;
-    g->open.cap = n_inst * (cfg->risk.max_open_orders + 2) + 64;
-    g->open.v = malloc(g->open.cap * sizeof(tw__open_order));
     g->exec.ids[0] = calloc(TW__GW_EXEC_IDS, sizeof(uint64_t));
     g->exec.ids[1] = calloc(TW__GW_EXEC_IDS, sizeof(uint64_t));
     g->spill.cap = TW__GW_RX_CAP / TW__GW_MIN_EVENT_BYTES + 64;
     g->spill.q = malloc(g->spill.cap * sizeof(tw__inrec));
     g->lat.cap = e->opts.latency_samples;
     g->lat.v = calloc(g->lat.cap ? g->lat.cap : 1, sizeof(tw_trade_latency));
-    if (!g->open.v || !g->exec.ids[0] || !g->exec.ids[1] || !g->spill.q || !g->lat.v)
+    if (!g->exec.ids[0] || !g->exec.ids[1] || !g->spill.q || !g->lat.v)
         return tw__err(err, -ENOMEM, "session %s: out of memory", sc->name);
     if (!ring_alloc(cfg->engine.ring_slots, sizeof(tw__inrec), &g->in_mem) ||
         !ring_alloc(cfg->engine.ring_slots, sizeof(tw_out), &g->out_mem))
@@ -495,17 +481,13 @@ void tw__gw_destroy(tw__gw *g)
     tw__bell_close(&g->bell);
     free(g->in_mem);
     free(g->out_mem);
-    free(g->local_of);
+    tw__gwfold_free(&g->f);
     free(g->sym_instr);
     free(g->hash);
-    free(g->last_bar);
-    free(g->closes);
-    free(g->open.v);
     free(g->exec.ids[0]);
     free(g->exec.ids[1]);
     free(g->spill.q);
     free(g->lat.v);
-    free(g->done.ids);
     free(g);
 }
 

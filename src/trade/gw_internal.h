@@ -8,21 +8,22 @@
  *   gw_rx.c       what the venue sends, decoded into events
  *   gw_tx.c       intents into FIX messages; ClOrdIDs
  *   gw_state.c    events to the strategy (numbered, journaled, spilled),
- *                 the open-order table, recent closes, the log line
+ *                 the log line
  *
- * Below them: the event log (evlog.c), the transports (xport*.c) and the
- * doorbell (bell.c). */
+ * Below them: the fold (gwfold.c: the open-order table, recent closes,
+ * the orders done, which the snapshot writer computes too), the event log
+ * (evlog.c), the transports (xport*.c) and the doorbell (bell.c). */
 #ifndef TW_TRADE_GW_INTERNAL_H
 #define TW_TRADE_GW_INTERNAL_H
 
 #include "tickwire/fix_session.h"
 #include "trade/engine_internal.h"
+#include "trade/gwfold.h"
 
 #define TW__GW_RX_CAP (128u << 10)
 #define TW__GW_OUT_CAP (1u << 20)
 #define TW__GW_OUT_ROOM 1024          /* out space one intent's message needs */
 #define TW__GW_MIN_EVENT_BYTES 16     /* less than the smallest input that makes an event */
-#define TW__GW_CLOSES_WIN 4096u       /* recent closes kept per instrument (late fills) */
 #define TW__GW_EXEC_IDS (1u << 15)    /* ExecIDs remembered per generation */
 #define TW__GW_INTENTS_PER_TURN 64
 #define TW__GW_ATT_POLL_NS 50000ll    /* processes mode: the outbound ring's polling bound */
@@ -36,20 +37,6 @@ typedef enum tw__stop_stage {
     TW__STOP_CANCELS_OUT = 2, /* cancels of the open orders sent; waiting for them */
     TW__STOP_LOGOUT_OUT = 3,  /* Logout sent (or nothing to log out of) */
 } tw__stop_stage;
-
-typedef struct tw__open_order {
-    uint64_t id;
-    uint32_t instance;
-    uint32_t instrument;
-    int32_t qty;
-    uint8_t side;
-    uint8_t pad_[3];
-} tw__open_order;
-
-typedef struct tw__recent_close {
-    int64_t bar;
-    double px;
-} tw__recent_close;
 
 struct tw__gw {
     tw_trade_engine *e;
@@ -67,36 +54,22 @@ struct tw__gw {
     void *in_mem, *out_mem;
     tw__bell bell;     /* wakes this core when the strategy writes to out */
     int pushed;        /* an event went into `in` this turn: ring the strategy */
-    /* This session's instruments: local index -> the strategy's, and a
-     * hash of their symbols. */
-    uint32_t n_sym;
+    /* What follows from the journal alone (gwfold.h): the instruments'
+     * local indices, last bars, recent closes, the open-order table, the
+     * orders done, up, closed_seen; its counters are a recovery's only
+     * (handed to st at its end). */
+    tw__gwfold f;
+    /* This session's instruments: local index -> the strategy's (f has
+     * the other way), and a hash of their symbols. */
     uint32_t *sym_instr;
     uint32_t *hash;    /* local index + 1, 0: empty */
     uint32_t hash_mask;
-    int64_t *last_bar; /* per local instrument: last bar forwarded, -1 */
-    tw__recent_close *closes; /* per local instrument, CLOSES_WIN */
-    uint32_t *local_of; /* the strategy's instrument -> local (UINT32_MAX: not ours) */
     /* Events that found the ring full (numbered and journaled): a queue. */
     struct {
         tw__inrec *q;
         uint32_t head, n, cap;
     } spill;
     tw_fix_md_entry md_entries[TW_FIX_MAX_FIELDS]; /* the decoder's X entries */
-    /* Orders sent and not yet done (filled, rejected, canceled). */
-    struct {
-        tw__open_order *v;
-        uint32_t n, cap;
-    } open;
-    /* After a crash: the orders the journal saw done (every execution of
-     * them came before the crash: one the venue resends is not applied
-     * again), a hash set of ids + 1 (ids NULL: no recovery). */
-    struct {
-        uint64_t *ids;
-        uint32_t mask;
-    } done;
-    /* The journal holds this session's SESSION CLOSED (a resent 340=3 is
-     * then a duplicate). */
-    int closed_seen;
     int64_t first_logon_ns; /* this process's first Logon (monotonic) */
     /* Processes mode (the strategy over the attach segment). */
     int att_st;             /* the last tw_attach_gw_core_sync: TW_ATTACH_CORE_* */
@@ -112,7 +85,6 @@ struct tw__gw {
         int cur;
     } exec;
     /* Connection and ending. */
-    int up;                 /* SESSION UP told to the strategy */
     int stream_closed;      /* the session closed the stream inside a call */
     int down_pending;       /* the transport went down with input still to feed */
     int conn_live;          /* a connection was attempted and not yet taken down */
@@ -149,12 +121,6 @@ void tw__gw_log(tw__gw *g, const char *fmt, ...) __attribute__((format(printf, 2
 void tw__gw_push(tw__gw *g, tw_ev *ev);
 void tw__gw_push_session(tw__gw *g, tw_session_state st);
 void tw__gw_spill_drain(tw__gw *g);
-tw__open_order *tw__gw_open_find(tw__gw *g, uint64_t id);
-/* An order sent (or, in recovery, one the journal says was sent); a full
- * table drops it (sized for the risk limit's most). */
-void tw__gw_open_add(tw__gw *g, const tw_out *o);
-void tw__gw_open_remove(tw__gw *g, uint64_t id);
-void tw__gw_remember_close(tw__gw *g, uint32_t local, uint64_t bar, double px);
 
 /* ---- gw_tx.c ---- */
 /* One MarketDataRequest per instrument of the session (after the Logon). */

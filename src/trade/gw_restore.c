@@ -1,89 +1,32 @@
 /* Recovery's entry into a net core (before the cores start; recover.c
- * drives it): the journal's events and sent orders as the live run
- * applied them, the orders the FIX store holds, and the end of the replay
- * (a session that was up is told DOWN: the old connection died). */
-#include <math.h>
+ * drives it): its fold (gwfold.h), which takes the journal's records, the
+ * orders the FIX store alone holds, and the end of the replay (a session
+ * that was up is told DOWN: the old connection died). */
 #include <stdlib.h>
 #include <string.h>
 
 #include "trade/gw_internal.h"
 
-static void done_add(tw__gw *g, uint64_t id)
-{
-    if (!g->done.ids)
-        return;
-    uint32_t i = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32) & g->done.mask;
-    while (g->done.ids[i] != 0 && g->done.ids[i] != id + 1)
-        i = (i + 1) & g->done.mask;
-    g->done.ids[i] = id + 1;
-}
-
-void tw__gw_restore_ev(tw__gw *g, const tw_ev *ev)
-{
-    switch (ev->type) {
-    case TW_EV_BAR: {
-        uint32_t local = ev->instrument < g->cfg->n_instruments ? g->local_of[ev->instrument]
-                                                                : UINT32_MAX;
-        if (local == UINT32_MAX)
-            return;
-        if ((int64_t)ev->u.bar.index > g->last_bar[local])
-            g->last_bar[local] = (int64_t)ev->u.bar.index;
-        tw__gw_remember_close(g, local, ev->u.bar.index, ev->u.bar.close);
-        g->st.bars++;
-        g->st.gap_bars += isnan(ev->u.bar.close);
-        return;
-    }
-    case TW_EV_FILL: {
-        g->st.fills++;
-        tw__open_order *o = tw__gw_open_find(g, ev->u.fill.order_id);
-        if (o && (o->qty -= (int32_t)ev->u.fill.qty) <= 0) {
-            tw__gw_open_remove(g, ev->u.fill.order_id);
-            done_add(g, ev->u.fill.order_id);
-        }
-        return;
-    }
-    case TW_EV_REJECT:
-    case TW_EV_CANCELED:
-        g->st.rejects += ev->type == TW_EV_REJECT;
-        g->st.canceled += ev->type == TW_EV_CANCELED;
-        tw__gw_open_remove(g, ev->u.order.order_id);
-        done_add(g, ev->u.order.order_id);
-        return;
-    case TW_EV_SESSION:
-        g->up = ev->u.session.state == TW_SESSION_UP;
-        if (ev->u.session.state == TW_SESSION_CLOSED)
-            g->closed_seen = 1;
-        return;
-    default: return;
-    }
-}
-
-int tw__gw_restore_begin(tw__gw *g, uint64_t n_orders)
-{
-    /* Every order the journal holds can be done: room for all, half full. */
-    uint64_t cap = 1024;
-    while (cap < 2 * n_orders)
-        cap <<= 1;
-    if (cap > (1ull << 31))
-        return -E2BIG;
-    g->done.ids = calloc(cap, sizeof(uint64_t));
-    g->done.mask = (uint32_t)(cap - 1);
-    return g->done.ids ? 0 : -ENOMEM;
-}
+tw__gwfold *tw__gw_fold(tw__gw *g) { return &g->f; }
 
 void tw__gw_restore_order(tw__gw *g, const tw_out *o)
 {
-    g->st.orders_sent++;
-    if (!tw__gw_open_find(g, o->order_id))
-        tw__gw_open_add(g, o);
+    tw__gwfold_out(&g->f, o);
 }
 
 void tw__gw_restore_done(tw__gw *g)
 {
-    /* The open table's qty counted fills down; what is left open is
+    /* The counters the journal's records gave, into the core's figures;
+     * the open table's qty counted fills down: what is left open is
      * cancelled (TERM) with the order's quantity left. */
-    if (g->up) {
-        g->up = 0;
+    g->st.bars = g->f.bars;
+    g->st.gap_bars = g->f.gap_bars;
+    g->st.fills = g->f.fills;
+    g->st.rejects = g->f.rejects;
+    g->st.canceled = g->f.canceled;
+    g->st.orders_sent = g->f.orders_sent;
+    if (g->f.up) {
+        g->f.up = 0;
         tw__gw_push_session(g, TW_SESSION_DOWN);
     }
 }

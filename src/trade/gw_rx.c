@@ -47,20 +47,6 @@ static tw_ev *ev_init(tw__gw *g, tw_ev *ev, uint8_t type)
     return ev;
 }
 
-/* 1 when the journal saw order id done before a crash (see done_ids). */
-static int done_before(const tw__gw *g, uint64_t id)
-{
-    if (!g->done.ids)
-        return 0;
-    for (uint32_t i = (uint32_t)(id * 0x9e3779b97f4a7c15ull >> 32) & g->done.mask;;
-         i = (i + 1) & g->done.mask) {
-        if (g->done.ids[i] == 0)
-            return 0;
-        if (g->done.ids[i] == id + 1)
-            return 1;
-    }
-}
-
 /* 1 if seen before; else remembers it and returns 0. */
 static int exec_seen(tw__gw *g, const char *p, size_t n)
 {
@@ -111,7 +97,7 @@ static int order_of(tw__gw *g, const tw_fix_field *f, uint64_t *id)
 static const tw__recent_close *close_at(const tw__gw *g, uint32_t local, int64_t bar)
 {
     const tw__recent_close *c =
-        &g->closes[(size_t)local * TW__GW_CLOSES_WIN + ((uint64_t)bar & (TW__GW_CLOSES_WIN - 1))];
+        &g->f.closes[(size_t)local * TW__GW_CLOSES_WIN + ((uint64_t)bar & (TW__GW_CLOSES_WIN - 1))];
     return c->bar == bar ? c : NULL;
 }
 
@@ -120,7 +106,7 @@ static const tw__recent_close *close_at(const tw__gw *g, uint32_t local, int64_t
  * later bar (paced runs: the price of latency), or none we kept. */
 static void classify_fill(tw__gw *g, uint32_t local, uint64_t b, double px)
 {
-    int64_t last = g->last_bar[local];
+    int64_t last = g->f.last_bar[local];
     if ((int64_t)b > last || last - (int64_t)b >= (int64_t)TW__GW_CLOSES_WIN - 1) {
         g->st.unmatched_fills++;
         return;
@@ -171,7 +157,7 @@ static void on_bar_entry(tw__gw *g, const tw_fix_field *sym, const tw_fix_field 
 
 static void forward_bar(tw__gw *g, uint32_t local, uint64_t bar, double close, int possdup)
 {
-    if (possdup && (int64_t)bar <= g->last_bar[local]) {
+    if (possdup && (int64_t)bar <= g->f.last_bar[local]) {
         g->st.possdup_bars_dropped++;
         return;
     }
@@ -179,9 +165,9 @@ static void forward_bar(tw__gw *g, uint32_t local, uint64_t bar, double close, i
         g->st.bars_after_stop++;
         return;
     }
-    if ((int64_t)bar > g->last_bar[local])
-        g->last_bar[local] = (int64_t)bar;
-    tw__gw_remember_close(g, local, bar, close);
+    if ((int64_t)bar > g->f.last_bar[local])
+        g->f.last_bar[local] = (int64_t)bar;
+    tw__gwfold_remember_close(&g->f, local, bar, close);
     g->st.bars++;
     g->st.gap_bars += isnan(close);
     tw_ev ev;
@@ -262,7 +248,7 @@ static void on_exec_report(tw__gw *g, const tw_fix_msg *m, int possdup)
     const tw_fix_field *ref = type == '4' ? tw_fix_get(m, 41) : NULL;
     if (order_of(g, ref ? ref : tw_fix_get(m, 11), &id) != 0)
         return;
-    if (done_before(g, id) && !tw__gw_open_find(g, id)) {
+    if (tw__gwfold_done_has(&g->f, id) && !tw__gwfold_open_find(&g->f, id)) {
         /* Resent after a crash: the journal has it applied already. */
         g->st.dup_execs++;
         return;
@@ -285,12 +271,12 @@ static void on_exec_report(tw__gw *g, const tw_fix_msg *m, int possdup)
         ev.u.fill.qty = qty;
         ev.u.fill.px = px;
         g->st.fills++;
-        tw__open_order *o = tw__gw_open_find(g, id);
+        tw__open_order *o = tw__gwfold_open_find(&g->f, id);
         if (o && tw_order_id_kind(id) == TW_ORDER_SIGNAL &&
-            g->local_of[o->instrument] != UINT32_MAX)
-            classify_fill(g, g->local_of[o->instrument], tw_order_id_seq(id), px);
+            g->f.local_of[o->instrument] != UINT32_MAX)
+            classify_fill(g, g->f.local_of[o->instrument], tw_order_id_seq(id), px);
         if (leaves == 0)
-            tw__gw_open_remove(g, id);
+            tw__gwfold_open_remove(&g->f, id);
     } else if (type == '8') {
         int64_t reason = -1;
         (void)parse_i64(tw_fix_get(m, 103), &reason);
@@ -303,12 +289,12 @@ static void on_exec_report(tw__gw *g, const tw_fix_msg *m, int possdup)
         tw__gw_log(g, "order %016llx rejected: 103=%lld 58='%.*s' (text %u)",
                    (unsigned long long)id, (long long)reason, tx ? (int)tx->len : 0,
                    tx ? tx->val : "", ev.u.reject.text_id);
-        tw__gw_open_remove(g, id);
+        tw__gwfold_open_remove(&g->f, id);
     } else {
         ev.type = TW_EV_CANCELED;
         ev.u.order.order_id = id;
         g->st.canceled++;
-        tw__gw_open_remove(g, id);
+        tw__gwfold_open_remove(&g->f, id);
     }
     tw__gw_push(g, &ev);
 }
@@ -345,7 +331,7 @@ void tw__gw_on_msg(void *ctx, tw_fix_session *s, const tw_fix_decoded *d, int po
         case '9': on_cancel_reject(g, m); return;
         case 'h': {
             const tw_fix_field *st = tw_fix_get(m, 340);
-            if (st && st->len == 1 && st->val[0] == '3' && (!possdup || !g->closed_seen)) {
+            if (st && st->len == 1 && st->val[0] == '3' && (!possdup || !g->f.closed_seen)) {
                 tw__gw_log(g, "the venue closed the trading session (340=3)");
                 tw__gw_push_session(g, TW_SESSION_CLOSED);
             }
@@ -401,8 +387,8 @@ void tw__gw_on_event(void *ctx, tw_fix_session *s, tw_fix_event ev, const char *
         tw__gw_log(g, "logged on (next out %llu, next in %llu)", (unsigned long long)g->fs.next_out,
                    (unsigned long long)g->fs.next_in);
         tw__gw_subscribe(g);
-        if (!g->up) {
-            g->up = 1;
+        if (!g->f.up) {
+            g->f.up = 1;
             tw__gw_push_session(g, TW_SESSION_UP);
         }
         break;

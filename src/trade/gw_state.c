@@ -1,7 +1,7 @@
 /* A net core's shared state (gw_internal.h): events to the strategy
  * (numbered and journaled before their ring; a full ring spills them into
- * a queue sized for the most one feed of the receive buffer can make), the
- * open-order table, the recent closes, and the session's log line. */
+ * a queue sized for the most one feed of the receive buffer can make), and
+ * the session's log line. */
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -44,7 +44,7 @@ void tw__gw_push(tw__gw *g, tw_ev *ev)
     ev->session = (uint16_t)g->index;
     ev->now_ns = g->now_ns;
     if (ev->type == TW_EV_SESSION && ev->u.session.state == TW_SESSION_CLOSED)
-        g->closed_seen = 1;
+        g->f.closed_seen = 1;
     if (g->e->procs) {
         /* Journaled, then into our inbound ring of the segment if a
          * strategy is attached and the ring has room; else the strategy
@@ -81,37 +81,4 @@ void tw__gw_push_session(tw__gw *g, tw_session_state st)
     ev.type = TW_EV_SESSION;
     ev.u.session.state = st;
     tw__gw_push(g, &ev);
-}
-
-tw__open_order *tw__gw_open_find(tw__gw *g, uint64_t id)
-{
-    for (uint32_t i = 0; i < g->open.n; i++)
-        if (g->open.v[i].id == id)
-            return &g->open.v[i];
-    return NULL;
-}
-
-void tw__gw_open_add(tw__gw *g, const tw_out *o)
-{
-    if (g->open.n < g->open.cap)
-        g->open.v[g->open.n++] = (tw__open_order){.id = o->order_id, .instance = o->instance,
-                                                .instrument = o->instrument, .qty = o->qty,
-                                                .side = o->side};
-}
-
-void tw__gw_open_remove(tw__gw *g, uint64_t id)
-{
-    tw__open_order *o = tw__gw_open_find(g, id);
-    if (o) {
-        *o = g->open.v[--g->open.n];
-        TW_ASSERT(g->open.n < g->open.cap);
-    }
-}
-
-void tw__gw_remember_close(tw__gw *g, uint32_t local, uint64_t bar, double px)
-{
-    tw__recent_close *c =
-        &g->closes[(size_t)local * TW__GW_CLOSES_WIN + (bar & (TW__GW_CLOSES_WIN - 1))];
-    c->bar = (int64_t)bar;
-    c->px = px;
 }

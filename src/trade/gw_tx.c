@@ -59,7 +59,7 @@ void tw__gw_subscribe(tw__gw *g)
 {
     /* One V per instrument: a counterparty without a data dictionary
      * (QuickFIX with UseDataDictionary=N) takes no repeated tags. */
-    for (uint32_t k = 0; k < g->n_sym; k++) {
+    for (uint32_t k = 0; k < g->f.n_sym; k++) {
         tw_fix_wbuf *w = tw_fix_session_begin(&g->fs, "V", g->now_ns);
         if (!w)
             return;
@@ -128,7 +128,7 @@ static int send_order(tw__gw *g, const tw_out *o)
         return rc;
     uint64_t tb = tw_tsc_read();
     g->st.orders_sent++;
-    tw__gw_open_add(g, o);
+    tw__gwfold_open_add(&g->f, o);
     lat_record(g, o, tb);
     return 0;
 }

@@ -162,6 +162,7 @@ static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped, int64_t now_ns
     while (k < n && recs[k].evseq == e->next_evseq) {
         /* Numbers are handed out once, in order: one below ours was taken. */
         TW_ASSERT(k + 1 >= n || recs[k + 1].evseq > recs[k].evseq);
+        e->snap_jseq = recs[k].jseq;
         const tw_ev *ev = &recs[k++].ev;
         e->next_evseq++;
         if (e->recovered && !e->first_bar_ns && ev->type == TW_EV_BAR) {
@@ -183,10 +184,13 @@ static uint32_t take(tw_trade_engine *e, tw_ring *r, int stopped, int64_t now_ns
         e->pend_off = 0;
         e->pend_n = m;
         const int flushed = flush_pending(e);
-        if (tw__snapper_due(&e->snap, e->next_evseq, now_ns))
+        /* (An event the journal could not take has no seq: the
+         * snapshot waits for one that has.) */
+        if (e->snap_jseq && tw__snapper_due(&e->snap, e->next_evseq, now_ns))
             /* The intents of the last event still on their way to the rings. */
-            tw__snapper_take(&e->snap, e->host.s, e->next_evseq, e->host.out + e->pend_off,
-                             (uint32_t)(e->pend_n - e->pend_off), now_ns);
+            tw__snapper_take_at(&e->snap, e->host.s, e->next_evseq, e->snap_jseq,
+                                e->host.out + e->pend_off, (uint32_t)(e->pend_n - e->pend_off),
+                                now_ns);
         if (!flushed)
             break;
     }

@@ -6,13 +6,17 @@
  *
  * A start that finds a journal without END is a restart after a crash:
  *
- *   1. the intents already sent: the journal's OUT records, and every
+ *   1. the intents already sent: the journal's OUT records (after a
+ *      snapshot: those after it, and those its folds know that its state
+ *      may decide again), and every
  *      NewOrderSingle / OrderCancelRequest of this run in the FIX stores
  *      (a message is stored before it goes out and journaled after, so a
  *      crash between the two leaves it in the store only);
  *   2. a fresh strategy is fed every EV record from the first (the kernel
- *      is path dependent); each intent it decides is looked up in the
- *      set of what was sent (intents.h, which the strategy process asks
+ *      is path dependent), or the strategy and the net cores' folds are
+ *      loaded from the newest snapshot that carries both, of journal seq
+ *      J, and fed only the records after J; each intent it decides is
+ *      looked up in the set of what was sent (intents.h, which the strategy process asks
  *      too): one that was sent is not sent again (order ids are
  *      (instance, decision bar): a replayed decision has the id it had);
  *      an order or cancel that was not sent goes into its session's ring,
@@ -21,7 +25,8 @@
  *      never resent); FINISHED is FINISHED;
  *   3. every order the previous run sent must have been decided again
  *      (else the strategy is not the one that ran: refused);
- *   4. the net cores take their state from the same records: last bars
+ *   4. the net cores take their state from the same records, through
+ *      their folds (gwfold.h: the snapshot's, or the zero fold): last bars
  *      forwarded (a bar the venue resends as PossDup is not forwarded
  *      again), open orders, orders done (an execution of one the venue
  *      resends is not applied twice), the counters; a session that was up
@@ -36,9 +41,11 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "trade/engine_internal.h"
-#include "trade/intents.h"
+#include "tickwire/journal_seg.h"
 #include "tickwire/util.h"
+#include "trade/engine_internal.h"
+#include "trade/gwfold.h"
+#include "trade/intents.h"
 
 #define READ_BURST 512
 
@@ -48,44 +55,31 @@ typedef struct scan {
     tw__jr_meta meta;
 } scan;
 
-/* The whole journal, every record checked (the reader's rules), read once
- * into memory: the passes below go over it.  0 or a negative errno. */
-static int load_all(tw_trade_engine *e, tw_journal_rec **out, uint64_t *n_out, tw_error *err)
+/* The journal's records from seq from (0: its first) on, every record
+ * checked (the reader's rules), read once into memory: the passes below
+ * go over them.  0 or a negative errno. */
+static int load_from(tw_trade_engine *e, uint64_t from, tw_journal_rec **out, uint64_t *n_out,
+                     tw_error *err)
 {
     tw_jseg_reader r;
     tw_error je = {0};
-    int rc = tw_jseg_reader_open(&r, e->journal_path, 0, 8192, &je);
+    int rc = tw_jseg_reader_open(&r, e->journal_path, from, 8192, &je);
     if (rc != 0)
         return tw__err(err, rc, "%s", je.msg);
-    /* No realloc: the writer's open checked and counted them. */
-    const uint64_t total = tw_jseg_next_seq(&e->jr) - e->jr.first_seq;
-    uint64_t cap = total + READ_BURST + 16, n = 0;
+    /* The writer's open checked them all and counted them: no need to
+     * read (and scan) the zeros a mapped journal has after them. */
+    const uint64_t first = r.cur.seq, end = tw_jseg_next_seq(&e->jr);
+    const uint64_t total = end > first ? end - first : 0;
+    uint64_t cap = total + 16, n = 0; /* no realloc: the writer counted them */
     tw_journal_rec *v = malloc(cap * sizeof(*v));
-    for (;;) {
-        if (!v) {
-            rc = tw__err(err, -ENOMEM, "journal: out of memory");
-            break;
-        }
-        if (n + READ_BURST > cap) {
-            tw_journal_rec *p = realloc(v, 2 * cap * sizeof(*v));
-            if (!p) {
-                rc = tw__err(err, -ENOMEM, "journal: out of memory");
-                break;
-            }
-            v = p;
-            cap *= 2;
-        }
-        /* The writer's open checked them all and counted them: no need
-         * to read (and scan) the zeros a mapped journal has after them. */
+    if (!v)
+        rc = tw__err(err, -ENOMEM, "journal: out of memory");
+    while (rc == 0 && n < total) {
         uint64_t want = total - n < READ_BURST ? total - n : READ_BURST;
-        if (want == 0)
-            break;
         int k = tw_jseg_read_burst(&r, v + n, (uint32_t)want, &je);
-        if (k < 0) {
+        if (k < 0)
             rc = tw__err(err, k, "%s", je.msg);
-            break;
-        }
-        if (k == 0)
+        if (k <= 0)
             break;
         n += (uint64_t)k;
     }
@@ -97,6 +91,26 @@ static int load_all(tw_trade_engine *e, tw_journal_rec **out, uint64_t *n_out, t
     *out = v;
     *n_out = n;
     return 0;
+}
+
+static int load_all(tw_trade_engine *e, tw_journal_rec **out, uint64_t *n_out, tw_error *err)
+{
+    return load_from(e, 0, out, n_out, err);
+}
+
+/* The one record of seq (0: the first).  0 or a negative errno. */
+static int read_one(tw_trade_engine *e, uint64_t seq, tw_journal_rec *rec, tw_error *err)
+{
+    tw_jseg_reader r;
+    tw_error je = {0};
+    int rc = tw_jseg_reader_open(&r, e->journal_path, seq, 1, &je);
+    if (rc == 0) {
+        int k = tw_jseg_read_burst(&r, rec, 1, &je);
+        rc = k == 1 ? 0 : k < 0 ? k : -TW_EFORMAT;
+        tw_jseg_reader_close(&r);
+    }
+    return rc ? tw__err(err, rc, "journal %s: record %llu: %s", e->journal_path,
+                        (unsigned long long)seq, je.msg[0] ? je.msg : "not there") : 0;
 }
 
 /* Calls fn on every record in order.  0, or fn's error (err names the
@@ -156,9 +170,8 @@ typedef struct replay_ctx {
     uint64_t acks_dropped;
     uint64_t bars;
     int stopped; /* a STOP record came: no more bars or barriers (processes mode) */
-    /* The newest snapshot, checked against the replay at its event. */
-    uint64_t ev_seen;
-    uint64_t skip_ev, skipped_bars; /* recovered from a snapshot of skip_ev events */
+    tw__gwfold **folds; /* the net cores', by session */
+    uint64_t n_ev;      /* EV records replayed */
 } replay_ctx;
 
 static int list_add(tw_out **v, uint64_t *n, uint64_t *cap, const tw_out *o)
@@ -181,46 +194,27 @@ static int decided(tw_trade_engine *e, replay_ctx *rc, const tw_out *o);
 static int replay_rec(tw_trade_engine *e, const tw_journal_rec *rec, void *ctx)
 {
     replay_ctx *rc = ctx;
+    /* The net cores' part first (their folds: every kind they take). */
+    int r = tw__gwfold_rec(rc->folds, e->n_gw, rec);
+    if (r != 0)
+        return r;
     uint32_t k = tw_journal_rec_kind(rec);
-    if (k == TW_JOURNAL_OUT) {
-        const tw_out *o = (const tw_out *)rec->payload;
-        if (o->type == TW_OUT_ORDER)
-            tw__gw_restore_order(e->gw[o->session], o);
-        return 0;
-    }
     if (k == TW__JR_STOP)
         rc->stopped = 1;
     if (k != TW_JOURNAL_EV)
         return 0;
-    int r = replay_ev(e, rec, rc);
-    rc->ev_seen++;
-    return r;
+    rc->n_ev++;
+    return replay_ev(e, rec, rc);
 }
 
 static int replay_ev(tw_trade_engine *e, const tw_journal_rec *rec, replay_ctx *rc)
 {
     tw_ev ev;
     memcpy(&ev, rec->payload, sizeof(ev));
-    if (rc->ev_seen < rc->skip_ev) {
-        /* Before the snapshot the state was loaded from: the net cores'
-         * state only. */
-        if (ev.type != TW_EV_KILL && ev.type != TW_EV_OPERATOR) {
-            if (ev.session >= e->n_gw)
-                return -TW_EFORMAT;
-            tw__gw_restore_ev(e->gw[ev.session], &ev);
-        }
-        rc->skipped_bars += ev.type == TW_EV_BAR;
-        return 0;
-    }
     /* The stamps were the live run's: the replay's intents carry none. */
     ev.tsc_rx = ev.tsc_tcp = ev.tsc_parse = 0;
     if (rc->stopped && (ev.type == TW_EV_BAR || ev.type == TW_EV_BARRIER))
         return 0; /* as the strategy process did */
-    if (ev.type != TW_EV_KILL && ev.type != TW_EV_OPERATOR) {
-        if (ev.session >= e->n_gw)
-            return -TW_EFORMAT;
-        tw__gw_restore_ev(e->gw[ev.session], &ev);
-    }
     rc->bars += ev.type == TW_EV_BAR;
     e->replayed_events++;
     size_t m = tw_strategy_on_event(e->host.s, &ev, e->host.out, e->host.out_cap);
@@ -265,18 +259,6 @@ static int decided(tw_trade_engine *e, replay_ctx *rc, const tw_out *o)
     return list_add(&rc->unsent, &rc->n_unsent, &rc->cap_unsent, o) != 0 ? -ENOMEM : 0;
 }
 
-/* The replay's entry: the records of v[0, n) from seq from_seq on, into
- * the strategy host and the net cores (a recovery from a later starting
- * point passes its first record's seq). */
-static int replay_records(tw_trade_engine *e, const tw_journal_rec *v, uint64_t n,
-                          uint64_t from_seq, replay_ctx *rp, tw_error *err)
-{
-    uint64_t i = 0;
-    while (i < n && v[i].seq < from_seq)
-        i++;
-    return each(e, v + i, n - i, replay_rec, rp, err);
-}
-
 typedef struct store_ctx {
     tw__intents *sent;
     int rc;
@@ -311,43 +293,143 @@ static int from_snapshot(tw_trade_engine *e, replay_ctx *rp, tw__intents *sent)
     return 0;
 }
 
+/* A snapshot's gateway sections (snap.c's accept): one fold per session,
+ * each of the snapshot's journal seq J, which must be an EV record of the
+ * journal (the strategy's last event).  They go into the net cores'
+ * folds (zero if refused). */
+typedef struct gw_accept {
+    tw_trade_engine *e;
+    tw__gwfold **folds;
+    uint64_t end; /* the journal's next seq */
+} gw_accept;
+
+static int accept_gw(void *arg, const tw_snap *s, tw_error *err)
+{
+    gw_accept *a = arg;
+    tw_trade_engine *e = a->e;
+    const uint64_t j = s->hdr.journal_seq;
+    tw_journal_rec rec;
+    tw_error je = {0};
+    if (j >= a->end)
+        return tw__err(err, -TW_EFORMAT, "of journal seq %llu, beyond the journal's %llu records",
+                       (unsigned long long)j, (unsigned long long)(a->end - 1));
+    if (read_one(e, j, &rec, &je) != 0 || tw_journal_rec_kind(&rec) != TW_JOURNAL_EV)
+        return tw__err(err, -TW_EFORMAT, "of journal seq %llu, which is not an event: %s",
+                       (unsigned long long)j, je.msg[0] ? je.msg : "another kind");
+    return tw__gwfold_load_snap(a->folds, e->n_gw, e->cfg, s, err);
+}
+
+static int add_out(void *ctx, const tw_out *o)
+{
+    return tw__intents_add_out(ctx, o);
+}
+
+/* The snapshot the replay starts from (threads mode): the strategy's
+ * state and the net cores' folds at its journal seq (*jseq), the folds
+ * copied for the snapshot writer to go on from; *events: the events the
+ * state reflects.  1 when one is used, 0 when none (the strategy and the
+ * folds fresh: the replay starts at the first record), or an error. */
+static int newest_snapshot(tw_trade_engine *e, tw__gwfold **folds, uint64_t end, uint64_t *events,
+                           uint64_t *jseq, tw_error *err)
+{
+    tw_error se = {0};
+    gw_accept ga = {.e = e, .folds = folds, .end = end};
+    int sr = tw__snap_newest_gw(e->log, e->journal_path, e->run_id, e->host.s, e->host.out_cap,
+                                accept_gw, &ga, events, jseq, &se);
+    if (sr == 0) {
+        e->fold_seed = calloc(e->n_gw, sizeof(tw__gwfold));
+        int rc = e->fold_seed ? 0 : -ENOMEM;
+        for (uint32_t i = 0; i < e->n_gw && rc == 0; i++)
+            if ((rc = tw__gwfold_init(&e->fold_seed[i], e->cfg, i)) == 0)
+                rc = tw__gwfold_copy(&e->fold_seed[i], folds[i]);
+        if (rc != 0) {
+            tw__snap_seed_free(e);
+            return tw__err(err, rc, "snapshots: out of memory");
+        }
+        e->fold_seed_seq = *jseq;
+        return 1;
+    }
+    if (sr != -ENOENT)
+        fprintf(e->log, "tickwire trade: snapshot not used: %s\n", se.msg);
+    /* A load that failed may have left part of a state: again. */
+    for (uint32_t i = 0; i < e->n_gw; i++)
+        tw__gwfold_reset(folds[i]);
+    return tw__host_engine_build(e, err);
+}
+
 int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
 {
     const tw_trade_config *cfg = e->cfg;
     int rc;
-    tw_journal_rec *buf = NULL;
-    uint64_t n_buf = 0;
-    if ((rc = load_all(e, &buf, &n_buf, err)) != 0)
+    /* 0. The first record (the run's META) and the last (END: the run
+     * ended). */
+    const uint64_t end = tw_jseg_next_seq(&e->jr);
+    tw_journal_rec head, last;
+    if ((rc = read_one(e, 0, &head, err)) != 0 || (rc = read_one(e, end - 1, &last, err)) != 0)
         return rc;
     scan sc = {0};
-    if ((rc = each(e, buf, n_buf, scan_rec, &sc, err)) != 0) {
-        free(buf);
+    if ((rc = each(e, &head, 1, scan_rec, &sc, err)) != 0)
         return rc;
-    }
-    if (sc.ended || sc.n_recs == 1) {
+    if (tw_journal_rec_kind(&last) == TW__JR_END || last.seq == head.seq) {
         /* The last run ended (or never got past its start): a new run. */
-        free(buf);
         return tw__evlog_rotate(e, err);
     }
-    if (tw__evlog_meta_check(&buf[0], cfg, &sc.meta) != 0) {
-        free(buf);
+    if (tw__evlog_meta_check(&head, cfg, &sc.meta) != 0)
         return tw__err(err, -TW_EFORMAT, "journal %s is the crashed run of another "
                        "configuration (sessions, instruments, instances, fee or risk differ): "
                        "restart with the configuration it was written with, or start a new "
                        "run with --reset-seqs", e->journal_path);
-    }
     if (e->opts.run_id && e->opts.run_id != sc.meta.run_id)
         fprintf(e->log, "tickwire trade: --run-id %llu ignored: resuming run %llu of %s\n",
                 (unsigned long long)e->opts.run_id, (unsigned long long)sc.meta.run_id,
                 e->journal_path);
     e->run_id = sc.meta.run_id;
-    /* 1. What was sent: the OUT records, and the stores' orders and cancels. */
-    tw__intents sent = {0};
-    uint64_t stored = 0;
+    tw__gwfold **folds = calloc(e->n_gw ? e->n_gw : 1, sizeof(tw__gwfold *));
+    if (!folds)
+        return tw__err(err, -ENOMEM, "journal: out of memory");
     for (uint32_t i = 0; i < e->n_gw; i++)
+        folds[i] = tw__gw_fold(e->gw[i]);
+    /* 1. Where the replay starts: the newest snapshot that loads (its
+     * state and the net cores' folds at its journal seq J, then the
+     * records after J; processes mode: the strategy process's, when they
+     * carry the folds), else the first record. */
+    uint64_t snap_events = 0, jseq = 0;
+    int from_snap = 0;
+    if (e->have_journal &&
+        (cfg->engine.snapshot_every || cfg->engine.snapshot_interval_ms)) {
+        from_snap = newest_snapshot(e, folds, end, &snap_events, &jseq, err);
+        if (from_snap < 0) {
+            free(folds);
+            return from_snap;
+        }
+    }
+    tw_journal_rec *buf = NULL;
+    uint64_t n_buf = 0;
+    if ((rc = load_from(e, from_snap ? jseq + 1 : head.seq, &buf, &n_buf, err)) != 0) {
+        free(folds);
+        return rc;
+    }
+    const uint64_t read_from = from_snap ? jseq + 1 : head.seq;
+    /* The records read, checked (the scan of the first is done). */
+    if ((rc = each(e, from_snap ? buf : buf + 1, from_snap ? n_buf : n_buf - 1, scan_rec, &sc,
+                   err)) != 0) {
+        free(folds);
+        free(buf);
+        return rc;
+    }
+    /* 2. What was sent: the OUT records read, the ones the snapshot's
+     * folds know of that its strategy may decide again, and the stores'
+     * orders and cancels (every one of the run). */
+    tw__intents sent = {0};
+    uint64_t stored = 0, fold_outs = 0;
+    for (uint32_t i = 0; i < e->n_gw; i++) {
         stored += tw__gw_store_count(e->gw[i]);
-    replay_ctx rp = {.sent = &sent};
-    if (tw__intents_init(&sent, sc.n_out + stored + 16) != 0) {
+        fold_outs += 2 * (uint64_t)folds[i]->open.n + 1;
+    }
+    /* (A STOP before J: the folds have it, and so must the replay.) */
+    replay_ctx rp = {.sent = &sent, .folds = folds, .stopped = e->n_gw && folds[0]->stopped};
+    if (tw__intents_init(&sent, sc.n_out + stored + fold_outs + 16) != 0) {
+        free(folds);
         free(buf);
         return tw__err(err, -ENOMEM, "journal: out of memory");
     }
@@ -356,6 +438,9 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
         tw__err(err, rc, "journal: out of memory");
         goto out;
     }
+    for (uint32_t i = 0; i < e->n_gw && rc == 0 && from_snap; i++)
+        if ((rc = tw__gwfold_outs(folds[i], add_out, &sent)) != 0)
+            tw__err(err, rc, "journal: out of memory");
     for (uint32_t i = 0; i < e->n_gw && rc == 0; i++) {
         store_ctx stc = {.sent = &sent};
         if ((rc = tw__gw_store_orders(e->gw[i], e->run_id, store_order, &stc)) == 0)
@@ -364,48 +449,25 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
             tw__err(err, rc, "session %s: store %s: cannot read it back: %s",
                     cfg->sessions[i].name, cfg->sessions[i].store, tw_strerror(rc));
     }
-    for (uint32_t i = 0; i < e->n_gw && rc == 0; i++)
-        if ((rc = tw__gw_restore_begin(e->gw[i], sc.n_orders + stored)) != 0)
-            tw__err(err, rc, "journal: out of memory");
     if (rc != 0)
         goto out;
-    /* 2. The replay.  Threads mode: from the newest snapshot that loads
-     * (its state, then the events after it; the net cores still take
-     * every record), else from the first event. */
-    if (!e->procs && e->have_journal &&
-        (cfg->engine.snapshot_every || cfg->engine.snapshot_interval_ms)) {
-        tw_error se = {0};
-        uint64_t n_events = 0;
-        int sr = tw__snap_newest(e->log, e->journal_path, e->run_id, e->host.s, e->host.out_cap,
-                                 &n_events, &se);
-        if (sr == 0 && n_events <= sc.n_ev) {
-            if ((rc = from_snapshot(e, &rp, &sent)) != 0) {
-                tw__err(err, rc, "journal: out of memory");
-                goto out;
-            }
-            rp.skip_ev = n_events;
-            e->snap_recovered = 1;
-            fprintf(e->log, "tickwire trade: recovering from the snapshot of event %llu\n",
-                    (unsigned long long)n_events);
-        } else {
-            if (sr == 0)
-                fprintf(e->log, "tickwire trade: snapshot of event %llu not used: beyond the "
-                        "journal's %llu events\n", (unsigned long long)n_events,
-                        (unsigned long long)sc.n_ev);
-            else if (sr != -ENOENT)
-                fprintf(e->log, "tickwire trade: snapshot not used: %s\n", se.msg);
-            /* A load that failed may have left part of a state: again. */
-            if ((rc = tw__host_engine_build(e, err)) != 0)
-                goto out;
+    if (from_snap) {
+        if ((rc = from_snapshot(e, &rp, &sent)) != 0) {
+            tw__err(err, rc, "journal: out of memory");
+            goto out;
         }
+        e->snap_recovered = 1;
+        fprintf(e->log, "tickwire trade: recovering from the snapshot of event %llu (journal "
+                "seq %llu)\n", (unsigned long long)snap_events, (unsigned long long)jseq);
     }
+    /* 3. The replay. */
     e->evseq_next = 0;
     int64_t k0 = tw_clock_now_ns();
-    rc = replay_records(e, buf, n_buf, 0, &rp, err);
+    rc = each(e, buf, n_buf, replay_rec, &rp, err);
     if (rc != 0)
         goto out;
     e->replay_kernel_ns = tw_clock_now_ns() - k0;
-    /* 3. Every order and cancel the last run sent was decided again. */
+    /* 4. Every order and cancel the last run sent was decided again. */
     uint64_t lost = tw__intents_left(&sent, TW__INTENT_ORDERS);
     if (lost) {
         rc = tw__err(err, -TW_EFORMAT, "journal %s: %llu orders or cancels the crashed run sent "
@@ -413,7 +475,7 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
                      "ran; refusing to trade on", e->journal_path, (unsigned long long)lost);
         goto out;
     }
-    /* 4. The unsent intents wait in their rings for the Logon, in order
+    /* 5. The unsent intents wait in their rings for the Logon, in order
      * (processes mode: the strategy process decides them again and sends
      * them: none of them has an OUT record). */
     for (uint64_t i = 0; i < rp.n_unsent && !e->procs; i++) {
@@ -434,18 +496,20 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
         rc = tw__evlog_note(e, &rp.notes[i], err);
     if (rc != 0)
         goto out;
-    e->next_evseq = e->evseq_next = sc.n_ev;
+    e->next_evseq = e->evseq_next = snap_events + rp.n_ev;
     for (uint32_t i = 0; i < e->n_gw; i++)
         tw__gw_restore_done(e->gw[i]);
     e->recovered = 1;
     e->replay_ns = tw_clock_now_ns() - t0;
     fprintf(e->log,
-            "tickwire trade: recovered run %llu from %s: %llu events replayed (%llu bars) in "
+            "tickwire trade: recovered run %llu from %s: %llu journal records read from seq %llu; "
+            "%llu events replayed (%llu bars) in "
             "%.3f s, %llu intents decided again, %llu of them already sent, %llu to send, "
             "%llu barrier acks left to the venue's reissue; the events through the strategy "
             "%.3f ms (%.0f bars/s), the rest reading the journal and the stores; engine start "
             "%lld ns, replay end %lld ns (monotonic)\n",
-            (unsigned long long)e->run_id, e->journal_path, (unsigned long long)e->replayed_events,
+            (unsigned long long)e->run_id, e->journal_path, (unsigned long long)n_buf,
+            (unsigned long long)read_from, (unsigned long long)e->replayed_events,
             (unsigned long long)rp.bars, (double)e->replay_ns / 1e9,
             (unsigned long long)e->replayed_intents, (unsigned long long)e->suppressed,
             (unsigned long long)rp.n_unsent, (unsigned long long)rp.acks_dropped,
@@ -458,6 +522,7 @@ out:
     free(rp.notes);
     tw__intents_free(&sent);
     free(buf);
+    free(folds);
     return rc;
 }
 

@@ -3,7 +3,9 @@
  * writer's thread (snapshot.h), and the loader a recovery starts from.
  * One implementation for both modes: the threads-mode strategy core
  * (host.c) and the strategy process (strategy_proc.c) each hold a
- * tw__snapper.  Calls nothing else of src/trade. */
+ * tw__snapper.  Threads mode's also carries the gateway's folds
+ * (gwfold.h), computed on the writer thread from the journal.  Calls
+ * nothing else of src/trade but the fold. */
 #include <dirent.h>
 #include <errno.h>
 #include <stdio.h>
@@ -11,7 +13,11 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "tickwire/journal_seg.h"
 #include "trade/engine_internal.h"
+#include "trade/gwfold.h"
+
+#define FOLD_BURST 512
 
 /* What a snapshot of this run must carry: the configuration's digest
  * with the run id in it (a snapshot of another run never loads), and the
@@ -51,22 +57,132 @@ static void on_finish(void *arg, uint32_t id, void *data, uint64_t len)
         tw_strategy_state_seal(data, (size_t)len);
 }
 
-int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
-                     uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
-                     int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
-                     tw_error *err)
+/* The writer thread's fold of the journal: each snapshot at journal seq
+ * J carries every session's fold of the records with seq <= J.  They are
+ * all in the journal by then: the strategy took event J, and the net
+ * cores journal before the ring (evlog.c). */
+struct tw__snapfold {
+    char path[TW__SNAP_DIR_MAX];
+    uint32_t n;            /* sessions */
+    tw__gwfold *f;         /* n */
+    tw__gwfold **fp;       /* &f[k], for tw__gwfold_rec */
+    uint64_t seq;          /* the last record folded (0: none) */
+    tw_journal_rec *recs;  /* FOLD_BURST */
+    uint8_t *buf;          /* one session's serialised fold */
+    size_t cap;
+    int failed;            /* a record the fold could not take: no more gateway sections */
+    uint64_t failed_seq;
+};
+
+static void fold_free(tw__snapfold *sf)
 {
-    memset(p, 0, sizeof(*p));
+    if (!sf)
+        return;
+    for (uint32_t k = 0; sf->f && k < sf->n; k++)
+        tw__gwfold_free(&sf->f[k]);
+    free(sf->f);
+    free(sf->fp);
+    free(sf->recs);
+    free(sf->buf);
+    free(sf);
+}
+
+static tw__snapfold *fold_new(const tw_trade_config *cfg, const char *journal_path,
+                              const tw__gwfold *seed, uint64_t seed_seq)
+{
+    tw__snapfold *sf = calloc(1, sizeof(*sf));
+    if (!sf)
+        return NULL;
+    snprintf(sf->path, sizeof(sf->path), "%s", journal_path);
+    sf->n = cfg->n_sessions;
+    sf->f = calloc(sf->n ? sf->n : 1, sizeof(tw__gwfold));
+    sf->fp = calloc(sf->n ? sf->n : 1, sizeof(tw__gwfold *));
+    sf->recs = malloc(FOLD_BURST * sizeof(tw_journal_rec));
+    int rc = sf->f && sf->fp && sf->recs ? 0 : -ENOMEM;
+    for (uint32_t k = 0; k < sf->n && rc == 0; k++) {
+        sf->fp[k] = &sf->f[k];
+        rc = tw__gwfold_init(&sf->f[k], cfg, k);
+        if (rc == 0 && seed)
+            rc = tw__gwfold_copy(&sf->f[k], &seed[k]);
+    }
+    if (rc != 0) {
+        fold_free(sf);
+        return NULL;
+    }
+    sf->seq = seed ? seed_seq : 0;
+    return sf;
+}
+
+/* The records after the last one folded, through seq. */
+static int fold_to(tw__snapfold *sf, uint64_t seq, tw_error *err)
+{
+    tw_jseg_reader r;
+    tw_error je = {0};
+    int rc = tw_jseg_reader_open(&r, sf->path, sf->seq + 1, FOLD_BURST, &je);
+    if (rc != 0)
+        return tw__err(err, rc, "gateway fold: %s", je.msg);
+    while (rc == 0 && sf->seq < seq) {
+        uint64_t want = seq - sf->seq < FOLD_BURST ? seq - sf->seq : FOLD_BURST;
+        int k = tw_jseg_read_burst(&r, sf->recs, (uint32_t)want, &je);
+        if (k <= 0) {
+            rc = k < 0 ? tw__err(err, k, "gateway fold: %s", je.msg)
+                       : tw__err(err, -TW_EFORMAT, "gateway fold: %s ends at seq %llu, before "
+                                 "the snapshot's %llu", sf->path,
+                                 (unsigned long long)sf->seq, (unsigned long long)seq);
+            break;
+        }
+        for (int i = 0; i < k && rc == 0; i++) {
+            if ((rc = tw__gwfold_rec(sf->fp, sf->n, &sf->recs[i])) != 0) {
+                /* Half a record may be in: the fold is no longer one. */
+                sf->failed = rc;
+                sf->failed_seq = sf->recs[i].seq;
+                rc = tw__err(err, rc, "gateway fold: journal %s record %llu: not for this "
+                             "configuration", sf->path, (unsigned long long)sf->recs[i].seq);
+            } else {
+                sf->seq = sf->recs[i].seq;
+            }
+        }
+    }
+    tw_jseg_reader_close(&r);
+    return rc;
+}
+
+/* The writer thread's cfg.append: the folds at the snapshot's seq. */
+static int fold_append(void *arg, uint64_t seq, tw_snap_buf *b, tw_error *err)
+{
+    tw__snapfold *sf = arg;
+    if (sf->failed)
+        return tw__err(err, sf->failed, "gateway fold: stopped at journal record %llu",
+                       (unsigned long long)sf->failed_seq);
+    if (seq < sf->seq)
+        return tw__err(err, -EINVAL, "gateway fold: a snapshot of journal seq %llu after one of "
+                       "%llu", (unsigned long long)seq, (unsigned long long)sf->seq);
+    int rc = seq > sf->seq ? fold_to(sf, seq, err) : 0;
+    for (uint32_t k = 0; k < sf->n && rc == 0; k++) {
+        size_t len = 0;
+        if ((rc = tw__gwfold_save(&sf->f[k], seq, &sf->buf, &sf->cap, &len)) == 0)
+            rc = tw_snap_add(b, TW_SNAP_SEC_GW_FOLD, sf->buf, len);
+        if (rc != 0)
+            tw__err(err, rc, "gateway fold: out of memory");
+    }
+    return rc;
+}
+
+static int snapper_start(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
+                         uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
+                         int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                         tw__snapfold *fold, tw_error *err)
+{
     p->every = cfg->engine.snapshot_every;
     p->interval_ns = (int64_t)cfg->engine.snapshot_interval_ms * 1000000;
-    if (p->every == 0 && p->interval_ns == 0)
-        return 0;
     dir_of(journal_path, p->dir, sizeof(p->dir));
     expect_of(run_id, s, p->digest);
     p->klen = tw_strategy_kernels_text(s, NULL, 0);
     p->kernels = malloc(p->klen + 1);
-    if (!p->kernels)
+    if (!p->kernels) {
+        fold_free(fold);
         return tw__err(err, -ENOMEM, "snapshots: out of memory");
+    }
     tw_strategy_kernels_text(s, p->kernels, p->klen + 1);
     size_t bytes = tw_strategy_state_size(s, (uint32_t)out_cap);
     tw_snap_writer_cfg wc = {
@@ -74,16 +190,47 @@ int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *jou
                   .arg = hook_arg},
         .digest = p->digest,
         .slot_bytes = tw_snap_section_bytes(p->klen) + tw_snap_section_bytes(bytes),
-        .finish = on_finish};
+        .finish = on_finish,
+        .append = fold ? fold_append : NULL,
+        .arg = fold};
     int rc = tw_snap_writer_start(&p->w, &wc, err);
     if (rc != 0) {
         free(p->kernels);
         p->kernels = NULL;
+        fold_free(fold);
         return rc;
     }
+    p->fold = fold;
     p->next = p->every ? (events / p->every + 1) * p->every : UINT64_MAX;
     p->next_ns = p->interval_ns ? now_ns + p->interval_ns : INT64_MAX;
     return 0;
+}
+
+int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
+                     uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
+                     int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                     tw_error *err)
+{
+    memset(p, 0, sizeof(*p));
+    if (cfg->engine.snapshot_every == 0 && cfg->engine.snapshot_interval_ms == 0)
+        return 0;
+    return snapper_start(p, cfg, journal_path, run_id, s, out_cap, events, now_ns, hook,
+                         hook_arg, NULL, err);
+}
+
+int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
+                        uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
+                        int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
+                        const tw__gwfold *seed, uint64_t seed_seq, tw_error *err)
+{
+    memset(p, 0, sizeof(*p));
+    if (cfg->engine.snapshot_every == 0 && cfg->engine.snapshot_interval_ms == 0)
+        return 0;
+    tw__snapfold *fold = fold_new(cfg, journal_path, seed, seed_seq);
+    if (!fold)
+        return tw__err(err, -ENOMEM, "snapshots: out of memory");
+    return snapper_start(p, cfg, journal_path, run_id, s, out_cap, events, now_ns, hook,
+                         hook_arg, fold, err);
 }
 
 void tw__snapper_close(tw__snapper *p)
@@ -92,12 +239,14 @@ void tw__snapper_close(tw__snapper *p)
         tw_snap_writer_stop(p->w);
         p->w = NULL;
     }
+    fold_free(p->fold);
+    p->fold = NULL;
     free(p->kernels);
     p->kernels = NULL;
 }
 
-void tw__snapper_take(tw__snapper *p, const tw_strategy *s, uint64_t events, const tw_out *pend,
-                      uint32_t np, int64_t now_ns)
+static void take(tw__snapper *p, const tw_strategy *s, uint64_t events, uint64_t seq,
+                 const tw_out *pend, uint32_t np, int64_t now_ns)
 {
     if (p->every)
         p->next = (events / p->every + 1) * p->every;
@@ -113,11 +262,25 @@ void tw__snapper_take(tw__snapper *p, const tw_strategy *s, uint64_t events, con
         memcpy(k, p->kernels, p->klen);
         (void)tw_strategy_state_copy(s, events, pend, np, st, (size_t)len);
     }
-    tw_snap_writer_commit(p->w, slot, events);
+    tw_snap_writer_commit(p->w, slot, seq);
 }
 
-int tw__snap_newest(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
-                    size_t out_cap, uint64_t *events, tw_error *err)
+void tw__snapper_take(tw__snapper *p, const tw_strategy *s, uint64_t events, const tw_out *pend,
+                      uint32_t np, int64_t now_ns)
+{
+    TW_ASSERT(!p->fold); /* the folds need the journal seq: tw__snapper_take_at */
+    take(p, s, events, events, pend, np, now_ns);
+}
+
+void tw__snapper_take_at(tw__snapper *p, const tw_strategy *s, uint64_t events, uint64_t jseq,
+                         const tw_out *pend, uint32_t np, int64_t now_ns)
+{
+    take(p, s, events, jseq, pend, np, now_ns);
+}
+
+static int newest(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
+                  size_t out_cap, int (*accept)(void *, const tw_snap *, tw_error *), void *arg,
+                  uint64_t *events, uint64_t *jseq, tw_error *err)
 {
     char dir[TW__SNAP_DIR_MAX];
     dir_of(journal_path, dir, sizeof(dir));
@@ -128,12 +291,12 @@ int tw__snap_newest(FILE *log, const char *journal_path, uint64_t run_id, tw_str
     if (!kernels)
         return tw__err(err, -ENOMEM, "snapshots: out of memory");
     tw_strategy_kernels_text(s, kernels, klen + 1);
-    tw_snap_expect exp = {.digest = digest, .kernels = kernels};
+    tw_snap_expect exp = {.digest = digest, .kernels = kernels, .accept = accept, .arg = arg};
     tw_snap snap;
     tw_snap_report rep;
     memset(&rep, 0, sizeof(rep));
     int rc = tw_snap_load(dir, &exp, &snap, &rep, err);
-    for (uint32_t i = 0; i < rep.set_aside && i < 4; i++)
+    for (uint32_t i = 0; i < rep.set_aside + rep.refused && i < 4; i++)
         fprintf(log, "tickwire trade: snapshot %s\n", rep.reasons[i]);
     free(kernels);
     if (rc != 0)
@@ -148,10 +311,26 @@ int tw__snap_newest(FILE *log, const char *journal_path, uint64_t run_id, tw_str
     else
         rc = tw_strategy_state_load(s, sec->data, sec->len, pend, (uint32_t)out_cap, &info, err);
     free(pend);
-    if (rc == 0)
+    if (rc == 0) {
         *events = info.journal_seq;
+        if (jseq)
+            *jseq = snap.hdr.journal_seq;
+    }
     tw_snap_release(&snap);
     return rc;
+}
+
+int tw__snap_newest(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
+                    size_t out_cap, uint64_t *events, tw_error *err)
+{
+    return newest(log, journal_path, run_id, s, out_cap, NULL, NULL, events, NULL, err);
+}
+
+int tw__snap_newest_gw(FILE *log, const char *journal_path, uint64_t run_id, tw_strategy *s,
+                       size_t out_cap, int (*accept)(void *, const tw_snap *, tw_error *),
+                       void *arg, uint64_t *events, uint64_t *jseq, tw_error *err)
+{
+    return newest(log, journal_path, run_id, s, out_cap, accept, arg, events, jseq, err);
 }
 
 /* ---- the engine's (threads mode) ---------------------------------------------------- */
@@ -162,13 +341,37 @@ int tw__snap_open(tw_trade_engine *e, tw_error *err)
         return 0;
     if (!e->recovered)
         tw__snap_clear(e->journal_path); /* a new run: the last run's are not its state */
-    if (e->procs) /* the strategy process takes them (strategy_proc.c) */
+    if (e->procs) { /* the strategy process takes them (strategy_proc.c) */
+        tw__snap_seed_free(e);
         return 0;
-    return tw__snapper_open(&e->snap, e->cfg, e->journal_path, e->run_id, e->host.s,
-                            e->host.out_cap, e->next_evseq, tw_clock_now_ns(), NULL, NULL, err);
+    }
+    int rc = tw__snapper_open_gw(&e->snap, e->cfg, e->journal_path, e->run_id, e->host.s,
+                                 e->host.out_cap, e->next_evseq, tw_clock_now_ns(), NULL, NULL,
+                                 e->fold_seed, e->fold_seed_seq, err);
+    tw__snap_seed_free(e);
+    return rc;
+}
+
+void tw__snap_seed_free(tw_trade_engine *e)
+{
+    for (uint32_t k = 0; e->fold_seed && k < e->n_gw; k++)
+        tw__gwfold_free(&e->fold_seed[k]);
+    free(e->fold_seed);
+    e->fold_seed = NULL;
+    e->fold_seed_seq = 0;
 }
 
 void tw__snap_close(tw_trade_engine *e)
 {
+    if (e->snap.w && !e->opts.quiet) {
+        tw_snap_writer_stats ss;
+        tw_snap_writer_flush(e->snap.w);
+        tw_snap_writer_stats_get(e->snap.w, &ss);
+        fprintf(e->log, "tickwire trade: snapshots: %llu written, %llu skipped with the writer "
+                "busy, %llu failed%s%s\n", (unsigned long long)ss.written,
+                (unsigned long long)ss.skipped, (unsigned long long)ss.failed,
+                ss.failed ? "; the last: " : "", ss.failed ? ss.last_err : "");
+    }
     tw__snapper_close(&e->snap);
+    tw__snap_seed_free(e);
 }

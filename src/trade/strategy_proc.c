@@ -228,7 +228,7 @@ static int on_ev(sp *p, const tw_journal_rec *rec, tw_error *err)
     /* Every intent of the event is in its ring: nothing pending. */
     const int64_t now = tw_tsc_to_ns(tw_tsc_default(), t);
     if (!replay && tw__snapper_due(&p->snap, p->ev_n, now))
-        tw__snapper_take(&p->snap, p->host.s, p->ev_n, NULL, 0, now);
+        tw__snapper_take_at(&p->snap, p->host.s, p->ev_n, rec->seq, NULL, 0, now);
     if (!replay && ev.type == TW_EV_BAR && !p->resumed_sent) {
         p->fig.first_bar_ns = tw_clock_now_ns();
         p->resumed_sent = 1;
@@ -473,10 +473,10 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         goto out;
     if ((rc = from_snapshot(p, err)) != 0)
         goto out;
-    if ((rc = tw__snapper_open(&p->snap, cfg, p->journal_path, p->run_id, p->host.s,
-                               p->host.out_cap, p->skip_ev,
-                               tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read()),
-                               p->kill_at ? kill_hook : NULL, p, err)) != 0)
+    if ((rc = tw__snapper_open_gw(&p->snap, cfg, p->journal_path, p->run_id, p->host.s,
+                                  p->host.out_cap, p->skip_ev,
+                                  tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read()),
+                                  p->kill_at ? kill_hook : NULL, p, NULL, 0, err)) != 0)
         goto out;
     rc = run(p, err);
 out:

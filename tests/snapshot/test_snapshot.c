@@ -1,8 +1,9 @@
 /* Snapshot files: written and loaded back; the newest `keep` kept; every
  * bit of the newest flipped and every length of it cut (set aside as
  * *.bad with a reason, the older one loaded); another version; a deleted
- * snapshot; another configuration or kernel set refused naming it; a
- * writer killed by SIGKILL before its temporary is whole, before the
+ * snapshot; another configuration or kernel set refused naming it; the
+ * owners' accept refusing the newest (left in place with its reason, the
+ * older one loaded); a writer killed by SIGKILL before its temporary is whole, before the
  * fsync, and between the rename and the deletion of old files. */
 #include <errno.h>
 #include <signal.h>
@@ -172,6 +173,43 @@ static void test_refusals(void)
     CHECK_EQ(rep.set_aside, 0u);
 }
 
+/* The owners' accept: a refused snapshot is skipped with its reason, not
+ * set aside, and the next older one is loaded; none taken is -ENOENT. */
+static int refuse_above(void *arg, const tw_snap *s, tw_error *err)
+{
+    uint64_t above = *(const uint64_t *)arg;
+    if (s->hdr.journal_seq > above)
+        return tw__err(err, -TW_EFORMAT, "seq %llu above %llu",
+                       (unsigned long long)s->hdr.journal_seq, (unsigned long long)above);
+    return 0;
+}
+
+static void test_accept(void)
+{
+    fresh();
+    write_snap(10, 3);
+    write_snap(20, 3);
+    write_snap(30, 3);
+    uint64_t above = 15;
+    tw_snap s;
+    tw_snap_report rep;
+    tw_error err = {0};
+    tw_snap_expect e = {.digest = digest, .kernels = kernels, .accept = refuse_above,
+                        .arg = &above};
+    CHECKF(tw_snap_load(dir, &e, &s, &rep, &err) == 0, "%s", err.msg);
+    CHECK(s.hdr.journal_seq == 10 && rep.refused == 2 && rep.set_aside == 0);
+    CHECKF(strstr(rep.reasons[0], "snap-00000000000000000030.tws not used: seq 30 above 15") &&
+           strstr(rep.reasons[1], "00020.tws not used"), "%s | %s", rep.reasons[0],
+           rep.reasons[1]);
+    tw_snap_release(&s);
+    char p[600];
+    snap_path(p, sizeof(p), 30);
+    CHECK(exists(p));
+    above = 5;
+    CHECK_EQ(tw_snap_load(dir, &e, &s, &rep, &err), -ENOENT);
+    CHECKF(rep.refused == 3 && strstr(err.msg, "0 set aside, 3 not used"), "%s", err.msg);
+}
+
 static int kill_at;
 static void hook(int at, void *arg)
 {
@@ -226,6 +264,7 @@ int main(void)
     test_round_trip_keep();
     test_damage();
     test_refusals();
+    test_accept();
     test_kill();
     ju_rmdir(dir);
     return tw_check_done("snapshot");

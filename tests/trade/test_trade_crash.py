@@ -242,6 +242,14 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, stra
         venue.stop()
     err = "".join(open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(marks) + 1))
     assert err.count("recovered run 4242") == len(marks), (seed, err[-3000:])
+    for k in range(1, len(marks) + 1):
+        # Every record from the first, or (a run past the default
+        # snapshot_every) those after the snapshot's journal seq.
+        one = open(os.path.join(w, f"trader{k}.err")).read()
+        n, first = records_read(one)
+        m = re.search(r"recovering from the snapshot of event \d+ \(journal seq (\d+)\)", one)
+        j = int(m.group(1)) if m else 0
+        assert first == j + 1 and n + j >= marks[k - 1] - 1, (seed, k, n, first, j, marks)
     whole = uninterrupted["fills"]
     clids = [r[0] for r in log]
     dup = [c for c in set(clids) if clids.count(c) > 1] if len(set(clids)) != len(clids) else []
@@ -338,6 +346,13 @@ def figures(w, clock):
           f"resync {med[3]:.2f}; kill -9 -> first new bar {med[4]:.2f}")
 
 
+def records_read(err):
+    """The recovery's journal reading, from its log line: (records, first seq)."""
+    m = re.search(r"recovered run \d+ from \S+: (\d+) journal records read from seq (\d+)", err)
+    assert m, err[-2000:]
+    return int(m.group(1)), int(m.group(2))
+
+
 def newest_snapshot(d):
     names = sorted((n for n in os.listdir(d) if n.startswith("snap-") and n.endswith(".tws")),
                    key=lambda n: int(n[5:-4])) if os.path.isdir(d) else []
@@ -357,13 +372,46 @@ def flip_newest_snapshot(d):
     return path
 
 
+def crc32c(data):
+    import ctypes
+    lib = ctypes.CDLL(os.environ["TICKWIRE_LIB"])
+    lib.tw_crc32c.restype = ctypes.c_uint32
+    lib.tw_crc32c.argtypes = [ctypes.c_uint32, ctypes.c_char_p, ctypes.c_size_t]
+    return lib.tw_crc32c(0, data, len(data))
+
+
+def corrupt_gateway_section(d):
+    """The newest snapshot in d with its first gateway section (id 259)
+    claiming another version, every CRC made good again (what a writer of
+    another build would have written); its path, or None when there is
+    none with such a section."""
+    path = newest_snapshot(d)
+    if not path:
+        return None
+    b = bytearray(open(path, "rb").read())
+    nsec, off = int.from_bytes(b[32:36], "little"), 64
+    for _ in range(nsec):
+        sid = int.from_bytes(b[off:off + 4], "little")
+        n = int.from_bytes(b[off + 8:off + 16], "little")
+        if sid == 259:
+            b[off + 16:off + 20] = (99).to_bytes(4, "little")
+            b[off + 4:off + 8] = crc32c(bytes(b[off + 16:off + 16 + n])).to_bytes(4, "little")
+            b[-8:-4] = crc32c(bytes(b[:-16])).to_bytes(4, "little")
+            open(path, "wb").write(bytes(b))
+            return path
+        off += 16 + (n + 7) // 8 * 8
+    return None
+
+
 # Snapshots every 300 events (threads mode): the strategy core hands a copy
 # to the writer thread; each restart loads the newest snapshot that checks
 # out and replays only the events after it (the net cores take every
 # record); at the end the trades CSV is written again from the journal.
 # The kills land anywhere, during a snapshot's write too; before the second
 # restart a bit of the newest snapshot is flipped (set aside with its
-# reason, the older one used).  The books, the trades and the fills are the
+# reason, the older one used); before the third, the newest one's gateway
+# section says another version, its CRCs good (not used, with its reason
+# naming the section; left in place; an older one or the whole journal).  The books, the trades and the fills are the
 # uninterrupted run's, each ClOrdID once.
 # `interval`: no event count, a snapshot whenever 2 ms passed since the
 # last one (`snapshot_interval_ms`, judged on the reactor turn's time): how
@@ -382,7 +430,7 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, st
     venue, config, insts = setup_run(w, dataset["paths"], strategy,
                                      engine={"snapshot_every": 300} if every == "events" else
                                      {"snapshot_every": 0, "snapshot_interval_ms": 2})
-    flipped, had = None, []
+    flipped, regated, had, ends = None, None, [], []  # ends: the journal's records at each restart
     clock = []  # per kill: (killed, reaped, restarted), as in the test above
     try:
         for k, mark in enumerate(marks):
@@ -390,26 +438,47 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, st
                 clock[-1].append(time.monotonic_ns())
             if k == 2:
                 flipped = flip_newest_snapshot(snaps)
+            if k == 3:
+                regated = corrupt_gateway_section(snaps)
             killed = kill_at(config, w, k, journal, mark, seed)
             clock.append([killed, time.monotonic_ns()])
             # (None when the kill came before the first write was whole.)
             had.append(newest_snapshot(snaps))
+            ends.append(journal_records(journal))
         clock[-1].append(time.monotonic_ns())
         rep, log = last_run(venue, config, w, insts, dataset["refs"], seed, marks)
     finally:
         venue.stop()
     errs = [open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(marks) + 1)]
+    reads = []
     for k, err in enumerate(errs, start=1):
         assert "recovered run 4242" in err, (seed, k, err[-2000:])
-        m = re.search(r"recovering from the snapshot of event (\d+)", err)
-        if had[k - 1] and not (k == 2 and flipped):
+        m = re.search(r"recovering from the snapshot of event (\d+) \(journal seq (\d+)\)", err)
+        if had[k - 1] and not (k == 2 and flipped) and not (k == 3 and regated):
             assert m and int(m.group(1)) > 0, (seed, k, err[-2000:])
-        assert "not used" not in err, (seed, k, err[-2000:])
+        why = "not used: gateway section 0 (id 259, session venue): version 99, this build reads 1"
+        if k == 3 and regated:
+            name = os.path.basename(regated)
+            assert f"snapshot {name} {why}" in err, (seed, err[-2000:])
+            assert not (m and int(m.group(2)) == int(name[5:-4])), (seed, err[-2000:])
+        # (Left in place, it is refused again by a restart that finds it the newest still.)
+        refusals = [x for x in err.splitlines() if "not used" in x]
+        assert all(k >= 3 and regated and f"snapshot {os.path.basename(regated)} {why}" in x
+                   for x in refusals), (seed, k, err[-2000:])
+        # Only the tail: the records after the snapshot's journal seq J
+        # (the journal's records 1..ends, a torn last one cut), or, with no
+        # snapshot, all of them.
+        n, first = records_read(err)
+        j = int(m.group(2)) if m else 0
+        assert first == j + 1 and ends[k - 1] - j - 1 <= n <= ends[k - 1] - j, \
+            (seed, k, n, first, j, ends[k - 1])
+        reads.append(f"{n}/{ends[k - 1]}")
     if every == "events":
         assert any(had), (seed, marks, had)
     last = errs[-1]
     if had[-1]:
         assert "the replay's state is the engine's" in last, last[-2000:]
+    assert not regated or "set aside" not in errs[2], errs[2][-2000:]
     if flipped:
         assert "set aside" in errs[1] and os.path.basename(flipped) in errs[1], errs[1][-2000:]
         assert os.path.exists(flipped + ".bad")
@@ -419,6 +488,6 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, st
     assert sorted(log) == sorted(whole), (seed, marks, sorted(set(log) ^ set(whole))[:5])
     print(f"seed {seed}: snapshots every {'300 events' if every == 'events' else '2 ms'}, "
           f"killed at journal records {marks} of "
-          f"{total}: each restart from its newest good snapshot; {len(log)} fills, each "
-          f"ClOrdID once, as the uninterrupted run")
+          f"{total}: each restart from its newest good snapshot, journal records read "
+          f"{reads}; {len(log)} fills, each ClOrdID once, as the uninterrupted run")
     figures(w, clock)
