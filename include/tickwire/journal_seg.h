@@ -34,6 +34,7 @@ extern "C" {
 
 #define TW_JSEG_DEFAULT_BYTES (64ull << 20)
 #define TW_JSEG_NAME_LEN 24 /* 20 digits + ".twj" */
+#define TW_JSEG_DIR_MAX 256 /* a journal directory's path, its NUL included */
 
 /* One segment as listed: its first seq, its records (from its size), its
  * file name within the directory. */
@@ -76,7 +77,7 @@ enum {
 
 typedef struct tw_jseg {
     tw_journal cur;         /* the last segment */
-    char dir[128];
+    char dir[TW_JSEG_DIR_MAX];
     uint64_t segment_bytes;
     tw_journal_fsync fsync;
     uint32_t fsync_n;
@@ -127,7 +128,7 @@ typedef struct tw_jseg_reader {
     int open_cur;
     int failed;
     uint32_t buf_records;
-    char dir[128];
+    char dir[TW_JSEG_DIR_MAX];
     tw_error fail_err;
     uint64_t records;       /* records returned */
     uint64_t torn_bytes;    /* the last segment's torn tail (dropped) */
@@ -160,7 +161,7 @@ void tw_jseg_reader_close(tw_jseg_reader *r);
 typedef struct tw_jseg_follow {
     tw_journal_reader cur;
     int open_cur;
-    char dir[128];
+    char dir[TW_JSEG_DIR_MAX];
     uint64_t first_seq;  /* the journal's first seq at open */
     uint64_t seg_first;  /* the segment being read */
     uint64_t seq;        /* the next record returned */

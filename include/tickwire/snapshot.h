@@ -55,6 +55,8 @@ enum {
     TW_SNAP_SEC_COUNTERS = 4,
     TW_SNAP_SEC_ORDERS = 5,   /* open orders */
     TW_SNAP_SEC_INTENTS = 6,  /* pending intents */
+    TW_SNAP_SEC_TRADES_CSV = 8, /* u64: the trades CSV's length after the rows of every
+                                   trade the state booked (flushed before the copy) */
     TW_SNAP_SEC_STRATEGY = 7, /* the strategy core's whole state as one payload
                                  (tw_strategy_state_save: 2..6 in one) */
     TW_SNAP_SEC_GW_ORDERS = 256,  /* gateway: order table */

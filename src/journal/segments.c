@@ -199,7 +199,8 @@ int tw_jseg_open(tw_jseg *j, const tw_jseg_cfg *cfg, tw_error *err)
     memset(j, 0, sizeof(*j));
     j->cur.fd = -1;
     if (!cfg->dir || strlen(cfg->dir) >= sizeof(j->dir) - 30)
-        return tw__err(err, -EINVAL, "journal: directory name missing or too long");
+        return tw__err(err, -ENAMETOOLONG, "journal: directory name missing or longer than %zu "
+                       "bytes: %.80s", sizeof(j->dir) - 31, cfg->dir ? cfg->dir : "");
     snprintf(j->dir, sizeof(j->dir), "%s", cfg->dir);
     j->segment_bytes = cfg->segment_bytes ? cfg->segment_bytes : TW_JSEG_DEFAULT_BYTES;
     if (j->segment_bytes < HDR + REC)
@@ -336,6 +337,9 @@ int tw_jseg_reader_open(tw_jseg_reader *r, const char *dir, uint64_t from_seq,
 {
     memset(r, 0, sizeof(*r));
     r->cur.fd = -1;
+    if (strlen(dir) >= sizeof(r->dir))
+        return tw__err(err, -ENAMETOOLONG, "journal: name longer than %zu bytes: %.80s",
+                       sizeof(r->dir) - 1, dir);
     snprintf(r->dir, sizeof(r->dir), "%s", dir);
     r->buf_records = buf_records;
     int e = tw_jseg_list(dir, &r->segs, &r->nsegs, err);

@@ -73,15 +73,18 @@ static int setup(tw_trade_engine *e, tw_error *err)
         fflush(e->log);
     }
     if (cfg->engine.trades[0]) {
-        e->trades = fopen(cfg->engine.trades, "w");
+        /* Not emptied yet: a recovery from a snapshot keeps the rows it
+         * covers (tw__trades_reset, before the first row of this run). */
+        int fd = open(cfg->engine.trades, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        e->trades = fd >= 0 ? fdopen(fd, "r+") : NULL;
         e->trades_buf = malloc(1u << 20);
         if (!e->trades || !e->trades_buf) {
             rc = e->trades ? -ENOMEM : -errno;
+            if (fd >= 0 && !e->trades)
+                close(fd);
             return tw__err(err, rc, "%s: %s", cfg->engine.trades, strerror(-rc));
         }
         setvbuf(e->trades, e->trades_buf, _IOFBF, 1u << 20);
-        if (tw_trade_csv_header(e->trades) != 0)
-            return tw__err(err, -EIO, "%s: write error", cfg->engine.trades);
     }
     /* The report must be writable before we trade. */
     {
@@ -123,6 +126,12 @@ static int setup(tw_trade_engine *e, tw_error *err)
         return rc;
     if (rc > 0 && (rc = tw__recover(e, t0, err)) != 0)
         return rc;
+    if (e->trades && !e->trades_placed) {
+        /* A new run (or a recovery that wrote no row): an empty CSV. */
+        if (tw__trades_reset(e->trades, -1) != 0)
+            return tw__err(err, -EIO, "%s: write error", cfg->engine.trades);
+        e->trades_placed = 1;
+    }
     if (e->procs && (rc = tw__sup_open(e, err)) != 0)
         return rc;
     if ((rc = tw__snap_open(e, err)) != 0)
@@ -172,6 +181,7 @@ int tw_trade_engine_create(tw_trade_engine **out, const tw_trade_config *cfg,
     e->procs = cfg->engine.mode == TW_TRADE_PROCESSES;
     e->att.listen_fd = e->att.conn_fd = e->att.memfd = e->att.journal_ro_fd = e->att.pidfd = -1;
     e->standby_fd = -1;
+    e->snap_csv_len = -1;
     e->created_ns = tw_clock_now_ns();
     e->cfg = cfg;
     if (opts)
@@ -309,7 +319,9 @@ static int finish(tw_trade_engine *e, tw_error *err)
     }
     __atomic_store_n(&e->phase, TW__PH_DONE, __ATOMIC_RELEASE);
     e->done = 1;
-    int rc = e->snap_recovered ? tw__recover_trades(e, err) : 0;
+    /* Recovered from a snapshot without the trades CSV's length: the rows
+     * before it are written again from the journal. */
+    int rc = e->snap_recovered && e->snap_csv_len < 0 ? tw__recover_trades(e, err) : 0;
     /* The run ended (the venue's end, or TERM: logged out): the journal
      * is done, and the next start is a new run.  Only a crash leaves a
      * journal without END, which the next start resumes. */

@@ -287,6 +287,12 @@ void tw__evlog_end(tw_trade_engine *e, int clean);
 /* The journal's path into buf. */
 void tw__evlog_path(const tw_trade_config *cfg, char *buf, size_t n);
 
+/* ---- the trades CSV (report.c) ---- */
+/* keep < 0: emptied, its header written; else cut to keep bytes (what a
+ * snapshot's rows took) and positioned there.  0, -EIO, or -ENODATA (the
+ * file is shorter than keep). */
+int tw__trades_reset(FILE *f, int64_t keep);
+
 /* ---- the strategy host (host.c) ------------------------------------------------ */
 
 typedef struct tw__host {
@@ -341,6 +347,8 @@ typedef struct tw__snapper {
     char *kernels;
     size_t klen;
     tw__snapfold *fold;    /* threads mode: the gateway's folds (NULL: none) */
+    FILE *trades;          /* the trades CSV the core writes (threads mode), or NULL: each
+                              snapshot flushes it and records its length */
 } tw__snapper;
 
 /* The writer started for the strategy s of run run_id that took events
@@ -491,6 +499,8 @@ struct tw_trade_engine {
     /* Snapshots (snap.c, threads mode): the strategy core's. */
     tw__snapper snap;
     int snap_recovered; /* the recovery started from a snapshot */
+    int64_t snap_csv_len; /* its trades CSV length (TW_SNAP_SEC_TRADES_CSV), -1: none */
+    int trades_placed;    /* the trades CSV reset for this run (before any row) */
     uint64_t snap_jseq; /* strategy core: the journal seq of the last event it took */
     /* A recovery from a snapshot: its gateway folds (n_gw), the writer's
      * to start from (tw__snap_open takes and frees them). */

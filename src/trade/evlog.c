@@ -161,6 +161,8 @@ static int open_fresh(tw_trade_engine *e, tw_error *err)
     }
     tw_error je = {0};
     int rc = tw_jseg_open(&e->jr, &jc, &je);
+    if (rc == -TW_EFORMAT) /* a segment missing or damaged: the books cannot be rebuilt */
+        return tw__err(err, -TW_EUNRECOVERABLE, "refusing to trade: %s", je.msg);
     if (rc != 0)
         return tw__err(err, rc, "%s", je.msg);
     e->have_journal = 1;

@@ -117,11 +117,8 @@ int tw__strategy_rebuild(tw_trade_engine *e, tw_error *err)
     int rc = tw__host_engine_build(e, err);
     if (rc != 0)
         return rc;
-    if (e->trades) {
-        if (fflush(e->trades) != 0 || ftruncate(fileno(e->trades), 0) != 0 ||
-            fseek(e->trades, 0, SEEK_SET) != 0 || tw_trade_csv_header(e->trades) != 0)
-            return tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
-    }
+    if (e->trades && tw__trades_reset(e->trades, -1) != 0)
+        return tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
     return 0;
 }
 

@@ -300,7 +300,8 @@ static int from_snapshot(tw_trade_engine *e, replay_ctx *rp, tw__intents *sent)
 typedef struct gw_accept {
     tw_trade_engine *e;
     tw__gwfold **folds;
-    uint64_t end; /* the journal's next seq */
+    uint64_t end;    /* the journal's next seq */
+    uint64_t beyond; /* the newest snapshot seen of a seq past the journal's end (0: none) */
 } gw_accept;
 
 static int accept_gw(void *arg, const tw_snap *s, tw_error *err)
@@ -310,12 +311,21 @@ static int accept_gw(void *arg, const tw_snap *s, tw_error *err)
     const uint64_t j = s->hdr.journal_seq;
     tw_journal_rec rec;
     tw_error je = {0};
-    if (j >= a->end)
+    if (j >= a->end) {
+        if (j > a->beyond)
+            a->beyond = j;
         return tw__err(err, -TW_EFORMAT, "of journal seq %llu, beyond the journal's %llu records",
                        (unsigned long long)j, (unsigned long long)(a->end - 1));
+    }
     if (read_one(e, j, &rec, &je) != 0 || tw_journal_rec_kind(&rec) != TW_JOURNAL_EV)
         return tw__err(err, -TW_EFORMAT, "of journal seq %llu, which is not an event: %s",
                        (unsigned long long)j, je.msg[0] ? je.msg : "another kind");
+    /* The trades CSV's length at the copy (threads mode, with a CSV). */
+    const tw_snap_section *csv = tw_snap_find(s, TW_SNAP_SEC_TRADES_CSV);
+    uint64_t len = UINT64_MAX;
+    if (csv && csv->len == sizeof(len))
+        memcpy(&len, csv->data, sizeof(len));
+    e->snap_csv_len = len <= INT64_MAX ? (int64_t)len : -1;
     return tw__gwfold_load_snap(a->folds, e->n_gw, e->cfg, s, err);
 }
 
@@ -336,6 +346,14 @@ static int newest_snapshot(tw_trade_engine *e, tw__gwfold **folds, uint64_t end,
     gw_accept ga = {.e = e, .folds = folds, .end = end};
     int sr = tw__snap_newest_gw(e->log, e->journal_path, e->run_id, e->host.s, e->host.out_cap,
                                 accept_gw, &ga, events, jseq, &se);
+    if (ga.beyond)
+        /* The strategy had seen event J, and the journal has it before
+         * the ring: a journal that ends before J lost records (its last
+         * segment deleted, or cut).  An older snapshot would replay a
+         * journal without them: the books would not be the run's. */
+        return tw__err(err, -TW_EUNRECOVERABLE, "refusing to trade: journal %s ends at seq %llu, "
+                       "before the snapshot of seq %llu (records missing)", e->journal_path,
+                       (unsigned long long)(end - 1), (unsigned long long)ga.beyond);
     if (sr == 0) {
         e->fold_seed = calloc(e->n_gw, sizeof(tw__gwfold));
         int rc = e->fold_seed ? 0 : -ENOMEM;
@@ -403,6 +421,16 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
             return from_snap;
         }
     }
+    if (!from_snap && head.seq != 1) {
+        /* Records 1 .. head.seq - 1 were pruned behind snapshots, and none
+         * that checks out is left: the books cannot be rebuilt. */
+        free(folds);
+        return tw__err(err, -TW_EUNRECOVERABLE, "refusing to trade: journal %s starts at seq "
+                       "%llu (the records before it pruned) and no snapshot that checks out "
+                       "covers them", e->journal_path, (unsigned long long)head.seq);
+    }
+    if (!from_snap)
+        e->snap_csv_len = -1;
     tw_journal_rec *buf = NULL;
     uint64_t n_buf = 0;
     if ((rc = load_from(e, from_snap ? jseq + 1 : head.seq, &buf, &n_buf, err)) != 0) {
@@ -460,7 +488,26 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
         fprintf(e->log, "tickwire trade: recovering from the snapshot of event %llu (journal "
                 "seq %llu)\n", (unsigned long long)snap_events, (unsigned long long)jseq);
     }
-    /* 3. The replay. */
+    /* 3. The replay, its trades into a CSV placed for it: cut where the
+     * snapshot's rows end, or empty. */
+    if (e->trades && !e->trades_placed) {
+        int tr = tw__trades_reset(e->trades, from_snap ? e->snap_csv_len : -1);
+        if (tr == -ENODATA) {
+            fprintf(e->log, "tickwire trade: trades CSV %s is shorter than the snapshot's %lld "
+                    "bytes: written again from the journal at the end\n", cfg->engine.trades,
+                    (long long)e->snap_csv_len);
+            e->snap_csv_len = -1;
+            tr = tw__trades_reset(e->trades, -1);
+        }
+        if (tr != 0) {
+            rc = tw__err(err, -EIO, "%s: write error", cfg->engine.trades);
+            goto out;
+        }
+        if (from_snap && e->snap_csv_len >= 0)
+            fprintf(e->log, "tickwire trade: the trades CSV kept to the snapshot's %lld bytes; "
+                    "the replay writes on\n", (long long)e->snap_csv_len);
+        e->trades_placed = 1;
+    }
     e->evseq_next = 0;
     int64_t k0 = tw_clock_now_ns();
     rc = each(e, buf, n_buf, replay_rec, &rp, err);
@@ -599,8 +646,7 @@ int tw__recover_trades(tw_trade_engine *e, tw_error *err)
 {
     if (!e->trades)
         return 0;
-    if (fflush(e->trades) != 0 || ftruncate(fileno(e->trades), 0) != 0 ||
-        fseek(e->trades, 0, SEEK_SET) != 0 || tw_trade_csv_header(e->trades) != 0)
+    if (tw__trades_reset(e->trades, -1) != 0)
         return tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
     tw__host h = {0};
     csv_ctx c = {e, &h};

@@ -4,10 +4,12 @@
 #include <errno.h>
 #include <math.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tickwire/decimal.h"
 #include "tickwire/trade.h"
+#include "trade/engine_internal.h"
 
 /* A float that JSON readers see as a float: the shortest round-trip text,
  * with ".0" when it has no point ("100" -> "100.0"); null if not finite. */
@@ -248,6 +250,23 @@ int tw_trade_report_write_run(const char *path, const tw_strategy *s,
         return tw__err(err, rc, "%s: %s", path, strerror(-rc));
     }
     return 0;
+}
+
+int tw__trades_reset(FILE *f, int64_t keep)
+{
+    if (fflush(f) != 0)
+        return -EIO;
+    if (keep >= 0) {
+        /* A recovery from a snapshot: its rows stay, the replay writes on. */
+        struct stat st;
+        if (fstat(fileno(f), &st) != 0 || st.st_size < keep)
+            return -ENODATA;
+        return ftruncate(fileno(f), (off_t)keep) == 0 && fseeko(f, (off_t)keep, SEEK_SET) == 0
+                   ? 0 : -EIO;
+    }
+    if (ftruncate(fileno(f), 0) != 0 || fseeko(f, 0, SEEK_SET) != 0)
+        return -EIO;
+    return tw_trade_csv_header(f);
 }
 
 int tw_trade_csv_header(FILE *f)

@@ -72,6 +72,12 @@ struct tw__snapfold {
     size_t cap;
     int failed;            /* a record the fold could not take: no more gateway sections */
     uint64_t failed_seq;
+    /* journal_keep = snapshots: segments older than the oldest kept
+     * snapshot deleted after each write (the writer thread's). */
+    int prune;
+    uint64_t pruned;       /* segments deleted */
+    uint64_t prune_failed;
+    char prune_err[200];
 };
 
 static void fold_free(tw__snapfold *sf)
@@ -110,7 +116,30 @@ static tw__snapfold *fold_new(const tw_trade_config *cfg, const char *journal_pa
         return NULL;
     }
     sf->seq = seed ? seed_seq : 0;
+    /* Processes mode keeps its journal whole for now: the report the
+     * gateway writes at the end still replays it from the start. */
+    sf->prune = !cfg->engine.journal_keep_all && cfg->engine.mode == TW_TRADE_THREADS;
     return sf;
+}
+
+/* The writer thread's cfg.written: a snapshot of journal seq `seq` is in
+ * place, the oldest kept is of oldest_kept; every segment whose records
+ * are all at or before it can go (a recovery that falls back to that
+ * snapshot reads from oldest_kept + 1). */
+static void fold_written(void *arg, uint64_t seq, uint64_t oldest_kept)
+{
+    (void)seq;
+    tw__snapfold *sf = arg;
+    if (!sf->prune)
+        return;
+    tw_error err = {0};
+    int n = tw_journal_prune(sf->path, oldest_kept + 1, &err);
+    if (n >= 0) {
+        sf->pruned += (uint64_t)n;
+    } else {
+        sf->prune_failed++;
+        snprintf(sf->prune_err, sizeof(sf->prune_err), "%s", err.msg);
+    }
 }
 
 /* The records after the last one folded, through seq. */
@@ -171,8 +200,9 @@ static int fold_append(void *arg, uint64_t seq, tw_snap_buf *b, tw_error *err)
 static int snapper_start(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
                          uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
                          int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
-                         tw__snapfold *fold, tw_error *err)
+                         tw__snapfold *fold, FILE *trades, tw_error *err)
 {
+    p->trades = trades;
     p->every = cfg->engine.snapshot_every;
     p->interval_ns = (int64_t)cfg->engine.snapshot_interval_ms * 1000000;
     dir_of(journal_path, p->dir, sizeof(p->dir));
@@ -192,7 +222,10 @@ static int snapper_start(tw__snapper *p, const tw_trade_config *cfg, const char 
         .slot_bytes = tw_snap_section_bytes(p->klen) + tw_snap_section_bytes(bytes),
         .finish = on_finish,
         .append = fold ? fold_append : NULL,
+        .written = fold ? fold_written : NULL,
         .arg = fold};
+    if (trades)
+        wc.slot_bytes += tw_snap_section_bytes(sizeof(uint64_t));
     int rc = tw_snap_writer_start(&p->w, &wc, err);
     if (rc != 0) {
         free(p->kernels);
@@ -215,7 +248,7 @@ int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *jou
     if (cfg->engine.snapshot_every == 0 && cfg->engine.snapshot_interval_ms == 0)
         return 0;
     return snapper_start(p, cfg, journal_path, run_id, s, out_cap, events, now_ns, hook,
-                         hook_arg, NULL, err);
+                         hook_arg, NULL, NULL, err);
 }
 
 int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
@@ -230,7 +263,7 @@ int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *
     if (!fold)
         return tw__err(err, -ENOMEM, "snapshots: out of memory");
     return snapper_start(p, cfg, journal_path, run_id, s, out_cap, events, now_ns, hook,
-                         hook_arg, fold, err);
+                         hook_arg, fold, NULL, err);
 }
 
 void tw__snapper_close(tw__snapper *p)
@@ -261,6 +294,15 @@ static void take(tw__snapper *p, const tw_strategy *s, uint64_t events, uint64_t
     if (k && st) {
         memcpy(k, p->kernels, p->klen);
         (void)tw_strategy_state_copy(s, events, pend, np, st, (size_t)len);
+    }
+    if (p->trades) {
+        /* The rows of every trade the state booked, out of our buffer
+         * (one write; kill -9 keeps what the kernel has): a recovery from
+         * this snapshot cuts the CSV here and the replay writes on. */
+        uint64_t *csv = tw_snap_slot_section(slot, TW_SNAP_SEC_TRADES_CSV, sizeof(uint64_t));
+        off_t at = fflush(p->trades) == 0 ? ftello(p->trades) : -1;
+        if (csv)
+            *csv = at >= 0 ? (uint64_t)at : UINT64_MAX;
     }
     tw_snap_writer_commit(p->w, slot, seq);
 }
@@ -345,9 +387,16 @@ int tw__snap_open(tw_trade_engine *e, tw_error *err)
         tw__snap_seed_free(e);
         return 0;
     }
-    int rc = tw__snapper_open_gw(&e->snap, e->cfg, e->journal_path, e->run_id, e->host.s,
-                                 e->host.out_cap, e->next_evseq, tw_clock_now_ns(), NULL, NULL,
-                                 e->fold_seed, e->fold_seed_seq, err);
+    memset(&e->snap, 0, sizeof(e->snap));
+    const tw_trade_config *cfg = e->cfg;
+    int rc = 0;
+    if (cfg->engine.snapshot_every || cfg->engine.snapshot_interval_ms) {
+        tw__snapfold *fold = fold_new(cfg, e->journal_path, e->fold_seed, e->fold_seed_seq);
+        rc = fold ? snapper_start(&e->snap, cfg, e->journal_path, e->run_id, e->host.s,
+                                  e->host.out_cap, e->next_evseq, tw_clock_now_ns(), NULL, NULL,
+                                  fold, e->trades, err)
+                  : tw__err(err, -ENOMEM, "snapshots: out of memory");
+    }
     tw__snap_seed_free(e);
     return rc;
 }
@@ -371,6 +420,12 @@ void tw__snap_close(tw_trade_engine *e)
                 "busy, %llu failed%s%s\n", (unsigned long long)ss.written,
                 (unsigned long long)ss.skipped, (unsigned long long)ss.failed,
                 ss.failed ? "; the last: " : "", ss.failed ? ss.last_err : "");
+        const tw__snapfold *sf = e->snap.fold;
+        if (sf && sf->prune)
+            fprintf(e->log, "tickwire trade: journal: %llu segments deleted behind the oldest "
+                    "kept snapshot (journal_keep = snapshots)%s%s\n",
+                    (unsigned long long)sf->pruned, sf->prune_failed ? "; a deletion failed: " : "",
+                    sf->prune_failed ? sf->prune_err : "");
     }
     tw__snapper_close(&e->snap);
     tw__snap_seed_free(e);

@@ -21,6 +21,7 @@ import json
 import os
 import random
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -106,8 +107,13 @@ def first_kind(segment):
 
 
 def journal_records(path):
-    """Records in the journal: every segment's, the last one's counted."""
-    return sum(segment_records(p) for p in journal_segments(path))
+    """Records the journal has had (its last seq; seqs start at 1): the
+    last segment's first seq and its records counted (the segments before
+    it may have been pruned)."""
+    segs = journal_segments(path)
+    if not segs:
+        return 0
+    return int(os.path.basename(segs[-1])[:20]) + segment_records(segs[-1]) - 1
 
 
 def segment_bytes(records, segments):
@@ -228,7 +234,8 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, stra
     # Segments of about a twelfth of the run: kills land before, during and
     # after rotations, and every recovery reads across segments.
     venue, config, insts = setup_run(w, dataset["paths"], strategy,
-                                     engine={"journal_segment_bytes": segment_bytes(total, 12)})
+                                     engine={"journal_segment_bytes": segment_bytes(total, 12),
+                                             "journal_keep": "all"})
     clock = []  # per kill: (killed, reaped, restarted), monotonic ns like the trader's
     try:
         for k, mark in enumerate(marks):
@@ -267,6 +274,83 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, stra
     figures(w, clock)
 
 
+# journal_keep = snapshots (the default) with small segments: each written
+# snapshot deletes the segments older than the oldest kept one, so the
+# journal no longer starts at seq 1; kills land anywhere; every restart
+# loads a snapshot and reads the tail; the trades CSV is cut where the
+# snapshot's rows end.  Then the refusals: a segment deleted in the middle
+# of what is left, and every snapshot deleted: exit 2, naming the gap.
+@pytest.mark.parametrize("strategy", ["thread", "inline"])
+def test_pruned_journal_recovers_and_refuses_without_snapshots(dataset, uninterrupted, tmp_path,
+                                                               strategy):
+    seed = int(os.environ.get("TW_CRASH_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed)
+    total = uninterrupted["records"]
+    marks = sorted(rng.randrange(total // 4, total * 9 // 10) for _ in range(3))
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    snaps = journal + ".snap"
+    venue, config, insts = setup_run(w, dataset["paths"], strategy,
+                                     engine={"journal_segment_bytes": segment_bytes(total, 400),
+                                             "snapshot_every": 300})
+    firsts, most = [], 0  # the journal's first seq at each restart; most segments seen
+    try:
+        for k, mark in enumerate(marks):
+            kill_at(config, w, k, journal, mark, seed)
+            segs = journal_segments(journal)
+            most = max(most, len(segs))
+            firsts.append(int(os.path.basename(segs[0])[:20]))
+        # The refusals, on a copy: the run itself goes on from the real one.
+        for case in ("segment", "newest snapshot's segment", "snapshots"):
+            cw = os.path.join(w, "refuse-" + case.replace(" ", "-").replace("'", ""))
+            shutil.copytree(os.path.join(w, "store"), os.path.join(cw, "store"))
+            ccfg = os.path.join(cw, "trade.ini")
+            open(ccfg, "w").write(open(config).read().replace(os.path.join(w, "store"),
+                                                              os.path.join(cw, "store")))
+            cj = os.path.join(cw, "store", "venue.journal")
+            if case == "segment":
+                # One in the middle (neither the first, which a snapshot may
+                # cover, nor the last, whose loss only a snapshot past it shows).
+                segs = journal_segments(cj)
+                assert len(segs) >= 3, (seed, segs)
+                os.unlink(segs[len(segs) // 2])
+                want = "missing"
+            elif case == "newest snapshot's segment":
+                # The segment holding the newest snapshot's J: a hole in the
+                # chain, or (the last one) a journal that ends before J.
+                j = int(os.path.basename(newest_snapshot(cj + ".snap"))[5:25])
+                seg = [p for p in journal_segments(cj) if int(os.path.basename(p)[:20]) <= j][-1]
+                os.unlink(seg)
+                want = "journal"
+            else:
+                shutil.rmtree(cj + ".snap")
+                want = "the records before it pruned"
+            r = subprocess.run([TICKWIRE, "trade", "--config", ccfg, "--run-id", str(RUN_ID)],
+                               capture_output=True, text=True, timeout=120)
+            assert r.returncode == 2 and want in r.stderr and "refusing to trade" in r.stderr, \
+                (seed, case, r.returncode, r.stderr[-2000:])
+        rep, log = last_run(venue, config, w, insts, dataset["refs"], seed, marks)
+    finally:
+        venue.stop()
+    errs = [open(os.path.join(w, f"trader{k}.err")).read() for k in range(1, len(marks) + 1)]
+    for k, err in enumerate(errs, start=1):
+        assert "recovered run 4242" in err and "recovering from the snapshot" in err, \
+            (seed, k, err[-2000:])
+    assert "the trades CSV kept to the snapshot's" in errs[-1], errs[-1][-2000:]
+    m = re.search(r"journal: (\d+) segments deleted behind the oldest kept snapshot", errs[-1])
+    assert m and int(m.group(1)) > 0, errs[-1][-2000:]
+    assert firsts[-1] > 1 and all(first_kind(p) == META_KIND for p in journal_segments(journal))
+    # Bounded: the segments after the oldest kept snapshot, not the day.
+    assert len(journal_segments(journal)) < 60 and most < 60, (most, journal_segments(journal))
+    clids = [r[0] for r in log]
+    assert len(set(clids)) == len(clids), (seed, marks)
+    assert sorted(log) == sorted(uninterrupted["fills"]), (seed, marks, len(log))
+    print(f"seed {seed}: segments of 1/400 of the run pruned behind the snapshots (the journal's "
+          f"first seq at each restart {firsts}, at most {most} segments); killed at {marks} of "
+          f"{total}; a deleted segment and deleted snapshots refused with exit 2; {len(log)} fills, "
+          f"each ClOrdID once")
+
+
 # The journal's rotation points (journal_seg.h, TW_JSEG_AT_*): the full
 # segment closed; the next one created with its header alone; its META
 # preamble written, not yet the records that caused the rotation.
@@ -285,7 +369,8 @@ def test_whole_trader_killed_inside_rotations(dataset, uninterrupted, tmp_path, 
     w = str(tmp_path)
     journal = os.path.join(w, "store", "venue.journal")
     venue, config, insts = setup_run(w, dataset["paths"], strategy,
-                                     engine={"journal_segment_bytes": segment_bytes(total, 16)})
+                                     engine={"journal_segment_bytes": segment_bytes(total, 16),
+                                             "journal_keep": "all"})
     kills = [(name, at, rng.randrange(1, 4)) for name, at in ROTATION_POINTS.items()]
     try:
         for k, (name, at, nth) in enumerate(kills):
@@ -405,8 +490,8 @@ def corrupt_gateway_section(d):
 
 # Snapshots every 300 events (threads mode): the strategy core hands a copy
 # to the writer thread; each restart loads the newest snapshot that checks
-# out and replays only the events after it (the net cores take every
-# record); at the end the trades CSV is written again from the journal.
+# out and replays only the events after it (the net cores' folds come
+# with it); the trades CSV is cut where the snapshot's rows end.
 # The kills land anywhere, during a snapshot's write too; before the second
 # restart a bit of the newest snapshot is flipped (set aside with its
 # reason, the older one used); before the third, the newest one's gateway
@@ -477,7 +562,9 @@ def test_whole_trader_killed_with_snapshots(dataset, uninterrupted, tmp_path, st
         assert any(had), (seed, marks, had)
     last = errs[-1]
     if had[-1]:
-        assert "the replay's state is the engine's" in last, last[-2000:]
+        # The trades CSV: cut where the snapshot's rows end, the replay
+        # wrote on (the comparison with the sweep checked every row).
+        assert "the trades CSV kept to the snapshot's" in last, last[-2000:]
     assert not regated or "set aside" not in errs[2], errs[2][-2000:]
     if flipped:
         assert "set aside" in errs[1] and os.path.basename(flipped) in errs[1], errs[1][-2000:]
