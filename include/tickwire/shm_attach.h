@@ -470,6 +470,12 @@ void tw_attach_st_close(tw_attach_st *s);
  * error, or -EBADMSG for a ring record with a bad CRC (err says which). */
 int tw_attach_st_next_burst(tw_attach_st *s, tw_journal_rec *out, uint32_t n, tw_error *err);
 
+/* Before the first tw_attach_st_next_burst(): the records below seq are
+ * not handed out (the strategy has their effect from a snapshot); seq
+ * must not be below the next one or past resume_end.  Returns 0 or
+ * -EINVAL. */
+int tw_attach_st_skip_to(tw_attach_st *s, uint64_t seq);
+
 /* Net core's outbound ring (the strategy produces into it). */
 static inline tw_ring *tw_attach_st_out_ring(tw_attach_st *s, uint32_t core)
 {

@@ -1146,6 +1146,15 @@ int tw_attach_st_next_burst(tw_attach_st *s, tw_journal_rec *out, uint32_t n, tw
     return (int)got;
 }
 
+int tw_attach_st_skip_to(tw_attach_st *s, uint64_t seq)
+{
+    if (seq < s->next_seq || seq > s->resume_end)
+        return -EINVAL;
+    s->next_seq = seq;
+    __atomic_store_n(&s->hdr->st_next_seq, s->next_seq, __ATOMIC_RELAXED);
+    return 0;
+}
+
 int tw_attach_st_check_gateway(tw_attach_st *s, int64_t now_ns, int64_t timeout_ns)
 {
     struct pollfd p = {.fd = s->sock, .events = POLLRDHUP};

@@ -126,8 +126,9 @@ static int setup(tw_trade_engine *e, tw_error *err)
         return rc;
     if (rc > 0 && (rc = tw__recover(e, t0, err)) != 0)
         return rc;
-    if (e->trades && !e->trades_placed) {
-        /* A new run (or a recovery that wrote no row): an empty CSV. */
+    if (e->trades && !e->trades_placed && !e->procs) {
+        /* A new run (or a recovery that wrote no row): an empty CSV
+         * (processes mode: the strategy process's, strategy_proc.c). */
         if (tw__trades_reset(e->trades, -1) != 0)
             return tw__err(err, -EIO, "%s: write error", cfg->engine.trades);
         e->trades_placed = 1;

@@ -310,9 +310,6 @@ int tw__host_build(tw__host *h, const tw_trade_config *cfg, const tw_strategy_ho
 void tw__host_free(tw__host *h);
 /* The engine's strategy (its log and trades hooks). */
 int tw__host_engine_build(tw_trade_engine *e, tw_error *err);
-/* Processes mode, at the end: a fresh engine strategy, the trades CSV cut
- * to its header.  0 or a negative errno with err. */
-int tw__strategy_rebuild(tw_trade_engine *e, tw_error *err);
 /* A strategy's log hook, on f (both processes). */
 void tw__strategy_log(FILE *f, const tw_trade_config *cfg, const char *who,
                       const tw_strategy_log *r);
@@ -366,7 +363,11 @@ int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *jou
 int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
                         uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
                         int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
-                        const tw__gwfold *seed, uint64_t seed_seq, tw_error *err);
+                        const tw__gwfold *seed, uint64_t seed_seq, FILE *trades,
+                        tw_error *err);
+/* The summary line of what the writer pruned (journal_keep = snapshots),
+ * on log; nothing without folds or pruning.  who: the line's prefix. */
+void tw__snapper_log_pruned(const tw__snapper *p, FILE *log, const char *who);
 /* Stops the writer (what was committed is written). */
 void tw__snapper_close(tw__snapper *p);
 /* Whether the copy is due after an event (events taken, now_ns: the
@@ -399,6 +400,24 @@ int tw__snap_newest_gw(FILE *log, const char *journal_path, uint64_t run_id, tw_
                        size_t out_cap, int (*accept)(void *, const tw_snap *, tw_error *),
                        void *arg, uint64_t *events, uint64_t *jseq, tw_error *err);
 
+/* The accept of tw__snap_newest_gw for every reader that starts from a
+ * snapshot (the recovery, the strategy process, the report of processes
+ * mode): its journal seq J must be an event of the journal at
+ * journal_path below end; its trades CSV length goes to csv_len (-1:
+ * none), and with need_csv (the CSV being written) it must have one no
+ * longer than the file; with folds (cfg->n_sessions of them), the
+ * gateway's sections are loaded into them. */
+typedef struct tw__snap_gw {
+    const tw_trade_config *cfg;
+    const char *journal_path;
+    uint64_t end;            /* the journal's next seq */
+    tw__gwfold **folds;      /* NULL: not loaded */
+    FILE *need_csv;          /* the trades CSV a snapshot must place, or NULL */
+    int64_t csv_len;         /* out */
+    uint64_t beyond;         /* out: the newest of a seq at or past end (0: none) */
+} tw__snap_gw;
+int tw__snap_accept_gw(void *arg, const tw_snap *s, tw_error *err);
+
 /* After the recovery (or a new run: the snapshots of the last run
  * deleted): threads mode, the strategy core's writer started.  0 or a
  * negative errno with err. */
@@ -415,9 +434,11 @@ void tw__snap_seed_free(tw_trade_engine *e);
  * negative errno with err. */
 int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err);
 /* Processes mode, at the end: the report's strategy, rebuilt from the
- * journal (a fresh strategy fed every EV record, as the strategy process
- * was; the trades CSV rewritten), checked against the digests the
- * strategy process sent.  0 or a negative errno with err. */
+ * newest snapshot that checks out and the journal after it (or a fresh
+ * strategy fed every EV record, as the strategy process was), the trades
+ * CSV cut where the snapshot's rows end (or emptied) and written on;
+ * checked against the digests the strategy process sent.  0 or a
+ * negative errno with err. */
 int tw__recover_report(tw_trade_engine *e, tw_error *err);
 /* Threads mode, at the end of a run recovered from a snapshot: the trades
  * CSV written again from the journal (a strategy of its own fed every EV

@@ -203,7 +203,9 @@ static void strategy_note(tw__gw *g, const tw_out *o)
     tw_trade_engine *e = g->e;
     if (o->type == TW__OUT_STOPPED) {
         g->st_stopped = 1;
-        if (g->index == 0)
+        /* 0: said again by a strategy that started after the STOP, from a
+         * snapshot (its state is not the one at the STOP). */
+        if (g->index == 0 && o->order_id)
             e->st_digest_stopped = o->order_id;
         return;
     }

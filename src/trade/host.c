@@ -59,7 +59,9 @@ static void on_log(void *ctx, const tw_strategy_log *r)
 static void on_trade(void *ctx, const tw_strategy_trade *t)
 {
     tw_trade_engine *e = ctx;
-    if (e->trades)
+    /* Processes mode: the strategy process writes the rows while it runs;
+     * the gateway's strategy only at the end (the report's replay). */
+    if (e->trades && (!e->procs || e->done))
         (void)tw_trade_csv_row(e->trades, e->host.s, t);
 }
 
@@ -108,18 +110,6 @@ int tw__host_engine_build(tw_trade_engine *e, tw_error *err)
 {
     tw_strategy_hooks hk = {.log = on_log, .trade = on_trade, .ctx = e};
     return tw__host_build(&e->host, e->cfg, &hk, err);
-}
-
-/* Processes mode, at the end: a fresh strategy for the report's replay,
- * and a trades CSV with its header only. */
-int tw__strategy_rebuild(tw_trade_engine *e, tw_error *err)
-{
-    int rc = tw__host_engine_build(e, err);
-    if (rc != 0)
-        return rc;
-    if (e->trades && tw__trades_reset(e->trades, -1) != 0)
-        return tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
-    return 0;
 }
 
 /* ---- the strategy core (threads mode) ------------------------------------------------ */

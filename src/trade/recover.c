@@ -293,42 +293,6 @@ static int from_snapshot(tw_trade_engine *e, replay_ctx *rp, tw__intents *sent)
     return 0;
 }
 
-/* A snapshot's gateway sections (snap.c's accept): one fold per session,
- * each of the snapshot's journal seq J, which must be an EV record of the
- * journal (the strategy's last event).  They go into the net cores'
- * folds (zero if refused). */
-typedef struct gw_accept {
-    tw_trade_engine *e;
-    tw__gwfold **folds;
-    uint64_t end;    /* the journal's next seq */
-    uint64_t beyond; /* the newest snapshot seen of a seq past the journal's end (0: none) */
-} gw_accept;
-
-static int accept_gw(void *arg, const tw_snap *s, tw_error *err)
-{
-    gw_accept *a = arg;
-    tw_trade_engine *e = a->e;
-    const uint64_t j = s->hdr.journal_seq;
-    tw_journal_rec rec;
-    tw_error je = {0};
-    if (j >= a->end) {
-        if (j > a->beyond)
-            a->beyond = j;
-        return tw__err(err, -TW_EFORMAT, "of journal seq %llu, beyond the journal's %llu records",
-                       (unsigned long long)j, (unsigned long long)(a->end - 1));
-    }
-    if (read_one(e, j, &rec, &je) != 0 || tw_journal_rec_kind(&rec) != TW_JOURNAL_EV)
-        return tw__err(err, -TW_EFORMAT, "of journal seq %llu, which is not an event: %s",
-                       (unsigned long long)j, je.msg[0] ? je.msg : "another kind");
-    /* The trades CSV's length at the copy (threads mode, with a CSV). */
-    const tw_snap_section *csv = tw_snap_find(s, TW_SNAP_SEC_TRADES_CSV);
-    uint64_t len = UINT64_MAX;
-    if (csv && csv->len == sizeof(len))
-        memcpy(&len, csv->data, sizeof(len));
-    e->snap_csv_len = len <= INT64_MAX ? (int64_t)len : -1;
-    return tw__gwfold_load_snap(a->folds, e->n_gw, e->cfg, s, err);
-}
-
 static int add_out(void *ctx, const tw_out *o)
 {
     return tw__intents_add_out(ctx, o);
@@ -343,9 +307,10 @@ static int newest_snapshot(tw_trade_engine *e, tw__gwfold **folds, uint64_t end,
                            uint64_t *jseq, tw_error *err)
 {
     tw_error se = {0};
-    gw_accept ga = {.e = e, .folds = folds, .end = end};
+    tw__snap_gw ga = {.cfg = e->cfg, .journal_path = e->journal_path, .end = end, .folds = folds};
     int sr = tw__snap_newest_gw(e->log, e->journal_path, e->run_id, e->host.s, e->host.out_cap,
-                                accept_gw, &ga, events, jseq, &se);
+                                tw__snap_accept_gw, &ga, events, jseq, &se);
+    e->snap_csv_len = sr == 0 ? ga.csv_len : -1;
     if (ga.beyond)
         /* The strategy had seen event J, and the journal has it before
          * the ring: a journal that ends before J lost records (its last
@@ -489,8 +454,9 @@ int tw__recover(tw_trade_engine *e, int64_t t0, tw_error *err)
                 "seq %llu)\n", (unsigned long long)snap_events, (unsigned long long)jseq);
     }
     /* 3. The replay, its trades into a CSV placed for it: cut where the
-     * snapshot's rows end, or empty. */
-    if (e->trades && !e->trades_placed) {
+     * snapshot's rows end, or empty (processes mode: the strategy
+     * process places and writes it, the report at the end again). */
+    if (e->trades && !e->trades_placed && !e->procs) {
         int tr = tw__trades_reset(e->trades, from_snap ? e->snap_csv_len : -1);
         if (tr == -ENODATA) {
             fprintf(e->log, "tickwire trade: trades CSV %s is shorter than the snapshot's %lld "
@@ -573,16 +539,83 @@ out:
     return rc;
 }
 
+/* The report's start (processes mode, at the end): the newest snapshot
+ * that checks out and places the trades CSV (the strategy process wrote
+ * its rows through it), its journal seq in *jseq and whether a STOP came
+ * at or before it in *stopped; 1 when one is used, 0 when none (a fresh
+ * strategy from the journal's first record), or an error. */
+static int report_snapshot(tw_trade_engine *e, uint64_t end, uint64_t *jseq, int *stopped,
+                           tw_error *err)
+{
+    const tw_trade_config *cfg = e->cfg;
+    if (!cfg->engine.snapshot_every && !cfg->engine.snapshot_interval_ms)
+        return 0;
+    tw__gwfold *f = calloc(e->n_gw ? e->n_gw : 1, sizeof(*f));
+    tw__gwfold **fp = calloc(e->n_gw ? e->n_gw : 1, sizeof(*fp));
+    int rc = f && fp ? 0 : -ENOMEM;
+    uint32_t inited = 0;
+    for (; inited < e->n_gw && rc == 0; inited++) {
+        fp[inited] = &f[inited];
+        rc = tw__gwfold_init(&f[inited], cfg, inited);
+    }
+    if (rc != 0) {
+        rc = tw__err(err, rc, "snapshots: out of memory");
+        goto out;
+    }
+    tw__snap_gw ga = {.cfg = cfg, .journal_path = e->journal_path, .end = end, .folds = fp,
+                      .need_csv = e->trades};
+    tw_error se = {0};
+    uint64_t events = 0;
+    int sr = tw__snap_newest_gw(e->log, e->journal_path, e->run_id, e->host.s, e->host.out_cap,
+                                tw__snap_accept_gw, &ga, &events, jseq, &se);
+    if (sr == 0 && e->trades && tw__trades_reset(e->trades, ga.csv_len) != 0) {
+        rc = tw__err(err, -EIO, "%s: write error", cfg->engine.trades);
+    } else if (sr == 0) {
+        *stopped = e->n_gw && f[0].stopped;
+        fprintf(e->log, "tickwire trade: gateway: the report's strategy from the snapshot of "
+                "event %llu (journal seq %llu)\n", (unsigned long long)events,
+                (unsigned long long)*jseq);
+        rc = 1;
+    } else {
+        if (sr != -ENOENT)
+            fprintf(e->log, "tickwire trade: gateway: snapshot not used for the report: %s\n",
+                    se.msg);
+        /* A load that failed may have left part of a state: again. */
+        rc = tw__host_engine_build(e, err);
+    }
+out:
+    for (uint32_t i = 0; i < inited; i++)
+        tw__gwfold_free(&f[i]);
+    free(f);
+    free(fp);
+    return rc;
+}
+
 int tw__recover_report(tw_trade_engine *e, tw_error *err)
 {
-    int rc = tw__strategy_rebuild(e, err);
+    int rc = tw__host_engine_build(e, err);
     if (rc != 0)
         return rc;
+    tw_journal_rec head;
+    const uint64_t end = tw_jseg_next_seq(&e->jr);
+    if ((rc = read_one(e, 0, &head, err)) != 0)
+        return rc;
+    uint64_t jseq = 0;
+    int stopped = 0;
+    int from_snap = report_snapshot(e, end, &jseq, &stopped, err);
+    if (from_snap < 0)
+        return from_snap;
+    if (!from_snap && head.seq != 1)
+        return tw__err(err, -TW_EUNRECOVERABLE, "the report cannot be rebuilt: journal %s "
+                       "starts at seq %llu (the records before it pruned) and no snapshot that "
+                       "checks out covers them", e->journal_path, (unsigned long long)head.seq);
+    if (!from_snap && e->trades && tw__trades_reset(e->trades, -1) != 0)
+        return tw__err(err, -EIO, "%s: write error", e->cfg->engine.trades);
     tw_journal_rec *buf = NULL;
     uint64_t n = 0;
-    if ((rc = load_all(e, &buf, &n, err)) != 0)
+    if ((rc = load_from(e, from_snap ? jseq + 1 : 0, &buf, &n, err)) != 0)
         return rc;
-    int stopped = 0, fin_seen = 0;
+    int fin_seen = 0, stop_seen = 0;
     uint64_t fin_digest = 0, stop_digest = 0, events = 0;
     for (uint64_t i = 0; i < n; i++) {
         uint32_t k = tw_journal_rec_kind(&buf[i]);
@@ -591,7 +624,7 @@ int tw__recover_report(tw_trade_engine *e, tw_error *err)
         if (e->crash_loop_seq && buf[i].seq >= e->crash_loop_seq)
             break;
         if (k == TW__JR_STOP && !stopped) {
-            stopped = 1;
+            stopped = stop_seen = 1;
             stop_digest = tw_strategy_digest(e->host.s);
         }
         if (k != TW_JOURNAL_EV)
@@ -609,20 +642,24 @@ int tw__recover_report(tw_trade_engine *e, tw_error *err)
             }
     }
     free(buf);
-    /* What the strategy process said its state was, at the same places. */
+    /* What the strategy process said its state was, at the same places
+     * (those after the snapshot). */
     if (fin_seen && e->st_digest_finished && e->st_digest_finished != fin_digest)
         rc = tw__err(err, -TW_EFORMAT, "the strategy process's state at FINISHED (digest %016llx) "
                      "is not the journal's replay (%016llx): the report would not be its own",
                      (unsigned long long)e->st_digest_finished, (unsigned long long)fin_digest);
-    else if (stopped && e->st_digest_stopped && e->st_digest_stopped != stop_digest)
+    else if (stop_seen && e->st_digest_stopped && e->st_digest_stopped != stop_digest)
         rc = tw__err(err, -TW_EFORMAT, "the strategy process's state at STOP (digest %016llx) "
                      "is not the journal's replay (%016llx): the report would not be its own",
                      (unsigned long long)e->st_digest_stopped, (unsigned long long)stop_digest);
     fprintf(e->log, "tickwire trade: gateway: the report's strategy rebuilt from the journal "
-            "(%llu events)%s\n", (unsigned long long)events,
-            rc ? "" : (fin_seen && e->st_digest_finished) || (stopped && e->st_digest_stopped)
+            "(%llu events%s)%s\n", (unsigned long long)events,
+            from_snap ? " after the snapshot" : "",
+            rc ? "" : (fin_seen && e->st_digest_finished) || (stop_seen && e->st_digest_stopped)
                           ? "; the strategy process's digest matches"
-                          : "; no digest from the strategy process to check");
+                      : from_snap ? "; the state is the strategy process's own snapshot, no "
+                                    "FINISHED or STOP after it to check a digest at"
+                                  : "; no digest from the strategy process to check");
     return rc;
 }
 

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "tickwire/journal_seg.h"
@@ -116,9 +117,10 @@ static tw__snapfold *fold_new(const tw_trade_config *cfg, const char *journal_pa
         return NULL;
     }
     sf->seq = seed ? seed_seq : 0;
-    /* Processes mode keeps its journal whole for now: the report the
-     * gateway writes at the end still replays it from the start. */
-    sf->prune = !cfg->engine.journal_keep_all && cfg->engine.mode == TW_TRADE_THREADS;
+    /* Both modes: every reader of the journal's start (a recovery, the
+     * strategy process's stream, the report of processes mode) starts
+     * from a snapshot that checks out. */
+    sf->prune = !cfg->engine.journal_keep_all;
     return sf;
 }
 
@@ -254,7 +256,8 @@ int tw__snapper_open(tw__snapper *p, const tw_trade_config *cfg, const char *jou
 int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *journal_path,
                         uint64_t run_id, const tw_strategy *s, size_t out_cap, uint64_t events,
                         int64_t now_ns, void (*hook)(int at, void *arg), void *hook_arg,
-                        const tw__gwfold *seed, uint64_t seed_seq, tw_error *err)
+                        const tw__gwfold *seed, uint64_t seed_seq, FILE *trades,
+                        tw_error *err)
 {
     memset(p, 0, sizeof(*p));
     if (cfg->engine.snapshot_every == 0 && cfg->engine.snapshot_interval_ms == 0)
@@ -263,7 +266,17 @@ int tw__snapper_open_gw(tw__snapper *p, const tw_trade_config *cfg, const char *
     if (!fold)
         return tw__err(err, -ENOMEM, "snapshots: out of memory");
     return snapper_start(p, cfg, journal_path, run_id, s, out_cap, events, now_ns, hook,
-                         hook_arg, fold, NULL, err);
+                         hook_arg, fold, trades, err);
+}
+
+void tw__snapper_log_pruned(const tw__snapper *p, FILE *log, const char *who)
+{
+    const tw__snapfold *sf = p->fold;
+    if (sf && sf->prune)
+        fprintf(log, "tickwire trade: %sjournal: %llu segments deleted behind the oldest kept "
+                "snapshot (journal_keep = snapshots)%s%s\n", who, (unsigned long long)sf->pruned,
+                sf->prune_failed ? "; a deletion failed: " : "",
+                sf->prune_failed ? sf->prune_err : "");
 }
 
 void tw__snapper_close(tw__snapper *p)
@@ -375,6 +388,50 @@ int tw__snap_newest_gw(FILE *log, const char *journal_path, uint64_t run_id, tw_
     return newest(log, journal_path, run_id, s, out_cap, accept, arg, events, jseq, err);
 }
 
+int tw__snap_accept_gw(void *arg, const tw_snap *s, tw_error *err)
+{
+    tw__snap_gw *a = arg;
+    const uint64_t j = s->hdr.journal_seq;
+    if (j >= a->end) {
+        if (j > a->beyond)
+            a->beyond = j;
+        return tw__err(err, -TW_EFORMAT, "of journal seq %llu, beyond the journal's %llu records",
+                       (unsigned long long)j, (unsigned long long)(a->end - 1));
+    }
+    /* Record J: the strategy's last event, in the journal. */
+    tw_jseg_reader r;
+    tw_journal_rec rec;
+    tw_error je = {0};
+    int rc = tw_jseg_reader_open(&r, a->journal_path, j, 1, &je);
+    if (rc == 0) {
+        int k = tw_jseg_read_burst(&r, &rec, 1, &je);
+        rc = k == 1 && rec.seq == j && tw_journal_rec_kind(&rec) == TW_JOURNAL_EV ? 0
+                                                                               : -TW_EFORMAT;
+        tw_jseg_reader_close(&r);
+    }
+    if (rc != 0)
+        return tw__err(err, -TW_EFORMAT, "of journal seq %llu, which is not an event of the "
+                       "journal: %s", (unsigned long long)j, je.msg[0] ? je.msg : "another kind");
+    /* The trades CSV's length at the copy (written by the strategy's
+     * core or process, with a CSV). */
+    const tw_snap_section *csv = tw_snap_find(s, TW_SNAP_SEC_TRADES_CSV);
+    uint64_t len = UINT64_MAX;
+    if (csv && csv->len == sizeof(len))
+        memcpy(&len, csv->data, sizeof(len));
+    a->csv_len = len <= INT64_MAX ? (int64_t)len : -1;
+    if (a->need_csv) {
+        struct stat st;
+        if (a->csv_len < 0)
+            return tw__err(err, -TW_EFORMAT, "without the trades CSV's length (its rows before "
+                           "it could not be kept)");
+        if (fstat(fileno(a->need_csv), &st) != 0 || st.st_size < a->csv_len)
+            return tw__err(err, -TW_EFORMAT, "of a trades CSV of %lld bytes, longer than the "
+                           "file's %lld", (long long)a->csv_len,
+                           (long long)(fstat(fileno(a->need_csv), &st) == 0 ? st.st_size : -1));
+    }
+    return a->folds ? tw__gwfold_load_snap(a->folds, a->cfg->n_sessions, a->cfg, s, err) : 0;
+}
+
 /* ---- the engine's (threads mode) ---------------------------------------------------- */
 
 int tw__snap_open(tw_trade_engine *e, tw_error *err)
@@ -420,12 +477,7 @@ void tw__snap_close(tw_trade_engine *e)
                 "busy, %llu failed%s%s\n", (unsigned long long)ss.written,
                 (unsigned long long)ss.skipped, (unsigned long long)ss.failed,
                 ss.failed ? "; the last: " : "", ss.failed ? ss.last_err : "");
-        const tw__snapfold *sf = e->snap.fold;
-        if (sf && sf->prune)
-            fprintf(e->log, "tickwire trade: journal: %llu segments deleted behind the oldest "
-                    "kept snapshot (journal_keep = snapshots)%s%s\n",
-                    (unsigned long long)sf->pruned, sf->prune_failed ? "; a deletion failed: " : "",
-                    sf->prune_failed ? sf->prune_err : "");
+        tw__snapper_log_pruned(&e->snap, e->log, "");
     }
     tw__snapper_close(&e->snap);
     tw__snap_seed_free(e);

@@ -9,10 +9,11 @@
  * the rest).  So a strategy started after another one died rebuilds the
  * same state by replaying the journal through the same kernel from the
  * first bar (or, with snapshots, from the newest snapshot of the run that
- * checks out: snap.c; the records before it are read, not replayed, and
- * what its state had decided and maybe not sent is decided again by the
- * rule the threads-mode recovery uses, intents.h), and decides again
- * every intent its predecessors decided, with the same order ids
+ * checks out, of journal seq J: snap.c; the stream then starts at J + 1,
+ * what the state had decided and maybe not sent is decided again by the
+ * rule the threads-mode recovery uses, intents.h, and the snapshot's
+ * gateway folds stand for the OUT records at or before J), and decides
+ * again every intent its predecessors decided, with the same order ids
  * (tw_order_id(instance, decision bar)):
  *
  *   - the journal's OUT records below resume_end (the journal's end when
@@ -28,8 +29,14 @@
  * What it tells the gateway beside intents (engine_internal.h): STOPPED
  * after the STOP record on every session's ring (every intent decided
  * before it is ahead of it), FINISHED with its digest, and RESUMED with
- * the figures of its start once it processed its first new bar. */
+ * the figures of its start once it processed its first new bar.
+ *
+ * It writes the trades CSV as the threads-mode strategy core does (each
+ * snapshot records where its rows end; a restart cuts it there and the
+ * replay writes on), and its snapshot writer prunes the gateway's journal
+ * behind the oldest kept snapshot (journal_keep = snapshots). */
 #include <errno.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -38,6 +45,7 @@
 #include <unistd.h>
 
 #include "trade/engine_internal.h"
+#include "trade/gwfold.h"
 #include "trade/intents.h"
 
 #define BURST 64
@@ -61,13 +69,18 @@ typedef struct sp {
     tw__resumed fig;
     int resumed_sent;
     tw_strategy_hooks hooks;
-    /* Snapshots (snap.c): the run (META), the journal's events below
-     * resume_end, the events taken (every EV record, as the threads-mode
-     * core counts them), those the loaded snapshot had taken. */
+    /* Snapshots (snap.c): the run (META) and the journal's first seq, the
+     * events taken (every EV record, as the threads-mode core counts
+     * them), the loaded snapshot's journal seq and gateway folds. */
     char journal_path[TW__SNAP_DIR_MAX];
-    uint64_t run_id, prior_ev, ev_n, skip_ev;
+    uint64_t run_id, head_seq, ev_n, jseq;
     int from_snap;
     tw__snapper snap;
+    tw__gwfold *folds;
+    tw__gwfold **fp;
+    uint32_t n_folds;
+    FILE *trades;          /* the trades CSV, or NULL */
+    char *trades_buf;
     int kill_at;           /* tests (TW__SNAP_KILL_ENV): the point, 0: none */
     uint32_t kill_nth, kill_seen;
 } sp;
@@ -91,6 +104,13 @@ static void on_log(void *ctx, const tw_strategy_log *r)
     sp *p = ctx;
     if (p->replayed) /* the replay's lines were the earlier strategies' */
         tw__strategy_log(p->log, p->cfg, "strategy process: ", r);
+}
+
+static void on_trade(void *ctx, const tw_strategy_trade *t)
+{
+    sp *p = ctx;
+    if (p->trades) /* the replay's too: the CSV was cut where its state began */
+        (void)tw_trade_csv_row(p->trades, p->host.s, t);
 }
 
 /* ---- sending --------------------------------------------------------------------- */
@@ -122,6 +142,8 @@ static int send_out(sp *p, const tw_out *o, tw_error *err)
     return 0;
 }
 
+/* STOPPED carries the state's digest at the STOP (0: the state is past
+ * it, loaded from a snapshot). */
 static int send_marker(sp *p, uint8_t type, uint16_t session, tw_error *err)
 {
     tw_out o;
@@ -129,7 +151,7 @@ static int send_marker(sp *p, uint8_t type, uint16_t session, tw_error *err)
     if (type == TW__OUT_STOPPED) {
         o.type = type;
         o.session = session;
-        o.order_id = tw_strategy_digest(p->host.s);
+        o.order_id = p->stopped == 2 ? 0 : tw_strategy_digest(p->host.s);
     } else { /* RESUMED: the figures (engine_internal.h, tw__resumed_msg) */
         TW_ASSERT(type == TW__OUT_RESUMED && session == 0);
         tw__resumed_pack(&p->fig, &o);
@@ -153,16 +175,47 @@ static int check_meta(sp *p, const tw_journal_rec *rec, tw_error *err)
     return 0;
 }
 
-/* The OUT records the gateway wrote before we attached, and the META. */
-static int prescan(sp *p, tw_error *err)
+/* The journal's first record (the run's META: seq 1, or the first
+ * segment's preamble after pruning): the run, checked. */
+static int read_head(sp *p, tw_error *err)
 {
+    tw_jseg_reader r;
+    tw_journal_rec rec;
+    int rc = tw_jseg_reader_open(&r, p->st.jpath, 0, 1, err);
+    if (rc != 0)
+        return rc;
+    int k = tw_jseg_read_burst(&r, &rec, 1, err);
+    tw_jseg_reader_close(&r);
+    if (k < 0)
+        return k;
+    if (k == 0)
+        return tw__err(err, -TW_EFORMAT, "the journal has no META record");
+    p->head_seq = rec.seq;
+    return check_meta(p, &rec, err);
+}
+
+static int add_out(void *ctx, const tw_out *o)
+{
+    return tw__intents_add_out(ctx, o);
+}
+
+/* What the gateway sent before we attached: the OUT records from seq from
+ * to resume_end (after a snapshot: those after it, and the ones its folds
+ * know that its state may decide again). */
+static int prescan(sp *p, uint64_t from, tw_error *err)
+{
+    for (uint32_t i = 0; i < p->n_folds && p->from_snap; i++)
+        if (tw__gwfold_outs(&p->folds[i], add_out, &p->sent) != 0)
+            return tw__err(err, -ENOMEM, "out of memory");
+    if (from >= p->st.resume_end)
+        return 0;
     tw_jseg_follow r;
-    int k = tw_jseg_follow_open(&r, p->st.jpath, 0, 4096, err);
+    int k = tw_jseg_follow_open(&r, p->st.jpath, from, 4096, err);
     if (k != 0)
         return k;
     tw_jseg_follow_expect(&r, p->st.resume_end);
     tw_journal_rec recs[BURST];
-    int first = 1, rv = 0;
+    int rv = 0;
     while (r.seq < p->st.resume_end && rv == 0) {
         uint64_t want = p->st.resume_end - r.seq;
         k = tw_jseg_follow_read(&r, recs, want < BURST ? (uint32_t)want : BURST, err);
@@ -172,20 +225,9 @@ static int prescan(sp *p, tw_error *err)
                                      (unsigned long long)p->st.resume_end);
             break;
         }
-        for (int i = 0; i < k && rv == 0; i++) {
-            if (first) {
-                rv = check_meta(p, &recs[i], err);
-                first = 0;
-            } else if (tw_journal_rec_kind(&recs[i]) == TW_JOURNAL_EV) {
-                p->prior_ev++;
-            } else if ((rv = tw__intents_add_records(&p->sent, &recs[i], 1,
-                                                     p->st.resume_end)) != 0) {
-                tw__err(err, rv, "out of memory");
-            }
-        }
+        if ((rv = tw__intents_add_records(&p->sent, recs, (uint64_t)k, p->st.resume_end)) != 0)
+            tw__err(err, rv, "out of memory");
     }
-    if (rv == 0 && first)
-        rv = tw__err(err, -TW_EFORMAT, "the journal has no META record");
     tw_jseg_follow_close(&r);
     return rv;
 }
@@ -195,8 +237,7 @@ static int on_ev(sp *p, const tw_journal_rec *rec, tw_error *err)
     tw_ev ev;
     memcpy(&ev, rec->payload, sizeof(ev));
     int replay = rec->seq < p->st.resume_end;
-    if (++p->ev_n <= p->skip_ev)
-        return 0; /* the loaded snapshot's state has it */
+    p->ev_n++;
     if (replay)
         ev.tsc_rx = ev.tsc_tcp = ev.tsc_parse = 0; /* the live run's stamps */
     if (p->stopped && (ev.type == TW_EV_BAR || ev.type == TW_EV_BARRIER))
@@ -283,6 +324,60 @@ static int replay_done(sp *p, tw_error *err)
     return 0;
 }
 
+/* The newest snapshot of the run that checks out (snap.c, as the
+ * threads-mode recovery): its state and the gateway's folds at its
+ * journal seq J; the stream then starts at J + 1.  None, or one that does
+ * not load: the replay from the journal's first record, which must then
+ * be seq 1 (else the books cannot be rebuilt: refused).  The trades CSV
+ * placed: cut where the snapshot's rows end, or emptied. */
+static int load_snapshot(sp *p, tw_error *err)
+{
+    const tw_trade_config *cfg = p->cfg;
+    int sr = -ENOENT;
+    tw_error se = {0};
+    if (cfg->engine.snapshot_every || cfg->engine.snapshot_interval_ms) {
+        p->folds = calloc(cfg->n_sessions ? cfg->n_sessions : 1, sizeof(*p->folds));
+        p->fp = calloc(cfg->n_sessions ? cfg->n_sessions : 1, sizeof(*p->fp));
+        if (!p->folds || !p->fp)
+            return tw__err(err, -ENOMEM, "out of memory");
+        for (; p->n_folds < cfg->n_sessions; p->n_folds++) {
+            p->fp[p->n_folds] = &p->folds[p->n_folds];
+            if (tw__gwfold_init(&p->folds[p->n_folds], cfg, p->n_folds) != 0)
+                return tw__err(err, -ENOMEM, "out of memory");
+        }
+        tw__snap_gw ga = {.cfg = cfg, .journal_path = p->st.jpath, .end = p->st.resume_end,
+                          .folds = p->fp, .need_csv = p->trades};
+        sr = tw__snap_newest_gw(p->log, p->journal_path, p->run_id, p->host.s, p->host.out_cap,
+                                tw__snap_accept_gw, &ga, &p->ev_n, &p->jseq, &se);
+        if (sr == 0) {
+            p->from_snap = 1;
+            p->finished = tw_strategy_finished(p->host.s);
+            fprintf(p->log, "tickwire trade: strategy process %d: recovering from the snapshot "
+                    "of event %llu (journal seq %llu)\n", (int)getpid(),
+                    (unsigned long long)p->ev_n, (unsigned long long)p->jseq);
+            fflush(p->log);
+            if (p->trades && tw__trades_reset(p->trades, ga.csv_len) != 0)
+                return tw__err(err, -EIO, "%s: write error", cfg->engine.trades);
+            return 0;
+        }
+        p->ev_n = p->jseq = 0;
+        for (uint32_t i = 0; i < p->n_folds; i++)
+            tw__gwfold_reset(&p->folds[i]);
+        if (sr != -ENOENT)
+            fprintf(p->log, "tickwire trade: strategy process %d: snapshot not used: %s\n",
+                    (int)getpid(), se.msg);
+        fflush(p->log);
+    }
+    if (p->head_seq != 1)
+        return tw__err(err, -TW_EUNRECOVERABLE, "refusing to trade: the journal starts at seq "
+                       "%llu (the records before it pruned) and no snapshot that checks out "
+                       "covers them", (unsigned long long)p->head_seq);
+    if (p->trades && tw__trades_reset(p->trades, -1) != 0)
+        return tw__err(err, -EIO, "%s: write error", cfg->engine.trades);
+    /* A load that failed may have left part of a state: again. */
+    return sr == -ENOENT ? 0 : tw__host_build(&p->host, cfg, &p->hooks, err);
+}
+
 /* An intent the loaded state had decided and maybe not sent: sent once. */
 static int redecide(void *ctx, const tw_out *o)
 {
@@ -299,44 +394,46 @@ static int redecide(void *ctx, const tw_out *o)
     return rc;
 }
 
-/* The newest snapshot of the run that checks out (snap.c, as the
- * threads-mode recovery): its state, then only the events after it
- * through the strategy (the records before it are read, not replayed).
- * None, or one that does not load: the replay from the first event. */
-static int from_snapshot(sp *p, tw_error *err)
+/* After the prescan, from a snapshot: what its state had decided and
+ * maybe not sent is decided again (sent once), the rest of what it
+ * decided is settled; a STOP at or before J is said again (the rings may
+ * be a new gateway's); the stream starts after J. */
+static int resume_snapshot(sp *p, tw_error *err)
 {
-    const tw_trade_config *cfg = p->cfg;
-    if (!cfg->engine.snapshot_every && !cfg->engine.snapshot_interval_ms)
-        return 0;
-    tw_error se = {0};
-    uint64_t n = 0;
-    int sr = tw__snap_newest(p->log, p->journal_path, p->run_id, p->host.s, p->host.out_cap, &n,
-                             &se);
-    if (sr == 0 && n <= p->prior_ev) {
-        p->skip_ev = n;
-        p->from_snap = 1;
-        p->finished = tw_strategy_finished(p->host.s);
-        fprintf(p->log, "tickwire trade: strategy process %d: recovering from the snapshot of "
-                "event %llu\n", (int)getpid(), (unsigned long long)n);
-        fflush(p->log);
-        int rc = tw__intents_of_state(p->host.s, redecide, p);
-        if (rc != 0)
-            return tw__err(err, rc, "sending the snapshot's open intents: %s", tw_strerror(rc));
-        tw__intents_settle_state(&p->sent, p->host.s);
-        return 0;
+    int rc = tw__intents_of_state(p->host.s, redecide, p);
+    if (rc != 0)
+        return tw__err(err, rc, "sending the snapshot's open intents: %s", tw_strerror(rc));
+    tw__intents_settle_state(&p->sent, p->host.s);
+    if (p->n_folds && p->folds[0].stopped) {
+        p->stopped = 2; /* no digest: the state is past the STOP */
+        for (uint32_t s = 0; s < p->st.n_cores; s++)
+            if ((rc = send_marker(p, TW__OUT_STOPPED, (uint16_t)s, err)) != 0)
+                return rc;
     }
-    if (sr == 0)
-        fprintf(p->log, "tickwire trade: strategy process %d: snapshot of event %llu not used: "
-                "beyond the journal's %llu events\n", (int)getpid(), (unsigned long long)n,
-                (unsigned long long)p->prior_ev);
-    else if (sr != -ENOENT)
-        fprintf(p->log, "tickwire trade: strategy process %d: snapshot not used: %s\n",
-                (int)getpid(), se.msg);
-    fflush(p->log);
-    if (sr == -ENOENT)
+    if (tw_attach_st_skip_to(&p->st, p->jseq + 1) != 0)
+        return tw__err(err, -EINVAL, "the snapshot's journal seq %llu is not in the gateway's "
+                       "stream (%llu to %llu)", (unsigned long long)p->jseq,
+                       (unsigned long long)p->st.next_seq, (unsigned long long)p->st.resume_end);
+    return 0;
+}
+
+/* The trades CSV, not emptied yet (load_snapshot places it). */
+static int open_trades(sp *p, tw_error *err)
+{
+    const char *path = p->cfg->engine.trades;
+    if (!path[0])
         return 0;
-    /* A load that failed may have left part of a state: again. */
-    return tw__host_build(&p->host, cfg, &p->hooks, err);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    p->trades = fd >= 0 ? fdopen(fd, "r+") : NULL;
+    p->trades_buf = malloc(1u << 20);
+    if (!p->trades || !p->trades_buf) {
+        int rc = p->trades ? -ENOMEM : -errno;
+        if (fd >= 0 && !p->trades)
+            close(fd);
+        return tw__err(err, rc, "%s: %s", path, strerror(-rc));
+    }
+    setvbuf(p->trades, p->trades_buf, _IOFBF, 1u << 20);
+    return 0;
 }
 
 static int run(sp *p, tw_error *err)
@@ -417,7 +514,7 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         }
         p->own_log = 1;
     }
-    p->hooks = (tw_strategy_hooks){.log = on_log, .ctx = p};
+    p->hooks = (tw_strategy_hooks){.log = on_log, .trade = on_trade, .ctx = p};
     if ((rc = tw__host_build(&p->host, cfg, &p->hooks, err)) != 0)
         goto out;
     tw__evlog_path(cfg, p->journal_path, sizeof(p->journal_path));
@@ -469,14 +566,16 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
                 (unsigned long long)p->st.generation,
                 (unsigned long long)(p->st.resume_end - p->st.next_seq));
     fflush(p->log);
-    if ((rc = prescan(p, err)) != 0)
-        goto out;
-    if ((rc = from_snapshot(p, err)) != 0)
+    if ((rc = read_head(p, err)) != 0 || (rc = open_trades(p, err)) != 0 ||
+        (rc = load_snapshot(p, err)) != 0 ||
+        (rc = prescan(p, p->from_snap ? p->jseq + 1 : p->head_seq, err)) != 0 ||
+        (p->from_snap && (rc = resume_snapshot(p, err)) != 0))
         goto out;
     if ((rc = tw__snapper_open_gw(&p->snap, cfg, p->journal_path, p->run_id, p->host.s,
-                                  p->host.out_cap, p->skip_ev,
+                                  p->host.out_cap, p->ev_n,
                                   tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read()),
-                                  p->kill_at ? kill_hook : NULL, p, NULL, 0, err)) != 0)
+                                  p->kill_at ? kill_hook : NULL, p,
+                                  p->from_snap ? p->folds : NULL, p->jseq, p->trades, err)) != 0)
         goto out;
     rc = run(p, err);
 out:
@@ -485,14 +584,23 @@ out:
         tw_snap_writer_flush(p->snap.w);
         tw_snap_writer_stats_get(p->snap.w, &ss);
     }
-    tw__snapper_close(&p->snap); /* what was committed is written */
-    if (p->attached)
-        tw_attach_st_close(&p->st);
-    if (rc == 0 && !quiet)
+    if (rc == 0 && !quiet) {
         fprintf(p->log, "tickwire trade: strategy process %d: the gateway ended the run "
                 "(snapshots: %llu written, %llu skipped with the writer busy, %llu failed)\n",
                 (int)getpid(), (unsigned long long)ss.written, (unsigned long long)ss.skipped,
                 (unsigned long long)ss.failed);
+        tw__snapper_log_pruned(&p->snap, p->log, "strategy process: ");
+    }
+    tw__snapper_close(&p->snap); /* what was committed is written */
+    if (p->attached)
+        tw_attach_st_close(&p->st);
+    if (p->trades && fclose(p->trades) != 0 && rc == 0)
+        rc = tw__err(err, -EIO, "%s: write error", cfg->engine.trades);
+    free(p->trades_buf);
+    for (uint32_t i = 0; i < p->n_folds; i++)
+        tw__gwfold_free(&p->folds[i]);
+    free(p->folds);
+    free(p->fp);
     if (p->own_log)
         fclose(p->log);
     tw__intents_free(&p->sent);

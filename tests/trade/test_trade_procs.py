@@ -28,6 +28,7 @@ recovery figures are printed (medians).
 import os
 import random
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -91,6 +92,22 @@ def read(path):
             return f.read()
     except OSError:
         return ""
+
+
+def finish_seeded(venue, p, w, insts, refs, k, seed, marks):
+    """finish(), its failure naming the seed and the marks."""
+    try:
+        return finish(venue, p, w, insts, refs, k)
+    except AssertionError as e:
+        raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+
+
+def report_checked(err):
+    """The gateway's report is the strategy process's: its digest matched
+    at FINISHED or STOP, or (from a snapshot past both) the state is the
+    strategy process's own snapshot."""
+    return "strategy process's digest matches" in err or \
+        "the state is the strategy process's own snapshot" in err
 
 
 def venue_logons(venue):
@@ -175,10 +192,7 @@ def test_strategy_killed_20_times(dataset, uninterrupted, tmp_path):
             except ProcessLookupError:
                 pass
             killed[pid] = time.monotonic_ns()
-        try:
-            rep, log = finish(venue, p, w, insts, dataset["refs"], 0)
-        except AssertionError as e:
-            raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+        rep, log = finish_seeded(venue, p, w, insts, dataset["refs"], 0, seed, marks)
         sessions, logons = venue_logons(venue)
     finally:
         if p.poll() is None:
@@ -271,10 +285,7 @@ def test_gateway_killed_at_5_moments(dataset, uninterrupted, tmp_path):
                 assert not alive(c), f"seed {seed}: strategy {c} outlived its gateway"
         clock[-1].append(time.monotonic_ns())
         p = trader(config, w, len(marks))
-        try:
-            rep, log = finish(venue, p, w, insts, dataset["refs"], len(marks))
-        except AssertionError as e:
-            raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+        rep, log = finish_seeded(venue, p, w, insts, dataset["refs"], len(marks), seed, marks)
     finally:
         venue.stop()
     err = "".join(read(os.path.join(w, f"trader{k}.err")) for k in range(1, len(marks) + 1))
@@ -490,10 +501,7 @@ def test_strategy_then_gateway_then_whole_trader_in_one_replay(dataset, uninterr
                 assert not alive(c), f"seed {seed}: strategy {c} outlived its gateway"
             gen += 1
             p = trader(config, w, gen)
-        try:
-            rep, log = finish(venue, p, w, insts, dataset["refs"], gen)
-        except AssertionError as e:
-            raise AssertionError(f"seed {seed} marks {marks}: {e}") from None
+        rep, log = finish_seeded(venue, p, w, insts, dataset["refs"], gen, seed, marks)
     finally:
         if p is not None and p.poll() is None:
             p.kill()
@@ -594,7 +602,7 @@ def test_strategy_killed_with_snapshots(dataset, uninterrupted, tmp_path, every)
         assert used > 0, (seed, marks, had)
     check_fills(log, uninterrupted["fills"], seed, marks, rep)
     err = read(gw_err)
-    assert "strategy process's digest matches" in err, err[-3000:]
+    assert report_checked(err), err[-3000:]
     print(f"seed {seed}: processes mode, snapshots every "
           f"{'300 events' if every == 'events' else '2 ms'}, the strategy killed at "
           f"journal records {marks} of {total}: {used} restarts from a snapshot; {len(log)} "
@@ -668,8 +676,95 @@ def test_strategy_killed_inside_snapshot_writes(dataset, uninterrupted, tmp_path
     assert any(n.endswith(".tws") for n in left[2]), (seed, plan, left[2])
     check_fills(log, uninterrupted["fills"], seed, plan, rep)
     err = read(gw_err)
-    assert "strategy process's digest matches" in err, err[-3000:]
+    assert report_checked(err), err[-3000:]
     print("processes mode, the strategy killed inside its snapshot writes "
           + ", ".join(f"{SNAP_POINTS[a]} (write {n})" for a, n in plan)
           + f": each restart from the newest whole snapshot; {len(log)} fills, each ClOrdID "
           "once, as the uninterrupted run")
+
+
+def test_pruned_journal_in_processes_mode(dataset, uninterrupted, tmp_path):
+    """journal_keep = snapshots (the default) in processes mode, with small
+    segments (1/400 of the run) and a snapshot every 300 events: the
+    strategy process's writer deletes the segments behind the oldest kept
+    snapshot, so the journal soon no longer starts at seq 1.  The strategy
+    is killed -9 twice (the gateway starts another, which loads the newest
+    snapshot and takes the stream from the seq after it), then the whole
+    trader once (the new gateway recovers from a snapshot too); on a copy
+    of that moment, with the snapshots deleted, the gateway refuses to
+    trade (exit 2).  At the end the report is rebuilt from a snapshot and
+    the journal after it, the trades CSV cut where the snapshot's rows end:
+    parity with the sweep, each ClOrdID once, the uninterrupted run's
+    fills."""
+    seed = int(os.environ.get("TW_PROCS_SEED", random.randrange(1 << 30)))
+    rng = random.Random(seed + 7)
+    total = uninterrupted["records"]
+    marks = sorted(rng.randrange(total // 4, total * 9 // 10) for _ in range(3))
+    w = str(tmp_path)
+    journal = os.path.join(w, "store", "venue.journal")
+    gw_err = os.path.join(w, "trader0.err")
+    venue, config, insts = setup_run(w, dataset["paths"],
+                                     engine={"journal_segment_bytes": segment_bytes(total, 400),
+                                             "snapshot_every": 300})
+    killed = {}
+    p = None
+    try:
+        p = trader(config, w, 0)
+        for k, mark in enumerate(marks[:2]):
+            pid = attached_at(p, gw_err, journal, mark, killed)
+            assert p.poll() is None and pid, (seed, marks, k, read(gw_err)[-2000:])
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            killed[pid] = time.monotonic_ns()
+        attached_at(p, gw_err, journal, marks[2], killed)
+        assert p.poll() is None, (seed, marks, read(gw_err)[-2000:])
+        children = [int(x) for x in re.findall(r"strategy process (\d+) started", read(gw_err))]
+        for c in children:
+            try:
+                os.kill(c, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        p.send_signal(signal.SIGKILL)
+        p.wait(timeout=30)
+        first = int(os.path.basename(journal_segments(journal)[0])[:20])
+        # The refusal, on a copy: no snapshot covers the pruned records.
+        cw = os.path.join(w, "refuse")
+        shutil.copytree(os.path.join(w, "store"), os.path.join(cw, "store"),
+                        ignore=shutil.ignore_patterns("*.sock"))
+        ccfg = os.path.join(cw, "trade.ini")
+        open(ccfg, "w").write(open(config).read().replace(os.path.join(w, "store"),
+                                                          os.path.join(cw, "store")))
+        shutil.rmtree(os.path.join(cw, "store", "venue.journal.snap"))
+        r = subprocess.run([TICKWIRE, "trade", "--config", ccfg, "--run-id", str(RUN_ID)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 2 and "refusing to trade" in r.stderr and \
+            "the records before it pruned" in r.stderr, (seed, r.returncode, r.stderr[-2000:])
+        p = trader(config, w, 1)
+        rep, log = finish_seeded(venue, p, w, insts, dataset["refs"], 1, seed, marks)
+    finally:
+        if p is not None and p.poll() is None:
+            p.kill()
+        venue.stop()
+    err0, err1 = read(gw_err), read(os.path.join(w, "trader1.err"))
+    assert first > 1, (seed, marks, journal_segments(journal)[:3])
+    restarts = re.findall(r"strategy process \d+: recovering from the snapshot of event \d+ "
+                          r"\(journal seq (\d+)\)", err0)
+    assert len(restarts) >= 2, (seed, marks, err0[-3000:])
+    assert f"recovered run {RUN_ID}" in err1 and "recovering from the snapshot" in err1, \
+        err1[-3000:]
+    assert re.search(r"strategy process \d+: recovering from the snapshot", err1), err1[-3000:]
+    m = re.search(r"strategy process: journal: (\d+) segments deleted behind the oldest kept "
+                  r"snapshot", err1)
+    assert m and int(m.group(1)) > 0, err1[-3000:]
+    assert "the report's strategy from the snapshot of event" in err1, err1[-3000:]
+    assert report_checked(err1), err1[-3000:]
+    segs = journal_segments(journal)
+    assert int(os.path.basename(segs[0])[:20]) > 1 and len(segs) < 60, segs[:3]
+    check_fills(log, uninterrupted["fills"], seed, marks, rep)
+    print(f"seed {seed}: processes mode, segments of 1/400 of the run pruned behind the "
+          f"snapshots (the journal's first seq {first} at the gateway's kill, {len(segs)} "
+          f"segments at the end); the strategy killed at {marks[:2]}, the whole trader at "
+          f"{marks[2]} of {total}; no snapshots refused with exit 2; {len(log)} fills, each "
+          f"ClOrdID once")
