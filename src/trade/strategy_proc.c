@@ -74,6 +74,7 @@ typedef struct sp {
      * them), the loaded snapshot's journal seq and gateway folds. */
     char journal_path[TW__SNAP_DIR_MAX];
     uint64_t run_id, head_seq, ev_n, jseq;
+    uint64_t stream_from;  /* the stream's first seq (after the snapshot's J) */
     int from_snap;
     tw__snapper snap;
     tw__gwfold *folds;
@@ -316,8 +317,11 @@ static int replay_done(sp *p, tw_error *err)
     }
     if (!p->quiet)
         fprintf(p->log, "tickwire trade: strategy process %d: replayed %llu events (%llu bars) "
-                "in %.3f ms, %llu intents already sent, %llu sent\n", (int)getpid(),
+                "of %llu journal records from seq %llu in %.3f ms, %llu intents already sent, "
+                "%llu sent\n", (int)getpid(),
                 (unsigned long long)p->events, (unsigned long long)p->bars,
+                (unsigned long long)(p->st.resume_end - p->stream_from),
+                (unsigned long long)p->stream_from,
                 (double)(p->fig.replay_end_ns - p->fig.attach_ns) / 1e6,
                 (unsigned long long)p->suppressed, (unsigned long long)p->sent_new);
     fflush(p->log);
@@ -571,6 +575,7 @@ int tw_trade_strategy_attach(const tw_trade_config *cfg, const char *sock, int q
         (rc = prescan(p, p->from_snap ? p->jseq + 1 : p->head_seq, err)) != 0 ||
         (p->from_snap && (rc = resume_snapshot(p, err)) != 0))
         goto out;
+    p->stream_from = p->st.next_seq;
     if ((rc = tw__snapper_open_gw(&p->snap, cfg, p->journal_path, p->run_id, p->host.s,
                                   p->host.out_cap, p->ev_n,
                                   tw_tsc_to_ns(tw_tsc_default(), tw_tsc_read()),

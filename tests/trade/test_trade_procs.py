@@ -747,6 +747,13 @@ def test_pruned_journal_in_processes_mode(dataset, uninterrupted, tmp_path):
         if p is not None and p.poll() is None:
             p.kill()
         venue.stop()
+    # The last strategy process writes its summary once it sees the
+    # gateway gone (bounded wait: a broken run only).
+    err1 = read(os.path.join(w, "trader1.err"))
+    for c in [int(x) for x in re.findall(r"strategy process (\d+) started", err1)]:
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and alive(c):
+            time.sleep(0.005)
     err0, err1 = read(gw_err), read(os.path.join(w, "trader1.err"))
     assert first > 1, (seed, marks, journal_segments(journal)[:3])
     restarts = re.findall(r"strategy process \d+: recovering from the snapshot of event \d+ "
