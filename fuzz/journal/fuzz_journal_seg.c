@@ -3,7 +3,9 @@
  * Input: the first byte is the number of segments (1 + b % 4); then each
  * segment is a u16 length (little-endian) and that many bytes, the last
  * taking whatever is left.  Each is stored under the name its header's
- * first seq gives (a header too short or too large: 1 + its index).
+ * first seq gives (a header too short or too large: 1 + its index).  Bit
+ * 0x80 of the first byte adds the `newest` link, to the segment of first
+ * seq (b >> 2) % 8, or (bit 0x40 too) to a name that is not a segment's.
  * Invariants: listing and reading return records with consecutive seqs
  * and good CRCs across the segments, then 0 or an error with a message,
  * never a crash; the writer's open agrees with the list (a directory the
@@ -72,6 +74,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         TW_VERIFY(len == 0 || fwrite(data + off, 1, len, f) == len);
         fclose(f);
         off += len;
+    }
+    if (data[0] & 0x80) {
+        char l[512], t[64];
+        snprintf(l, sizeof(l), "%s/newest", dir);
+        if (data[0] & 0x40)
+            snprintf(t, sizeof(t), "../%u.twj", (unsigned)data[0]);
+        else
+            snprintf(t, sizeof(t), "%020llu.twj", (unsigned long long)((data[0] >> 2) % 8));
+        TW_VERIFY(symlink(t, l) == 0);
     }
     tw_error err = {0};
     tw_jseg_reader r;

@@ -35,6 +35,45 @@ static void seg_path(char *out, size_t cap, const char *dir, const char *name)
     snprintf(out, cap, "%s/%s", dir, name);
 }
 
+/* DIR/newest: a symbolic link to the newest segment's name, moved (a
+ * temporary link renamed over it) after each new segment is in place.  A
+ * directory whose newest segment is older than the one it names lost its
+ * last segments.  Returns the seq it names, 0 when there is none (a
+ * journal written before it), or -TW_EFORMAT (not a segment's name). */
+#define NEWEST "newest"
+
+static int64_t newest_read(const char *dir, tw_error *err)
+{
+    char p[512], t[TW_JSEG_NAME_LEN + 8];
+    seg_path(p, sizeof(p), dir, NEWEST);
+    ssize_t n = readlink(p, t, sizeof(t) - 1);
+    if (n < 0)
+        return 0;
+    t[n] = '\0';
+    if (n != TW_JSEG_NAME_LEN || !seg_name(t))
+        return tw__err(err, -TW_EFORMAT, "journal %s: %s is a link to '%.40s', not to a "
+                       "segment", dir, NEWEST, t);
+    return (int64_t)strtoull(t, NULL, 10);
+}
+
+/* Points DIR/newest at the segment of first seq `seq`.  0 or -errno. */
+static int newest_write(const char *dir, uint64_t seq)
+{
+    char p[512], tmp[512], t[TW_JSEG_NAME_LEN + 8];
+    seg_path(p, sizeof(p), dir, NEWEST);
+    snprintf(tmp, sizeof(tmp), "%s/%s.tmp.%d", dir, NEWEST, (int)getpid());
+    snprintf(t, sizeof(t), "%020llu.twj", (unsigned long long)seq);
+    (void)unlink(tmp);
+    if (symlink(t, tmp) != 0)
+        return -errno;
+    if (rename(tmp, p) != 0) {
+        int e = -errno;
+        (void)unlink(tmp);
+        return e;
+    }
+    return 0;
+}
+
 /* Reads one segment's header (through the journal reader) and size. */
 static int seg_probe(const char *path, tw_jseg_info *s, tw_error *err)
 {
@@ -79,6 +118,11 @@ static int list_raw(const char *dir, tw_jseg_info **out, uint32_t *n, int *singl
         *single = 1;
         return 0;
     }
+    /* Read before the listing: the segment it names was in place before
+     * it was, so a listing after it holds that one or a newer one. */
+    int64_t newest = newest_read(dir, err);
+    if (newest < 0)
+        return (int)newest;
     DIR *d = opendir(dir);
     if (!d)
         return tw__err(err, -errno, "journal %s: opendir: %s", dir, strerror(errno));
@@ -106,15 +150,27 @@ static int list_raw(const char *dir, tw_jseg_info **out, uint32_t *n, int *singl
     closedir(d);
     if (k == 0) {
         free(v);
+        if (newest > 0)
+            return tw__err(err, -TW_EFORMAT, "journal %s: every segment is missing (deleted? "
+                           "%s names %020llu.twj)", dir, NEWEST, (unsigned long long)newest);
         return 1; /* a directory without segments */
     }
     qsort(v, k, sizeof(*v), by_name);
+    /* Probed before the newest check: a segment pruned (by another thread
+     * or process) since the listing is gone, not missing; oldest first, so
+     * only a prefix goes that way (a hole in the chain is chain_check's). */
+    uint32_t kept = 0;
     for (uint32_t i = 0; i < k; i++) {
         char p[512];
         seg_path(p, sizeof(p), dir, v[i].name);
-        int e = seg_probe(p, &v[i], err);
+        tw_error pe = {0};
+        int e = seg_probe(p, &v[i], &pe);
+        if (e == -ENOENT && kept == 0 && i + 1 < k)
+            continue;
         if (e != 0) {
             free(v);
+            if (err)
+                *err = pe;
             return e;
         }
         unsigned long long named = strtoull(v[i].name, NULL, 10);
@@ -123,6 +179,17 @@ static int list_raw(const char *dir, tw_jseg_info **out, uint32_t *n, int *singl
             return tw__err(err, -TW_EFORMAT, "journal %s: segment %s holds first seq %llu", dir,
                            v[i].name, (unsigned long long)v[i].first_seq);
         }
+        v[kept++] = v[i];
+    }
+    k = kept;
+    unsigned long long last = strtoull(v[k - 1].name, NULL, 10);
+    if ((uint64_t)newest > last) {
+        int e = tw__err(err, -TW_EFORMAT, "journal %s: the records from seq %llu on are "
+                        "missing (the last segments deleted? %s names %020llu.twj, the newest "
+                        "left is %s)", dir, (unsigned long long)newest, NEWEST,
+                        (unsigned long long)newest, v[k - 1].name);
+        free(v);
+        return e;
     }
     *out = v;
     *n = k;
@@ -194,6 +261,16 @@ static int open_seg(tw_jseg *j, uint64_t first_seq, const char *name, tw_error *
     return tw_journal_open(&j->cur, &c, err);
 }
 
+static int newest_set(tw_jseg *j, uint64_t seq, tw_error *err)
+{
+    int e = newest_write(j->dir, seq);
+    if (e != 0) {
+        tw_journal_close(&j->cur); /* nothing to append to: the chain's end is not recorded */
+        return tw__err(err, e, "journal %s: %s: %s", j->dir, NEWEST, strerror(-e));
+    }
+    return 0;
+}
+
 int tw_jseg_open(tw_jseg *j, const tw_jseg_cfg *cfg, tw_error *err)
 {
     memset(j, 0, sizeof(*j));
@@ -224,6 +301,8 @@ int tw_jseg_open(tw_jseg *j, const tw_jseg_cfg *cfg, tw_error *err)
     if (e == 1) {
         uint64_t first = cfg->first_seq ? cfg->first_seq : 1;
         e = open_seg(j, first, NULL, err);
+        if (e == 0)
+            e = newest_set(j, first, err);
         if (e == 0 && j->fsync != TW_JOURNAL_FSYNC_NONE)
             dir_sync(j->dir);
         j->first_seq = first;
@@ -236,8 +315,13 @@ int tw_jseg_open(tw_jseg *j, const tw_jseg_cfg *cfg, tw_error *err)
     }
     j->first_seq = v[0].first_seq;
     j->segments = k;
-    e = open_seg(j, v[k - 1].first_seq, v[k - 1].name, err);
+    const uint64_t last = v[k - 1].first_seq;
+    e = open_seg(j, last, v[k - 1].name, err);
     free(v);
+    /* A kill between a new segment and its link left the link behind
+     * (or a journal written before the link): it names the newest now. */
+    if (e == 0 && newest_read(j->dir, NULL) != (int64_t)last)
+        e = newest_set(j, last, err);
     return e;
 }
 
@@ -254,6 +338,8 @@ static int rotate(tw_jseg *j, tw_error *err)
         j->hook(TW_JSEG_AT_CLOSED, j->hook_arg);
     int e = open_seg(j, next, NULL, err);
     if (e != 0)
+        return e;
+    if ((e = newest_set(j, next, err)) != 0)
         return e;
     if (j->fsync != TW_JOURNAL_FSYNC_NONE)
         dir_sync(j->dir);
@@ -589,7 +675,7 @@ int tw_jseg_remove(const char *dir, tw_error *err)
     struct dirent *de;
     int e = 0;
     while ((de = readdir(d)) != NULL && e == 0) {
-        if (!seg_name(de->d_name))
+        if (!seg_name(de->d_name) && strcmp(de->d_name, NEWEST) != 0)
             continue;
         char p[512];
         seg_path(p, sizeof(p), dir, de->d_name);

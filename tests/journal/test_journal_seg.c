@@ -4,6 +4,7 @@
  * as one segment, the states a kill during a rotation can leave, and a
  * writer killed by SIGKILL at seeded points then reopened. */
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sched.h>
 #include <sys/wait.h>
@@ -187,6 +188,131 @@ static void test_missing_segment(void)
     CHECK_EQ(read_all(jdir, 0, &err), 7);
     CHECK_EQ(read_all(jdir, 1, &err), -EINVAL);
     CHECKF(strstr(err.msg, "starts at 4") != NULL, "%s", err.msg);
+}
+
+/* The last segments lost: DIR/newest names a segment past the newest
+ * left, so readers and the writer refuse, naming the seq; a link left
+ * behind by a kill (older than the newest segment) is moved on by the
+ * writer; a link that names no segment is refused; no link at all (a
+ * journal written before it) reads as before. */
+static void test_lost_tail(void)
+{
+    tw_jseg j;
+    make10(&j);
+    tw_jseg_close(&j);
+    char p[600], l[600], t[64];
+    snprintf(l, sizeof(l), "%s/newest", jdir);
+    ssize_t n = readlink(l, t, sizeof(t) - 1);
+    REQUIRE(n > 0);
+    t[n] = '\0';
+    CHECKF(strcmp(t, "00000000000000000010.twj") == 0, "%s", t);
+    seg_file(p, sizeof(p), 10);
+    CHECK_EQ(unlink(p), 0);
+    tw_error err = {0};
+    CHECK_EQ(read_all(jdir, 0, &err), -TW_EFORMAT);
+    CHECKF(strstr(err.msg, "from seq 10 on are missing") != NULL, "%s", err.msg);
+    tw_jseg_cfg c = {.dir = jdir, .segment_bytes = HDR + 3 * REC};
+    err.msg[0] = '\0';
+    CHECK_EQ(tw_jseg_open(&j, &c, &err), -TW_EFORMAT);
+    CHECKF(strstr(err.msg, "from seq 10 on are missing") != NULL, "%s", err.msg);
+    seg_file(p, sizeof(p), 7);
+    CHECK_EQ(unlink(p), 0); /* two lost: the same */
+    CHECK_EQ(read_all(jdir, 0, &err), -TW_EFORMAT);
+    /* Every segment lost: not a new journal. */
+    for (uint64_t f = 1; f <= 4; f += 3) {
+        seg_file(p, sizeof(p), f);
+        CHECK_EQ(unlink(p), 0);
+    }
+    err.msg[0] = '\0';
+    CHECK_EQ(tw_jseg_open(&j, &c, &err), -TW_EFORMAT);
+    CHECKF(strstr(err.msg, "every segment is missing") != NULL, "%s", err.msg);
+    /* Behind (a kill before the move): the writer's open moves it. */
+    make10(&j);
+    tw_jseg_close(&j);
+    CHECK_EQ(unlink(l), 0);
+    CHECK_EQ(symlink("00000000000000000007.twj", l), 0);
+    CHECK_EQ(read_all(jdir, 0, &err), 10);
+    CHECK_EQ(tw_jseg_open(&j, &c, &err), 0);
+    tw_jseg_close(&j);
+    n = readlink(l, t, sizeof(t) - 1);
+    REQUIRE(n > 0);
+    t[n] = '\0';
+    CHECKF(strcmp(t, "00000000000000000010.twj") == 0, "%s", t);
+    /* Not a segment's name. */
+    CHECK_EQ(unlink(l), 0);
+    CHECK_EQ(symlink("../../etc/passwd", l), 0);
+    CHECK_EQ(read_all(jdir, 0, &err), -TW_EFORMAT);
+    CHECKF(strstr(err.msg, "not to a segment") != NULL, "%s", err.msg);
+    /* None: read as before (and the writer puts one in place). */
+    CHECK_EQ(unlink(l), 0);
+    CHECK_EQ(read_all(jdir, 0, &err), 10);
+    CHECK_EQ(tw_jseg_open(&j, &c, &err), 0);
+    tw_jseg_close(&j);
+    CHECK(readlink(l, t, sizeof(t) - 1) > 0);
+    CHECK_EQ(tw_jseg_remove(jdir, &err), 0);
+    CHECK(access(jdir, F_OK) != 0);
+}
+
+/* A follower while another thread appends and prunes behind it (as the
+ * strategy process's snapshot writer prunes the journal it follows): a
+ * segment deleted between a listing and its probe is gone, not missing;
+ * every record comes once, in order, and no read fails. */
+typedef struct prune_ctx {
+    tw_jseg *j;
+    uint64_t n;
+    uint64_t read_to; /* the follower's next seq (atomic) */
+    uint64_t end;     /* the writer's next seq (atomic) */
+    int rc;
+    int done;         /* atomic */
+} prune_ctx;
+
+static void *appender(void *arg)
+{
+    prune_ctx *c = arg;
+    tw_error err = {0};
+    while (c->rc == 0 && tw_jseg_next_seq(c->j) < c->n) {
+        c->rc = put(c->j, 1, 1);
+        __atomic_store_n(&c->end, tw_jseg_next_seq(c->j), __ATOMIC_RELEASE);
+        uint64_t r = __atomic_load_n(&c->read_to, __ATOMIC_ACQUIRE);
+        if (c->rc == 0 && r > 2 && tw_journal_prune(jdir, r - 1, &err) < 0)
+            c->rc = -EIO;
+        sched_yield();
+    }
+    __atomic_store_n(&c->done, 1, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+static void test_follow_while_pruned(void)
+{
+    fresh();
+    tw_error err = {0};
+    tw_jseg j;
+    open_w(&j, HDR + 2 * REC);
+    CHECK_EQ(put(&j, 1, 1), 0);
+    prune_ctx c = {.j = &j, .n = 3000, .end = tw_jseg_next_seq(&j), .read_to = 1};
+    tw_jseg_follow f;
+    CHECKF(tw_jseg_follow_open(&f, jdir, 0, 2, &err) == 0, "%s", err.msg);
+    pthread_t t;
+    REQUIRE(pthread_create(&t, NULL, appender, &c) == 0);
+    uint64_t want = 1;
+    int k = 0;
+    while (want < c.n && k >= 0 &&
+           !(__atomic_load_n(&c.done, __ATOMIC_ACQUIRE) && want >= c.end)) {
+        tw_jseg_follow_expect(&f, __atomic_load_n(&c.end, __ATOMIC_ACQUIRE));
+        tw_journal_rec recs[3];
+        k = tw_jseg_follow_read(&f, recs, 3, &err);
+        for (int i = 0; i < k; i++, want++)
+            CHECK_EQ(recs[i].seq, want);
+        __atomic_store_n(&c.read_to, want, __ATOMIC_RELEASE);
+        if (k == 0)
+            sched_yield();
+    }
+    CHECKF(k >= 0, "%d %s", k, err.msg);
+    pthread_join(t, NULL);
+    CHECK_EQ(c.rc, 0);
+    CHECK(f.switches > 1000);
+    tw_jseg_follow_close(&f);
+    tw_jseg_close(&j);
 }
 
 static void test_bit_flips(void)
@@ -494,6 +620,8 @@ int main(void)
     test_rotation();
     test_torn_tail();
     test_missing_segment();
+    test_lost_tail();
+    test_follow_while_pruned();
     test_bit_flips();
     test_prune_and_single();
     test_rotation_states();

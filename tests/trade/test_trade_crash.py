@@ -279,7 +279,8 @@ def test_whole_trader_killed_at_5_moments(dataset, uninterrupted, tmp_path, stra
 # journal no longer starts at seq 1; kills land anywhere; every restart
 # loads a snapshot and reads the tail; the trades CSV is cut where the
 # snapshot's rows end.  Then the refusals: a segment deleted in the middle
-# of what is left, and every snapshot deleted: exit 2, naming the gap.
+# of what is left, the one holding the newest snapshot's seq, the last one,
+# and every snapshot deleted: exit 2, naming the gap.
 @pytest.mark.parametrize("strategy", ["thread", "inline"])
 def test_pruned_journal_recovers_and_refuses_without_snapshots(dataset, uninterrupted, tmp_path,
                                                                strategy):
@@ -301,9 +302,9 @@ def test_pruned_journal_recovers_and_refuses_without_snapshots(dataset, uninterr
             most = max(most, len(segs))
             firsts.append(int(os.path.basename(segs[0])[:20]))
         # The refusals, on a copy: the run itself goes on from the real one.
-        for case in ("segment", "newest snapshot's segment", "snapshots"):
+        for case in ("segment", "newest snapshot's segment", "last segment", "snapshots"):
             cw = os.path.join(w, "refuse-" + case.replace(" ", "-").replace("'", ""))
-            shutil.copytree(os.path.join(w, "store"), os.path.join(cw, "store"))
+            shutil.copytree(os.path.join(w, "store"), os.path.join(cw, "store"), symlinks=True)
             ccfg = os.path.join(cw, "trade.ini")
             open(ccfg, "w").write(open(config).read().replace(os.path.join(w, "store"),
                                                               os.path.join(cw, "store")))
@@ -322,6 +323,16 @@ def test_pruned_journal_recovers_and_refuses_without_snapshots(dataset, uninterr
                 seg = [p for p in journal_segments(cj) if int(os.path.basename(p)[:20]) <= j][-1]
                 os.unlink(seg)
                 want = "journal"
+            elif case == "last segment":
+                # The segments from the one the journal's `newest` link
+                # names (the last, or the one before when the kill came
+                # between a rotation and the link's move): the tail is
+                # missing whatever the snapshots say.
+                newest = int(os.readlink(os.path.join(cj, "newest"))[:20])
+                for p in journal_segments(cj):
+                    if int(os.path.basename(p)[:20]) >= newest:
+                        os.unlink(p)
+                want = "missing"
             else:
                 shutil.rmtree(cj + ".snap")
                 want = "the records before it pruned"

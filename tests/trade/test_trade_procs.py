@@ -731,7 +731,7 @@ def test_pruned_journal_in_processes_mode(dataset, uninterrupted, tmp_path):
         first = int(os.path.basename(journal_segments(journal)[0])[:20])
         # The refusal, on a copy: no snapshot covers the pruned records.
         cw = os.path.join(w, "refuse")
-        shutil.copytree(os.path.join(w, "store"), os.path.join(cw, "store"),
+        shutil.copytree(os.path.join(w, "store"), os.path.join(cw, "store"), symlinks=True,
                         ignore=shutil.ignore_patterns("*.sock"))
         ccfg = os.path.join(cw, "trade.ini")
         open(ccfg, "w").write(open(config).read().replace(os.path.join(w, "store"),
