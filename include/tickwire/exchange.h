@@ -26,8 +26,9 @@
  *
  * Memory: everything but a session is allocated in tw_xchg_create; a
  * session (its FIX state, store, subscriptions and ClOrdID table, sized
- * from cfg.max_orders) is allocated on the first Logon of its CompID, at
- * most cfg.max_sessions of them.  Bars and orders allocate nothing. */
+ * from cfg.max_orders) is allocated on the first Logon of its CompID (or
+ * at create, for a store read back), at most cfg.max_sessions of them.
+ * Bars and orders allocate nothing. */
 #ifndef TICKWIRE_EXCHANGE_H
 #define TICKWIRE_EXCHANGE_H
 
@@ -77,8 +78,10 @@ typedef struct tw_xchg_fault {
  * wrong. */
 int tw_xchg_fault_parse(const char *s, tw_xchg_fault *out, tw_error *err);
 
-/* One execution, handed to cfg.on_fill as it happens (for the fills log).
- * Views are valid during the call only. */
+/* One execution, handed to cfg.on_fill as it happens (for the fills log),
+ * or at create for each one read back from a store (resumed: the process
+ * that filled it may have died before logging it).  Views are valid during
+ * the call only. */
 typedef struct tw_xchg_fill {
     int64_t epoch_ns;      /* TransactTime(60) of the ExecutionReport */
     const char *session;   /* the initiator's CompID */
@@ -92,7 +95,8 @@ typedef struct tw_xchg_fill {
     int64_t qty;
     uint64_t bar;          /* index of the bar whose close it is */
     char side;             /* '1' buy, '2' sell */
-    char pad_[7];
+    char resumed;          /* 1: read back from the store at create, not a new fill */
+    char pad_[6];
 } tw_xchg_fill;
 
 typedef struct tw_xchg_cfg {
@@ -116,7 +120,12 @@ typedef struct tw_xchg_cfg {
     const tw_xchg_fault *faults;
     unsigned n_faults;
     /* Directory of the per-CompID stores (<dir>/<CompID>.store); NULL: no
-     * store (resends are gap fills; tests and fuzzing). */
+     * store (resends are gap fills; tests and fuzzing).  Stores already
+     * there are read back at create and the run resumes where they leave
+     * it (a venue killed mid-run and started again): the bar after the
+     * last one sent (in lockstep, the last one's barrier asked again once
+     * the trader is back), orders filled at that bar's close, ClOrdIDs
+     * already answered not filled again. */
     const char *store_dir;
     uint64_t store_mmap_bytes;    /* > 0: stores append through a mapping [1 MiB]; see tw_fix_store_cfg */
     int64_t epoch_offset_ns;      /* epoch time = now_ns + this (SendingTime, TransactTime) */
@@ -139,7 +148,9 @@ void tw_xchg_cfg_init(tw_xchg_cfg *cfg);
 
 /* Creates a venue.  Returns 0, or -EINVAL / -ENOMEM with err naming the bad
  * field (no symbols, a symbol without bars or with a name that cannot go in
- * a FIX field, duplicate names, a bad CompID or fault, ...). */
+ * a FIX field, duplicate names, a bad CompID or fault, ...), or
+ * -TW_EFORMAT / -errno with err naming a store in cfg.store_dir that does
+ * not read back (damaged, not a venue's, or from another dataset). */
 int tw_xchg_create(tw_xchg **out, const tw_xchg_cfg *cfg, tw_error *err);
 
 /* Frees everything (stores are closed; connections still open are not
@@ -209,6 +220,7 @@ typedef struct tw_xchg_stats {
     uint64_t bad_logon;         /* unusable CompIDs or BeginString in a first Logon */
     uint64_t dup_logon;         /* a second connection for a session already connected */
     uint64_t sessions, sessions_full, sessions_dropped; /* CompIDs seen, refused, given up */
+    uint64_t sessions_resumed;  /* sessions read back from their stores at create */
     uint64_t logons, logouts, disconnects;
     uint64_t md_requests, md_rejects, unknown_symbols;
     uint64_t orders;            /* NewOrderSingle received (PossDup copies of known ones excluded) */

@@ -134,8 +134,9 @@ void tw__xchg_sess_free(xs_sess *s)
     free(s);
 }
 
-/* A CompID's first Logon: its session, store and tables. */
-static xs_sess *sess_create(tw_xchg *x, const char *id, size_t n)
+/* A CompID's session, store and tables: at its first Logon, or at create
+ * for a store read back (resume.c). */
+xs_sess *tw__xchg_sess_create(tw_xchg *x, const char *id, size_t n, tw_error *err)
 {
     if (x->n_sess >= x->cfg.max_sessions) {
         x->st.sessions_full++;
@@ -144,25 +145,26 @@ static xs_sess *sess_create(tw_xchg *x, const char *id, size_t n)
         return NULL;
     }
     xs_sess *s = calloc(1, sizeof(*s));
-    if (!s)
+    if (!s) {
+        tw__err(err, -ENOMEM, "exchange: out of memory");
         return NULL;
+    }
     s->x = x;
     memcpy(s->comp_id, id, n);
     s->sub = calloc(x->n_sym, 1);
     s->md_req = calloc(x->n_sym, sizeof(*s->md_req));
     s->order_cap = pow2_at_least((uint64_t)x->cfg.max_orders * 2);
     s->orders = calloc(s->order_cap, sizeof(*s->orders));
-    tw_error err = {0};
-    if (!s->sub || !s->md_req || !s->orders)
+    if (!s->sub || !s->md_req || !s->orders) {
+        tw__err(err, -ENOMEM, "exchange: out of memory");
         goto fail;
+    }
     if (x->cfg.store_dir) {
         char path[4096];
         snprintf(path, sizeof(path), "%s/%s.store", x->cfg.store_dir, s->comp_id);
         tw_fix_store_cfg sc = {.path = path, .fd = -1, .mmap_bytes = x->cfg.store_mmap_bytes};
-        if (tw_fix_store_open(&s->store, &sc, &err) != 0) {
-            tw__xchg_log(x, s, "store: %s", err.msg);
+        if (tw_fix_store_open(&s->store, &sc, err) != 0)
             goto fail;
-        }
         s->has_store = 1;
     }
     tw_fix_session_cfg fc = {
@@ -176,10 +178,8 @@ static xs_sess *sess_create(tw_xchg *x, const char *id, size_t n)
         .stream = {.write = s_write, .close = s_close, .ctx = s},
         .app = {.on_msg = s_on_msg, .on_event = s_on_event, .ctx = s},
     };
-    if (tw_fix_session_init(&s->fs, &fc, &err) != 0) {
-        tw__xchg_log(x, s, "session: %s", err.msg);
+    if (tw_fix_session_init(&s->fs, &fc, err) != 0)
         goto fail;
-    }
     x->sess[x->n_sess++] = s;
     x->st.sessions++;
     return s;
@@ -281,9 +281,12 @@ static void identify(tw_xchg *x, xs_conn *c, const char *msg, size_t len, int64_
         return;
     }
     xs_sess *s = sess_find(x, snd->val, snd->len);
+    tw_error err = {0};
     if (!s)
-        s = sess_create(x, snd->val, snd->len);
+        s = tw__xchg_sess_create(x, snd->val, snd->len, &err);
     if (!s) {
+        if (err.code)
+            tw__xchg_log(x, NULL, "Logon of %.*s refused: %s", (int)snd->len, snd->val, err.msg);
         tw__xchg_drop_conn(x, c, now_ns);
         return;
     }

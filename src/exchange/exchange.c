@@ -3,6 +3,7 @@
  * down:
  *
  *   exchange.c  the venue
+ *   resume.c    the stores read back at create
  *   conn.c      connections, Logon binding, sessions' callbacks
  *   run.c       the run's life cycle and the bar clock
  *   app.c       the application router
@@ -150,6 +151,11 @@ int tw_xchg_create(tw_xchg **out, const tw_xchg_cfg *cfg, tw_error *err)
     x->cur_bar = -1;
     x->run = RUN_WAITING;
     snprintf(x->run_hex, sizeof(x->run_hex), "%llx", (unsigned long long)c->run_id);
+    int rc = c->store_dir ? tw__xchg_resume(x, err) : 0;
+    if (rc != 0) {
+        tw_xchg_destroy(x);
+        return rc;
+    }
     *out = x;
     return 0;
 }
@@ -239,6 +245,10 @@ int64_t tw_xchg_poll(tw_xchg *x, int64_t now_ns)
         if (s->conn)
             tw_fix_session_timer(&s->fs, now_ns);
         if (!tw__xchg_active(s)) {
+            /* Read back from its store and not back yet: away since the
+             * first poll. */
+            if (s->n_sub && !s->ever_active && !s->away_since_ns)
+                s->away_since_ns = now_ns ? now_ns : 1;
             if (s->n_sub && s->away_since_ns &&
                 now_ns - s->away_since_ns >= (int64_t)x->cfg.reconnect_grace_ns) {
                 x->st.sessions_dropped++;

@@ -171,6 +171,8 @@ void tw__xchg_on_cancel(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t now
 void tw__xchg_emit_bar(tw_xchg *x, uint64_t i, int64_t now_ns);
 /* Paced: the monotonic time bar b is due (bar 0's time + b intervals). */
 int64_t tw__xchg_bar_due_ns(const tw_xchg *x, uint64_t b);
+/* Index of the symbol named v[0..n), or -1. */
+int tw__xchg_sym_index(const tw_xchg *x, const char *v, size_t n);
 /* The ClOrdID table (orders.c). */
 xs_order *tw__xchg_order_find(xs_sess *s, const char *id, size_t len, uint64_t *h1,
                               uint64_t *h2);
@@ -192,9 +194,18 @@ void tw__xchg_advance(tw_xchg *x, int64_t now_ns);
 /* ---- conn.c */
 /* A CompID that may name a store file. */
 int tw__xchg_comp_id_ok(const char *v, size_t n);
+/* A CompID's session, its store opened; NULL with err set when the store
+ * does not open or memory is short. */
+xs_sess *tw__xchg_sess_create(tw_xchg *x, const char *id, size_t n, tw_error *err);
 /* Closes a session's store and frees it. */
 void tw__xchg_sess_free(xs_sess *s);
 /* Returns slots of connections closed during the call that is ending. */
 void tw__xchg_reap(tw_xchg *x);
+
+/* ---- resume.c */
+/* Reads back the sessions of cfg.store_dir's stores and puts the run where
+ * they leave it.  Returns 0, or -TW_EFORMAT / -errno with err naming the
+ * file and what is wrong with it. */
+int tw__xchg_resume(tw_xchg *x, tw_error *err);
 
 #endif

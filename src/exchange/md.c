@@ -38,7 +38,7 @@ static void md_reject(tw_xchg *x, xs_sess *s, const tw_fix_field *req, char reas
     tw__xchg_send(x, s, now_ns);
 }
 
-static int sym_index(const tw_xchg *x, const char *v, size_t n)
+int tw__xchg_sym_index(const tw_xchg *x, const char *v, size_t n)
 {
     for (unsigned i = 0; i < x->n_sym; i++)
         if (x->sym_name_len[i] == n && !memcmp(x->sym_name[i], v, n))
@@ -133,7 +133,7 @@ void tw__xchg_on_md_request(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int64_t
                 sf = &m->fields[k];
         if (!sf)
             continue; /* the delimiter is 55: cannot happen */
-        int si = sym_index(x, sf->val, sf->len);
+        int si = tw__xchg_sym_index(x, sf->val, sf->len);
         if (si < 0) {
             char text[128];
             x->st.unknown_symbols++;

@@ -240,10 +240,7 @@ void tw__xchg_on_order(tw_xchg *x, xs_sess *s, const tw_fix_msg *m, int possdup,
     slot->order_no = order_no;
     slot->status = '8';
     s->n_orders++;
-    int si = -1;
-    for (unsigned k = 0; k < x->n_sym && si < 0; k++)
-        if (x->sym_name_len[k] == o.sym->len && !memcmp(x->sym_name[k], o.sym->val, o.sym->len))
-            si = (int)k;
+    int si = tw__xchg_sym_index(x, o.sym->val, o.sym->len);
     if (qty <= 0) {
         reject_order(x, s, &o, order_no, 13, "OrderQty(38) must be positive", now_ns);
         return;

@@ -84,7 +84,9 @@ void tw__xchg_advance(tw_xchg *x, int64_t now_ns)
         if (ready < x->cfg.min_sessions)
             return;
         tw__xchg_run_to(x, RUN_BARS);
-        x->bars_t0_ns = now_ns;
+        /* A resumed run (resume.c) goes on from the bar after the last one
+         * sent: that one is due now. */
+        x->bars_t0_ns = now_ns - (int64_t)((double)(x->cur_bar + 1) * x->bar_ns);
         tw__xchg_log(x, NULL, "%u session(s) subscribed: bars start", ready);
     }
     if (x->run != RUN_BARS)

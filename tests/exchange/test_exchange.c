@@ -1,8 +1,9 @@
 /* The venue (tickwire/exchange.h) against trader sessions of our own over
  * in-memory pipes on a virtual clock (xt.h): live.md's protocol tag by
  * tag, the lockstep barrier, every kind of bad input, each fault, paced
- * mode, the end of a run and SIGTERM's stop.  Deterministic: a failure
- * reproduces exactly (XT_VERBOSE=1 prints every message). */
+ * mode, the end of a run and SIGTERM's stop, a venue started again on
+ * its stores.  Deterministic: a failure reproduces exactly (XT_VERBOSE=1
+ * prints every message). */
 #include "xt.h"
 
 /* A trader session, connected and logged on. */
@@ -735,6 +736,41 @@ static void t_fault_gap(void)
     remove_dir(dir);
 }
 
+/* disconnect:3 with stores in dir: we log on and subscribe, the venue
+ * drops our connection right after bar 3 and its TestRequest (our answer
+ * and order A3 die in the pipe). */
+static xt_client *dropped_after_bar_3(xt_env *e, char *dir)
+{
+    if (open_with_fault(e, "disconnect:3", dir) != 0)
+        return NULL;
+    xt_client *cl = logged_on(e, "T", 1, rule);
+    if (!cl)
+        return NULL;
+    xt_subscribe(cl, "m", both, 2);
+    xt_pump(e);
+    CHECK(cl->venue_closed);
+    CHECK(cl->fs.state == TW_FIX_DISCONNECTED);
+    xt_advance(e, 2000000000ll);
+    CHECK_EQ(xt_count(cl, "X"), 4); /* the venue waits for us */
+    return cl;
+}
+
+/* We reconnect with our store, resubscribe and run to the end: every bar
+ * once, the rule's fills. */
+static void back_to_the_end(xt_env *e, xt_client *cl)
+{
+    cl->hold = 1;
+    REQUIRE(xt_connect(cl, 1) == 0);
+    xt_push(cl); /* our Logon in; the venue's Logon and ResendRequest back */
+    CHECK(cl->fs.state == TW_FIX_ACTIVE);
+    xt_subscribe(cl, "m", both, 2); /* resubscribe, as live.md says */
+    cl->hold = 0;
+    run_to_end(e);
+    xt_stream r = xt_check_stream(cl, syms, 2, NULL, 1);
+    CHECK(r.bars[0] == 20 && r.bars[1] == 12 && r.closed && r.errors == 0);
+    check_rule_fills(cl, e);
+}
+
 /* disconnect:3: the venue drops the connection right after bar 3 and its
  * TestRequest; our order A3 and our Heartbeat die in the pipe.  We
  * reconnect with our store and resubscribe; the venue asks for a resend,
@@ -744,34 +780,157 @@ static void t_fault_disconnect(void)
 {
     xt_env e;
     char dir[] = "/tmp/xt_storeXXXXXX";
-    REQUIRE(open_with_fault(&e, "disconnect:3", dir) == 0);
-    xt_client *cl = logged_on(&e, "T", 1, rule);
+    xt_client *cl = dropped_after_bar_3(&e, dir);
     REQUIRE(cl);
-    xt_subscribe(cl, "m", both, 2);
-    xt_pump(&e);
-    CHECK(cl->venue_closed);
-    CHECK(cl->fs.state == TW_FIX_DISCONNECTED);
     CHECK_EQ(tw_xchg_get_stats(e.x)->faults_disconnect, 1);
     /* Bar 3 went out with its TestRequest; our answer and order A3 died. */
     xt_stream r = xt_check_stream(cl, syms, 2, NULL, 1);
     CHECK_EQ(r.bars[0], 4);
-    xt_advance(&e, 2000000000ll);
-    CHECK_EQ(xt_count(cl, "X"), 4); /* the venue waits for us */
-    cl->hold = 1;
-    REQUIRE(xt_connect(cl, 1) == 0);
-    xt_push(cl); /* our Logon in; the venue's Logon and ResendRequest back */
-    CHECK(cl->fs.state == TW_FIX_ACTIVE);
-    xt_subscribe(cl, "m", both, 2); /* resubscribe, as live.md says */
-    cl->hold = 0;
-    run_to_end(&e);
-    r = xt_check_stream(cl, syms, 2, NULL, 1);
-    CHECK(r.bars[0] == 20 && r.bars[1] == 12 && r.closed && r.errors == 0);
-    check_rule_fills(cl, &e);
+    back_to_the_end(&e, cl);
     const tw_xchg_stats *st = tw_xchg_get_stats(e.x);
     CHECK_EQ(st->logons, 2);
     CHECK(st->barrier_reissued == 1);
     CHECK_EQ(st->bars, 20);
     xt_env_close(&e);
+    remove_dir(dir);
+}
+
+/* A venue on dir's stores, as `tickwire exchange --store dir` started
+ * again; its fills go on into e's. */
+static int reopen_venue(xt_env *e, const char *dir, const tw_xchg_symbol *sy, tw_error *err)
+{
+    tw_xchg_cfg c;
+    xt_cfg(&c, e, sy, 2);
+    c.store_dir = dir;
+    return tw_xchg_create(&e->x, &c, err);
+}
+
+/* The venue killed mid-run and started again on its stores (resume.c).
+ * disconnect:3 ends the first venue's connection after bar 3 (our
+ * Heartbeat and order A3 die in the pipe), then that venue is gone; its
+ * store is rewound to before our first order, as if it had died before
+ * noting what it read, so the new venue asks for everything again and
+ * gets A0 and B1 as PossDup: answered already, not filled again.  A3 is
+ * filled at bar 3, bar-3 asked again; every bar once, each fill once
+ * across both venues, OrderIDs and ExecIDs unique. */
+static void t_resume(void)
+{
+    xt_env e;
+    char dir[] = "/tmp/xt_storeXXXXXX";
+    xt_client *cl = dropped_after_bar_3(&e, dir);
+    REQUIRE(cl);
+    CHECK_EQ(e.n_fills, 1); /* A0 */
+    /* What the first venue's fills point to goes with it. */
+    for (unsigned i = 0; i < e.n_fills; i++) {
+        e.fills[i].session = cl->name;
+        e.fills[i].symbol = e.fill_cl[i][0] == 'A' ? syms[0].name : syms[1].name;
+    }
+    tw_xchg_destroy(e.x);
+    e.x = NULL;
+    char path[64];
+    snprintf(path, sizeof(path), "%s/T.store", dir);
+    tw_fix_store st;
+    tw_fix_store_cfg sc = {.path = path, .fd = -1};
+    REQUIRE(tw_fix_store_open(&st, &sc, NULL) == 0);
+    CHECK(tw_fix_store_set_seqs(&st, st.next_out, 2) == 0);
+    tw_fix_store_close(&st);
+    tw_error err = {0};
+    REQUIRE(reopen_venue(&e, dir, syms, &err) == 0);
+    CHECK_EQ(tw_xchg_get_stats(e.x)->sessions_resumed, 1);
+    /* The fill it had made, handed back for a fills log. */
+    CHECK(e.n_resumed == 1 && !strcmp(e.resumed_cl[0], "A0"));
+    xt_advance(&e, 2000000000ll);
+    CHECK_EQ(xt_count(cl, "X"), 4); /* the new venue waits for us too */
+    back_to_the_end(&e, cl);
+    CHECK_EQ(xt_count(cl, "h"), 2); /* one Open, one Closed */
+    const tw_xchg_stats *vs = tw_xchg_get_stats(e.x);
+    CHECK_EQ(vs->bars, 16);
+    CHECK_EQ(vs->barrier_reissued, 1);
+    CHECK_EQ(vs->possdup_ignored, 2);
+    CHECK_EQ(vs->dup_cl_ord_id, 0);
+    char ids[2][16][48];
+    unsigned nid = 0;
+    tw_fix_msg m;
+    for (unsigned i = 0; i < cl->n_log; i++) {
+        if (xt_parse(cl, i, &m) != 0 || !xt_is(&m, "8") || !strcmp(xt_str(&m, 43), "Y"))
+            continue;
+        for (unsigned j = 0; j < nid; j++) {
+            CHECK(strcmp(ids[0][j], xt_str(&m, 37)) != 0);
+            CHECK(strcmp(ids[1][j], xt_str(&m, 17)) != 0);
+        }
+        if (nid < 16) {
+            snprintf(ids[0][nid], 48, "%s", xt_str(&m, 37));
+            snprintf(ids[1][nid++], 48, "%s", xt_str(&m, 17));
+        }
+    }
+    CHECK_EQ(nid, 10);
+    xt_env_close(&e);
+    remove_dir(dir);
+}
+
+/* A store holding one message, written as a venue's would be. */
+static void store_with(const char *dir, const char *type, const char *body)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "%s/T.store", dir);
+    unlink(path);
+    tw_fix_store st;
+    tw_fix_store_cfg sc = {.path = path, .fd = -1};
+    REQUIRE(tw_fix_store_open(&st, &sc, NULL) == 0);
+    CHECK(tw_fix_store_add_msg(&st, 1, 0, type, strlen(type), body, strlen(body)) == 0);
+    tw_fix_store_close(&st);
+}
+
+/* Stores that do not read back fail the venue's creation with the file
+ * and the reason, never a crash. */
+static void t_resume_bad_stores(void)
+{
+    static const struct {
+        const char *type, *body, *says;
+    } cases[] = {
+        {"X", "262=m\x01" "268=1\x01" "279=0\x01" "269=2\x01" "55=AAA\x01" "278=0\x01"
+              "270=99\x01" "271=1\x01", "another dataset"},
+        {"X", "262=m\x01" "268=1\x01" "279=0\x01" "269=2\x01" "55=ZZZ\x01" "278=0\x01"
+              "271=1\x01", "from another run"},
+        {"X", "262=m\x01" "268=1\x01" "279=0\x01" "269=2\x01" "55=AAA\x01" "278=20\x01"
+              "271=1\x01", "not one of the run's 20"},
+        {"X", "262=m\x01" "268=1\x01" "279=0\x01" "269=2\x01" "55=BBB\x01" "278=0\x01"
+              "270=1\x01" "271=1\x01", "another dataset"}, /* bar 0 of BBB is NaN */
+        {"D", "11=A0\x01" "55=AAA\x01", "not a venue's store"},
+        {"8", "37=O1-1\x01" "150=F\x01", "ClOrdID(11)"},
+        {"8", "37=O1-1\x01" "11=A0\x01" "17=E1-1\x01" "150=F\x01" "39=2\x01" "55=AAA\x01"
+              "54=1\x01" "32=1\x01" "31=100\x01" "60=20260101-00:00:00\x01",
+         "does not read back"}, /* no bar of AAA sent before it */
+        {"X", "262=m\x01" "garbage\x01", "not tag=value"},
+    };
+    char dir[] = "/tmp/xt_storeXXXXXX";
+    REQUIRE(mkdtemp(dir));
+    xt_env e;
+    memset(&e, 0, sizeof(e));
+    for (unsigned i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        store_with(dir, cases[i].type, cases[i].body);
+        tw_error err = {0};
+        e.x = NULL;
+        CHECKF(reopen_venue(&e, dir, syms, &err) == -TW_EFORMAT && e.x == NULL &&
+                   strstr(err.msg, "T.store") && strstr(err.msg, cases[i].says),
+               "case %u: %s", i, err.msg);
+    }
+    char path[64];
+    snprintf(path, sizeof(path), "%s/T.store", dir);
+    FILE *f = fopen(path, "w");
+    REQUIRE(f);
+    fputs("not a store", f);
+    fclose(f);
+    tw_error err = {0};
+    CHECKF(reopen_venue(&e, dir, syms, &err) == -TW_EFORMAT && strstr(err.msg, "T.store") &&
+               strstr(err.msg, "not a store file"),
+           "%s", err.msg);
+    /* A store with only a BusinessMessageReject: read back, no bars. */
+    unlink(path);
+    store_with(dir, "j", "58=x\x01");
+    REQUIRE(reopen_venue(&e, dir, syms, &err) == 0);
+    CHECK_EQ(tw_xchg_get_stats(e.x)->sessions_resumed, 1);
+    tw_xchg_destroy(e.x);
     remove_dir(dir);
 }
 
@@ -1016,6 +1175,8 @@ int main(int argc, char **argv)
     t_flood_not_reading();
     t_fault_gap();
     t_fault_disconnect();
+    t_resume();
+    t_resume_bad_stores();
     t_fault_reject();
     t_fault_slow();
     t_paced();

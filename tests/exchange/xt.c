@@ -7,6 +7,13 @@ int tw_check_failures;
 void xt_on_fill(void *ctx, const tw_xchg_fill *f)
 {
     xt_env *e = ctx;
+    if (f->resumed) {
+        if (e->n_resumed < 64)
+            snprintf(e->resumed_cl[e->n_resumed], 24, "%.*s", (int)f->cl_ord_id.len,
+                     f->cl_ord_id.p);
+        e->n_resumed++;
+        return;
+    }
     if (e->n_fills >= 4096)
         return;
     e->fills[e->n_fills] = *f;

@@ -76,6 +76,9 @@ struct xt_env {
     unsigned n_fills;
     tw_xchg_fill fills[4096];
     char fill_cl[4096][24];
+    /* Fills read back from a store at create (resumed), their ClOrdIDs. */
+    unsigned n_resumed;
+    char resumed_cl[64][24];
     int verbose;
 };
 

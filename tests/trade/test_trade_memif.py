@@ -10,13 +10,17 @@ memif server, the trader its client.
   capture (pcap =) is read by tshark, NewOrderSingles included.
 - kill -9 of the venue's process mid-run: the memif link goes down under
   the trader (a pulled cable: TCP and FIX above see a lost link), a new
-  venue process on the same socket and store comes up, the trader's memif
-  client connects again and its FIX session logs on again.
+  venue process on the same socket and store comes up and resumes the run
+  from its store, the trader's memif client connects again and its FIX
+  session logs on again; parity as above, and the fills log both venue
+  processes wrote holds each ClOrdID once, as many as the trader booked.
 
 Root only (DPDK's runtime directory), and a build with DPDK; skipped with
 a message otherwise.  Both programs poll yielding (no busy_poll, no
 --busy); waits are on progress with generous bounds, never on timing.
 """
+import csv
+import json
 import os
 import shutil
 import signal
@@ -73,13 +77,13 @@ class Run:
         self.store = os.path.join(self.dir, "venue_store")
         self.n_venues = 0
 
-    def venue(self, *args):
+    def venue(self, *args, fills=None):
         self.n_venues += 1
         k = self.n_venues
         out, err = (os.path.join(self.dir, f"venue{k}.{x}") for x in ("out", "err"))
         cmd = [TICKWIRE, "exchange", "--listen", str(PORT), "--port", f"memif:{self.sock}",
                "--ip", VENUE_IP, "--data", f"AAA={self.data['AAA']}", "--fills",
-               os.path.join(self.dir, f"fills{k}.csv"), "--store", self.store,
+               os.path.join(self.dir, fills or f"fills{k}.csv"), "--store", self.store,
                "--max-orders", "10000000", "--grace", "120"] + list(args)
         p = subprocess.Popen(cmd, stdout=open(out, "w"), stderr=open(err, "w"))
         assert wait_for(out, "listening on", p), open(err).read()
@@ -141,29 +145,40 @@ def test_parity_over_memif_with_a_disconnect_and_its_capture(tmp_path):
     assert b"\x0135=D\x01" in raw and b"\x0135=X\x01" in raw
 
 
-def test_venue_killed_9_mid_run_the_trader_reconnects(tmp_path):
+def test_venue_killed_9_mid_run_the_trader_reconnects_and_parity_holds(tmp_path):
     r = Run(tmp_path)
     r.config()
-    v, vout, verr = r.venue()
+    v, vout, verr = r.venue(fills="fills.csv")
     t, tout, terr = r.trader()
     try:
-        fills = os.path.join(r.dir, "fills1.csv")
+        fills = os.path.join(r.dir, "fills.csv")
         # Mid-run: once the venue has filled orders (progress, not time).
         deadline = time.monotonic() + 300
         while time.monotonic() < deadline and t.poll() is None and (
                 not os.path.exists(fills) or sum(1 for _ in open(fills)) < 5):
             time.sleep(0.05)
         assert t.poll() is None, open(terr).read()[-3000:]
+        assert v.poll() is None, open(verr).read()[-3000:]
         v.send_signal(signal.SIGKILL)
         v.wait()
         # A new venue process on the same socket (the dead one's file is
-        # removed) and the same store: the trader's link comes back and its
-        # session logs on again.
-        v2, vout2, verr2 = r.venue()
+        # removed), store and fills log: it resumes the run, the trader's
+        # link comes back, its session logs on again, and the run ends.
+        v2, vout2, verr2 = r.venue(fills="fills.csv")
+        assert wait_for(verr2, "[TRADER] resumed from", v2, timeout=60), open(verr2).read()[-3000:]
         assert wait_for(verr2, "[TRADER] logged on", v2, timeout=300), open(verr2).read()[-3000:]
-        assert wait_for(verr2, "[TRADER] subscribed", v2, timeout=300), open(verr2).read()[-3000:]
-        assert t.poll() is None, open(terr).read()[-3000:]
+        assert t.wait(timeout=600) == 0, open(terr).read()[-3000:]
+        assert v2.wait(timeout=120) == 0, open(verr2).read()[-3000:]
     finally:
         stop(t, v)
         if "v2" in locals():
             stop(v2)
+    rows, diffs = live.check(TICKWIRE, r.ini, r.report, r.trades, r.data, r.dir)
+    assert rows and not diffs, diffs
+    # Both processes' fills in one log: each ClOrdID once, every fill the
+    # trader booked (one the first process made but had not logged when it
+    # died comes back from its store).
+    with open(fills, newline="") as f:
+        ids = [row["clordid"] for row in csv.DictReader(f)]
+    assert ids and len(ids) == len(set(ids)), sorted(x for x in ids if ids.count(x) > 1)[:10]
+    assert json.load(open(r.report))["totals"]["fills"] == len(ids)

@@ -1,9 +1,9 @@
 /* tickwire exchange: the venue of live.md's FIX 4.4 protocol on the
  * command line.  Parses and checks everything (bad arguments or files: one
  * line on stderr, exit 2, before listening), loads the datasets with the
- * kernel's readers, opens the fills log, then runs the venue over kernel
- * TCP or the userspace stack until the run is over (or SIGTERM), and
- * prints a one-line summary. */
+ * kernel's readers, opens the fills log, reads the stores back (a run that
+ * resumes), then runs the venue over kernel TCP or the userspace stack
+ * until the run is over (or SIGTERM), and prints a one-line summary. */
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -72,7 +72,8 @@ static const char usage[] =
     "                        to the bar; costs a CPU)\n"
     "  --sessions N          bar 0 waits for N subscribed sessions (1)\n"
     "  --sender COMPID       our SenderCompID (VENUE); traders may use any CompID\n"
-    "  --store DIR           per-CompID crash-safe stores (a temporary directory)\n"
+    "  --store DIR           per-CompID crash-safe stores (a temporary directory);\n"
+    "                        stores already there resume their run\n"
     "  --fills FILE          CSV, one line per execution as it happens\n"
     "  --max-bars N          stop after N bars\n"
     "  --fault KIND:ARG      disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS\n"
@@ -96,12 +97,114 @@ static void on_signal(int sig)
     tw__xcli_signals++;
 }
 
+/* The fills log as it was at start, for a run that resumes from its
+ * stores: each line's key ",SESSION,CLORDID," (what follows the time) in
+ * an open-addressing table of line offsets, so that a fill the stores
+ * give back is logged only when the process that made it had not. */
+typedef struct fills_had {
+    char *text;     /* the file's bytes */
+    size_t len;
+    size_t *slot;   /* line offset + 1; 0: free */
+    size_t mask;
+} fills_had;
+
 /* What the venue's callbacks write to: the fills log and stderr. */
 typedef struct log_ctx {
     int fd;     /* the fills log, -1 without --fills */
     int failed; /* a write failed (reported once; the exit status says so) */
     int quiet;
+    fills_had had;
 } log_ctx;
+
+/* The key of the line at p (ending before e): ",SESSION,CLORDID," as
+ * on_fill writes it; 0 when the line has no such fields. */
+static size_t line_key(const char *p, const char *e, const char **key)
+{
+    const char *c = memchr(p, ',', (size_t)(e - p));
+    const char *q = c ? memchr(c + 1, ',', (size_t)(e - c - 1)) : NULL;
+    if (!q)
+        return 0;
+    q++;
+    if (q < e && *q == '"') {
+        /* A quoted ClOrdID: "" is a quote inside it. */
+        for (q++; q < e; q++)
+            if (*q == '"' && !(q + 1 < e && q[1] == '"'))
+                break;
+            else if (*q == '"')
+                q++;
+        q++;
+    } else {
+        while (q < e && *q != ',')
+            q++;
+    }
+    if (q >= e || *q != ',')
+        return 0;
+    *key = c;
+    return (size_t)(q + 1 - c);
+}
+
+/* The slot of key k (n bytes): the line holding it, or the free one it
+ * would go in. */
+static size_t *had_slot(const fills_had *h, const char *k, size_t n)
+{
+    for (size_t i = tw_fnv1a64(TW_FNV1A64_INIT, k, n) & h->mask;; i = (i + 1) & h->mask) {
+        if (!h->slot[i])
+            return &h->slot[i];
+        const char *p = h->text + h->slot[i] - 1, *e = memchr(p, '\n', h->len - (h->slot[i] - 1));
+        const char *lk;
+        size_t ln = line_key(p, e, &lk);
+        if (ln == n && !memcmp(lk, k, n))
+            return &h->slot[i];
+    }
+}
+
+/* Reads the fills log (fd, at its start) into h.  Returns 0 or -errno. */
+static int had_read(fills_had *h, int fd)
+{
+    struct stat sb;
+    if (fstat(fd, &sb) != 0)
+        return -errno;
+    h->len = (size_t)sb.st_size;
+    h->text = malloc(h->len + 1);
+    if (!h->text)
+        return -ENOMEM;
+    size_t lines = 0;
+    for (size_t got = 0; got < h->len;) {
+        ssize_t r = pread(fd, h->text + got, h->len - got, (off_t)got);
+        if (r <= 0)
+            return r < 0 ? -errno : -EIO;
+        got += (size_t)r;
+    }
+    for (size_t i = 0; i < h->len; i++)
+        lines += h->text[i] == '\n';
+    size_t cap = 16;
+    while (cap < 2 * lines)
+        cap <<= 1;
+    h->slot = calloc(cap, sizeof(*h->slot));
+    if (!h->slot)
+        return -ENOMEM;
+    h->mask = cap - 1;
+    /* Whole lines only: a torn last one (the process died in its write)
+     * is not a fill logged. */
+    for (size_t off = 0; off < h->len;) {
+        const char *p = h->text + off, *e = memchr(p, '\n', h->len - off), *k;
+        if (!e)
+            break;
+        size_t n = line_key(p, e, &k);
+        size_t *sl = n ? had_slot(h, k, n) : NULL;
+        if (sl && !*sl)
+            *sl = off + 1;
+        off = (size_t)(e + 1 - h->text);
+    }
+    return 0;
+}
+
+static void had_free(fills_had *h)
+{
+    free(h->text);
+    free(h->slot);
+    memset(h, 0, sizeof(*h));
+}
 
 /* A CSV field: quoted when it holds a comma, a quote or a line break. */
 static size_t csv_field(char *out, const char *v, size_t n)
@@ -128,12 +231,14 @@ static void on_fill(void *ctx, const tw_xchg_fill *f)
     if (fl->fd < 0 || fl->failed)
         return;
     char line[1024];
-    size_t k = tw_fix_fmt_ts(line, f->epoch_ns, 9);
+    size_t ts_len = tw_fix_fmt_ts(line, f->epoch_ns, 9), k = ts_len;
     line[k++] = ',';
     k += csv_field(line + k, f->session, strlen(f->session));
     line[k++] = ',';
     k += csv_field(line + k, f->cl_ord_id.p, f->cl_ord_id.len);
     line[k++] = ',';
+    if (f->resumed && fl->had.slot && *had_slot(&fl->had, line + ts_len, k - ts_len))
+        return; /* logged by the process that made it */
     k += csv_field(line + k, f->account.p, f->account.len);
     line[k++] = ',';
     k += csv_field(line + k, f->symbol, strlen(f->symbol));
@@ -414,20 +519,32 @@ int tw__cli_exchange(int argc, char **argv)
     static log_ctx lc;
     lc.fd = -1;
     lc.quiet = o.quiet;
-    if (fills) {
-        lc.fd = open(fills, O_WRONLY | O_CREAT | O_TRUNC | O_APPEND | O_CLOEXEC, 0644);
-        static const char head[] = "time,session,clordid,account,symbol,side,qty,bar,price\n";
-        if (lc.fd < 0 || write(lc.fd, head, sizeof(head) - 1) != sizeof(head) - 1) {
-            fprintf(stderr, "tickwire exchange: --fills %s: %s\n", fills, strerror(errno));
-            goto out_store;
-        }
-    }
     cfg.on_fill = on_fill;
     cfg.on_log = on_log;
     cfg.ctx = &lc;
+    static const char head[] = "time,session,clordid,account,symbol,side,qty,bar,price\n";
+    if (fills) {
+        /* Kept until the stores are read: a resumed run goes on with the
+         * fills its first process wrote, the stores' fills it had not. */
+        lc.fd = open(fills, O_RDWR | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        int e = lc.fd < 0 ? -errno : had_read(&lc.had, lc.fd);
+        if (e == 0 && lc.had.len == 0 && write(lc.fd, head, sizeof(head) - 1) != sizeof(head) - 1)
+            e = -errno;
+        if (e != 0) {
+            fprintf(stderr, "tickwire exchange: --fills %s: %s\n", fills, strerror(-e));
+            goto out_fills;
+        }
+    }
     tw_xchg *x;
     if (tw_xchg_create(&x, &cfg, &err) != 0) {
         fprintf(stderr, "tickwire exchange: %s\n", err.msg);
+        goto out_fills;
+    }
+    had_free(&lc.had);
+    if (lc.fd >= 0 && tw_xchg_get_stats(x)->sessions_resumed == 0 &&
+        (ftruncate(lc.fd, 0) != 0 || write(lc.fd, head, sizeof(head) - 1) != sizeof(head) - 1)) {
+        fprintf(stderr, "tickwire exchange: --fills %s: %s\n", fills, strerror(errno));
+        tw_xchg_destroy(x);
         goto out_fills;
     }
     struct sigaction sa = {.sa_handler = on_signal};
@@ -450,11 +567,11 @@ int tw__cli_exchange(int argc, char **argv)
         rc = 1;
     tw_xchg_destroy(x);
 out_fills:
+    had_free(&lc.had);
     if (lc.fd >= 0)
         close(lc.fd);
     if (lc.failed && rc == 0)
         rc = 1;
-out_store:
     if (own_store)
         nftw(tmp_store, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
 out:
