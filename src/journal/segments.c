@@ -157,16 +157,20 @@ static int list_raw(const char *dir, tw_jseg_info **out, uint32_t *n, int *singl
     }
     qsort(v, k, sizeof(*v), by_name);
     /* Probed before the newest check: a segment pruned (by another thread
-     * or process) since the listing is gone, not missing; oldest first, so
-     * only a prefix goes that way (a hole in the chain is chain_check's). */
+     * or process) since the listing is gone, not missing.  Pruning goes
+     * oldest first, so every segment listed before one that vanished has
+     * gone too (or is going): they are dropped with it.  A hole in the
+     * chain (absent from the listing itself) is chain_check's. */
     uint32_t kept = 0;
     for (uint32_t i = 0; i < k; i++) {
         char p[512];
         seg_path(p, sizeof(p), dir, v[i].name);
         tw_error pe = {0};
         int e = seg_probe(p, &v[i], &pe);
-        if (e == -ENOENT && kept == 0 && i + 1 < k)
+        if (e == -ENOENT && i + 1 < k) {
+            kept = 0;
             continue;
+        }
         if (e != 0) {
             free(v);
             if (err)
