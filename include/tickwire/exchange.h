@@ -63,18 +63,21 @@ typedef enum tw_xchg_fault_kind {
     TW_XCHG_FAULT_GAP = 2,        /* skip one outbound MsgSeqNum at bar `bar` */
     TW_XCHG_FAULT_REJECT = 3,     /* reject every `every`th order (103=99) */
     TW_XCHG_FAULT_SLOW = 4,       /* stop reading every connection for `ms` after bar `bar` */
+    TW_XCHG_FAULT_HASTY = 5,      /* send bar `bar`+1 without waiting for bar `bar`'s
+                                     Heartbeats: a venue that breaks lockstep, for
+                                     testing a counterparty's check of it */
 } tw_xchg_fault_kind;
 
 typedef struct tw_xchg_fault {
     tw_xchg_fault_kind kind;
     uint32_t pad_;
-    uint64_t bar;   /* disconnect, gap, slow */
+    uint64_t bar;   /* disconnect, gap, slow, hasty */
     uint64_t every; /* reject */
     uint64_t ms;    /* slow */
 } tw_xchg_fault;
 
 /* Parses a --fault argument: "disconnect:BAR", "gap:BAR", "reject:N" (N >=
- * 1) or "slow:BAR:MS".  Returns 0, or -EINVAL with err naming what is
+ * 1), "slow:BAR:MS" or "hasty:BAR".  Returns 0, or -EINVAL with err naming what is
  * wrong. */
 int tw_xchg_fault_parse(const char *s, tw_xchg_fault *out, tw_error *err);
 
@@ -232,6 +235,7 @@ typedef struct tw_xchg_stats {
     uint64_t garbled_bytes;     /* bytes that did not frame as FIX */
     uint64_t send_errors;       /* application messages the session could not send */
     uint64_t faults_disconnect, faults_gap, faults_reject, faults_slow;
+    uint64_t faults_hasty;      /* bars sent on without waiting (hasty:BAR) */
     /* Paced runs: the most a bar went out after its due time (ns), and how
      * many turns the bar clock waited on a session's backlog (a trader
      * that does not keep up: its unsent output above cfg.backlog_high). */

@@ -70,7 +70,7 @@ int tw_xchg_create(tw_xchg **out, const tw_xchg_cfg *cfg, tw_error *err)
     }
     for (unsigned i = 0; i < cfg->n_faults; i++) {
         const tw_xchg_fault *f = &cfg->faults[i];
-        if (f->kind < TW_XCHG_FAULT_DISCONNECT || f->kind > TW_XCHG_FAULT_SLOW ||
+        if (f->kind < TW_XCHG_FAULT_DISCONNECT || f->kind > TW_XCHG_FAULT_HASTY ||
             (f->kind == TW_XCHG_FAULT_REJECT && f->every == 0))
             return tw__err(err, -EINVAL, "exchange: fault %u is not valid", i);
     }
@@ -330,7 +330,8 @@ size_t tw_xchg_summary(const tw_xchg *x, char *buf, size_t cap)
         "dup_clordid=%llu order_limit=%llu session_rejects=%llu business_rejects=%llu "
         "md_rejects=%llu unknown_symbols=%llu cancels=%llu barrier_acks=%llu "
         "pre_logon=%llu bad_logon=%llu idle_closed=%llu garbled_bytes=%llu "
-        "faults_disconnect=%llu faults_gap=%llu faults_reject=%llu faults_slow=%llu",
+        "faults_disconnect=%llu faults_gap=%llu faults_reject=%llu faults_slow=%llu "
+        "faults_hasty=%llu",
         (unsigned long long)s->bars, (unsigned long long)s->bars_total,
         (unsigned long long)s->sessions, (unsigned long long)s->logons,
         (unsigned long long)s->orders, (unsigned long long)s->fills,
@@ -342,7 +343,7 @@ size_t tw_xchg_summary(const tw_xchg *x, char *buf, size_t cap)
         (unsigned long long)s->bad_logon, (unsigned long long)s->conns_idle_closed,
         (unsigned long long)s->garbled_bytes, (unsigned long long)s->faults_disconnect,
         (unsigned long long)s->faults_gap, (unsigned long long)s->faults_reject,
-        (unsigned long long)s->faults_slow);
+        (unsigned long long)s->faults_slow, (unsigned long long)s->faults_hasty);
     if (n >= 0 && (size_t)n < cap && !x->cfg.lockstep && x->bar_ns > 0) {
         int k = snprintf(buf + n, cap - (size_t)n, " pace_lag_max_us=%.1f pace_held=%llu",
                          (double)s->pace_lag_max_ns * 1e-3, (unsigned long long)s->pace_held);

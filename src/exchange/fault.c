@@ -1,5 +1,5 @@
 /* The --fault syntax (tickwire/exchange.h): disconnect:BAR, gap:BAR,
- * reject:N, slow:BAR:MS. */
+ * reject:N, slow:BAR:MS, hasty:BAR. */
 #include <errno.h>
 #include <string.h>
 
@@ -18,7 +18,8 @@ int tw_xchg_fault_parse(const char *s, tw_xchg_fault *out, tw_error *err)
     const char *c1 = strchr(s, ':');
     if (!c1)
         return tw__err(err, -EINVAL,
-                       "fault '%s': expected disconnect:BAR, gap:BAR, reject:N or slow:BAR:MS", s);
+                       "fault '%s': expected disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS or hasty:BAR",
+                       s);
     size_t kl = (size_t)(c1 - s);
     const char *a = c1 + 1;
     const char *c2 = strchr(a, ':');
@@ -40,6 +41,9 @@ int tw_xchg_fault_parse(const char *s, tw_xchg_fault *out, tw_error *err)
             return tw__err(err, -EINVAL, "fault '%s': reject:N needs N >= 1", s);
         out->kind = TW_XCHG_FAULT_REJECT;
         out->every = v1;
+    } else if (kl == 5 && !memcmp(s, "hasty", 5) && !two) {
+        out->kind = TW_XCHG_FAULT_HASTY;
+        out->bar = v1;
     } else if (kl == 4 && !memcmp(s, "slow", 4) && two) {
         if (v2 == 0 || v2 > 3600000)
             return tw__err(err, -EINVAL, "fault '%s': slow:BAR:MS needs 1 <= MS <= 3600000", s);
@@ -48,7 +52,8 @@ int tw_xchg_fault_parse(const char *s, tw_xchg_fault *out, tw_error *err)
         out->ms = v2;
     } else {
         return tw__err(err, -EINVAL,
-                       "fault '%s': expected disconnect:BAR, gap:BAR, reject:N or slow:BAR:MS", s);
+                       "fault '%s': expected disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS or hasty:BAR",
+                       s);
     }
     return 0;
 }

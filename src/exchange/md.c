@@ -250,7 +250,7 @@ void tw__xchg_emit_bar(tw_xchg *x, uint64_t i, int64_t now_ns)
         if (i < x->cfg.symbols[si].n_bars)
             format_entry(x, si, i);
     x->cur_bar = (int64_t)i;
-    int gap = 0, drop = 0;
+    int gap = 0, drop = 0, hasty = 0;
     uint64_t slow_ms = 0;
     for (unsigned f = 0; f < x->cfg.n_faults; f++) {
         const tw_xchg_fault *ft = &x->cfg.faults[f];
@@ -258,6 +258,7 @@ void tw__xchg_emit_bar(tw_xchg *x, uint64_t i, int64_t now_ns)
             continue;
         gap |= ft->kind == TW_XCHG_FAULT_GAP;
         drop |= ft->kind == TW_XCHG_FAULT_DISCONNECT;
+        hasty |= ft->kind == TW_XCHG_FAULT_HASTY;
         if (ft->kind == TW_XCHG_FAULT_SLOW && ft->ms > slow_ms)
             slow_ms = ft->ms;
     }
@@ -287,6 +288,13 @@ void tw__xchg_emit_bar(tw_xchg *x, uint64_t i, int64_t now_ns)
     }
     x->st.bars++;
     x->awaiting = x->cfg.lockstep && any;
+    if (hasty && x->awaiting) {
+        /* The TestRequests went out; their Heartbeats will find the bar
+         * clock gone on (a Heartbeat for an earlier bar passes nothing). */
+        x->awaiting = 0;
+        x->st.faults_hasty++;
+        tw__xchg_log(x, NULL, "fault: bar %llu not waited for", (unsigned long long)i);
+    }
     if (drop) {
         for (unsigned k = 0; k < x->n_sess; k++) {
             xs_sess *s = x->sess[k];

@@ -15,10 +15,12 @@
 //     6 through strtod), 32=14=38, 151=0, unique 37/17, Account echoed;
 //     an order before any priced bar a reject 103=2;
 //   - lockstep: a TestRequest bar-<i> after each bar, and no bar i+1 sent
-//     before our Heartbeat for bar-<i> left (the venue's SendingTime of bar
-//     i+1 is not earlier than when QuickFIX handed us that Heartbeat; we
-//     sleep a few ms before answering so a venue that does not wait is
-//     caught by milliseconds, not microseconds).
+//     before our Heartbeat for bar-<i> came back: we sleep a few ms before
+//     answering, so the venue's SendingTime of bar i+1 is at least that
+//     much after its SendingTime of the TestRequest (one clock, the
+//     venue's: nothing rests on two processes' clocks agreeing); a venue
+//     that does not wait sends bar i+1 microseconds after the TestRequest,
+//     and half the sleep is the line between the two.
 //   --bad: malformed and unsupported messages at bar 1, each checked for
 //     the right Reject / ExecutionReport / OrderCancelReject /
 //     BusinessMessageReject.
@@ -226,6 +228,7 @@ public:
     long next_id = 1, unanswered = 0;
     long max_bar_seen = -1;
     std::map<long, int64_t> hb_sent_ns;      // bar -> when our Heartbeat bar-<i> left
+    std::map<long, int64_t> tr_sending_ns;   // bar -> the venue's SendingTime of bar-<i>
     std::map<std::string, Order> orders;
     std::set<std::string> order_ids, exec_ids;
     std::map<long, Bad> bad;                 // by our MsgSeqNum
@@ -483,13 +486,16 @@ public:
             // The barrier: bar b went out after our Heartbeat for bar-<b-1>.
             if (!paced && b > 0) {
                 auto hb = hb_sent_ns.find(b - 1);
+                auto tr = tr_sending_ns.find(b - 1);
                 if (hb == hb_sent_ns.end()) {
                     error("%s bar %ld arrived before we answered bar-%ld", e55.c_str(), b, b - 1);
                     barrier_late++;
-                } else if (sending >= 0 && sending / 1000 + 1000 < hb->second / 1000) {
-                    // 1 ms of slack for the two processes' clocks.
-                    error("%s bar %ld sent at %lld, before our Heartbeat for bar-%ld at %lld",
-                          e55.c_str(), b, (long long)sending, b - 1, (long long)hb->second);
+                } else if (sleep_ms > 0 && sending >= 0 && tr != tr_sending_ns.end() &&
+                           sending - tr->second < (int64_t)sleep_ms * 500000) {
+                    error("%s bar %ld sent %lld us after TestRequest bar-%ld, within the %d ms "
+                          "we held our Heartbeat back",
+                          e55.c_str(), b, (long long)(sending - tr->second) / 1000, b - 1,
+                          sleep_ms);
                     barrier_late++;
                 }
             }
@@ -640,6 +646,9 @@ public:
                 {
                     std::lock_guard<std::mutex> g(mu);
                     test_requests++;
+                    long b = std::atol(id.c_str() + 4);
+                    if (m.getHeader().isSetField(52) && !tr_sending_ns.count(b))
+                        tr_sending_ns[b] = utc_ns(m.getHeader().getField(52));
                 }
                 // QuickFIX answers when we return: hold it back a little
                 // so that a venue that does not wait is seen to send the

@@ -1145,7 +1145,7 @@ static void t_config_errors(void)
     CHECK(tw_xchg_create(&x, &c, &err) == -ENOENT);
     tw_xchg_fault f;
     static const char *bad[] = {"", "gap", "gap:", "gap:x", "gap:1:2", "reject:0", "slow:3",
-                                "slow:3:0", "slow:3:x", "flood:3", "disconnect:-1",
+                                "slow:3:0", "slow:3:x", "flood:3", "disconnect:-1", "hasty:1:2",
                                 "disconnect:99999999999999999999"};
     for (unsigned i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
         CHECKF(tw_xchg_fault_parse(bad[i], &f, &err) == -EINVAL, "fault '%s' accepted", bad[i]);
@@ -1153,6 +1153,8 @@ static void t_config_errors(void)
           f.bar == 3 && f.ms == 250);
     CHECK(tw_xchg_fault_parse("reject:7", &f, NULL) == 0 && f.every == 7);
     CHECK(tw_xchg_fault_parse("disconnect:0", &f, NULL) == 0 && f.bar == 0);
+    CHECK(tw_xchg_fault_parse("hasty:12", &f, NULL) == 0 && f.kind == TW_XCHG_FAULT_HASTY &&
+          f.bar == 12);
 }
 
 int main(int argc, char **argv)

@@ -228,6 +228,29 @@ def test_fault_slow_with_a_flood():
         assert at20 >= 20000
 
 
+def test_fault_hasty_is_caught_by_the_trader():
+    """A venue that sends bar 31 right after bar 30's TestRequest, without
+    waiting for the Heartbeat: the QuickFIX trader's barrier check (the
+    venue's own SendingTimes, a few ms of held-back Heartbeat between
+    them) says so, for that bar alone."""
+    need_trader()
+    with tempfile.TemporaryDirectory() as tmp:
+        datasets(tmp)
+        v = Venue(tmp, "--fault", "hasty:30")
+        p, res = trader(tmp, v.port)
+        rc, err, r = finish(p, res)
+        vrc, summ = v.wait()
+        assert vrc == 0, v.stderr()
+        assert summ["faults_hasty"] == "1", summ
+        # Bar 31 of each symbol (the orders of bar 30 then fill at bar 31's
+        # close, which the trader also reports).
+        late = [x for x in err.splitlines() if "after TestRequest" in x]
+        assert rc != 0 and r["barrier_late"] == 2 == len(late), (rc, r, err[-2000:])
+        assert all(f"{sym} bar 31 sent" in x and "after TestRequest bar-30" in x
+                   for sym, x in zip(("AAA", "BBB"), sorted(late))), late
+        assert r["bars_AAA"] == N_A and r["bars_BBB"] == N_B
+
+
 def test_paced():
     need_trader()
     with tempfile.TemporaryDirectory() as tmp:

@@ -76,7 +76,7 @@ static const char usage[] =
     "                        stores already there resume their run\n"
     "  --fills FILE          CSV, one line per execution as it happens\n"
     "  --max-bars N          stop after N bars\n"
-    "  --fault KIND:ARG      disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS\n"
+    "  --fault KIND:ARG      disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS, hasty:BAR\n"
     "  --port SPEC --ip IP   serve over the userspace stack on a port spec\n"
     "                        (af_packet:IF, af_xdp:IF[:Q], dpdk_af_packet:IF, ...)\n"
     "  --pcap FILE[,K=V...]  with --port: every frame of the port into a pcapng file\n"
