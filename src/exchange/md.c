@@ -292,6 +292,7 @@ void tw__xchg_emit_bar(tw_xchg *x, uint64_t i, int64_t now_ns)
         /* The TestRequests went out; their Heartbeats will find the bar
          * clock gone on (a Heartbeat for an earlier bar passes nothing). */
         x->awaiting = 0;
+        x->hasty = 1;
         x->st.faults_hasty++;
         tw__xchg_log(x, NULL, "fault: bar %llu not waited for", (unsigned long long)i);
     }

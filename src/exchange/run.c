@@ -114,6 +114,12 @@ void tw__xchg_advance(tw_xchg *x, int64_t now_ns)
                 return;
         }
         tw__xchg_emit_bar(x, (uint64_t)(x->cur_bar + 1), now_ns);
+        if (x->hasty) {
+            /* hasty:BAR: the next bar at once, in this same call (its
+             * SendingTime the TestRequest's, whatever the machine does). */
+            x->hasty = 0;
+            tw__xchg_advance(x, now_ns);
+        }
         return;
     }
     for (int k = 0; k < PACED_BURST; k++) {

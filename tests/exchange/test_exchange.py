@@ -232,7 +232,8 @@ def test_fault_hasty_is_caught_by_the_trader():
     """A venue that sends bar 31 right after bar 30's TestRequest, without
     waiting for the Heartbeat: the QuickFIX trader's barrier check (the
     venue's own SendingTimes, a few ms of held-back Heartbeat between
-    them) says so, for that bar alone."""
+    them) says so, for that bar alone: the venue sends bar 31 in the call
+    that sent the TestRequest, so nothing here rests on timing."""
     need_trader()
     with tempfile.TemporaryDirectory() as tmp:
         datasets(tmp)
