@@ -115,7 +115,6 @@ struct tw_xchg {
     unsigned n_sess;
     int in_emit;            /* emitting a bar: no nested emission */
     int hasty;              /* the bar just emitted was not waited for (hasty:BAR) */
-    int pad_;
     int64_t now_ns;         /* the time of the call in progress (for callbacks) */
     tw_fix_field id_fields[TW_FIX_MAX_FIELDS]; /* a first message parsed */
     tw_xchg_stats st;

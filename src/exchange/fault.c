@@ -6,6 +6,8 @@
 #include "exchange/exchange_internal.h"
 #include "tickwire/util.h"
 
+#define KINDS "expected disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS or hasty:BAR"
+
 /* Decimal digits only, at most 18 of them (no sign, no spaces). */
 static int num(const char *s, size_t n, uint64_t *v)
 {
@@ -17,9 +19,7 @@ int tw_xchg_fault_parse(const char *s, tw_xchg_fault *out, tw_error *err)
     memset(out, 0, sizeof(*out));
     const char *c1 = strchr(s, ':');
     if (!c1)
-        return tw__err(err, -EINVAL,
-                       "fault '%s': expected disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS or hasty:BAR",
-                       s);
+        return tw__err(err, -EINVAL, "fault '%s': " KINDS, s);
     size_t kl = (size_t)(c1 - s);
     const char *a = c1 + 1;
     const char *c2 = strchr(a, ':');
@@ -51,9 +51,7 @@ int tw_xchg_fault_parse(const char *s, tw_xchg_fault *out, tw_error *err)
         out->bar = v1;
         out->ms = v2;
     } else {
-        return tw__err(err, -EINVAL,
-                       "fault '%s': expected disconnect:BAR, gap:BAR, reject:N, slow:BAR:MS or hasty:BAR",
-                       s);
+        return tw__err(err, -EINVAL, "fault '%s': " KINDS, s);
     }
     return 0;
 }
