@@ -3,7 +3,7 @@
  * venue served by tw_xchg_net, all on one reactor core (tools/common's
  * netdrv): each turn polls the stack, then the venue, whose next deadline
  * bounds the reactor's idle wait on the port's fd (or it busy-polls with
- * --busy).  One clock: tw__netdrv_now_ns.  --pcap
+ * --busy).  One clock: the reactor's (tw__netdrv_now_ns).  --pcap
  * captures the port's frames (capture.h) from a writer thread. */
 #include <errno.h>
 #include <fcntl.h>
@@ -26,20 +26,14 @@ typedef struct venue_poll_ctx {
 } venue_poll_ctx;
 
 /* A reactor poll after the stack's: bytes in, the venue's clock, bytes
- * out; the venue's next deadline ends the turn's idle wait.  The venue's
- * time is read here, after the stack's receive, not the turn's start:
- * what it stamps (SendingTime) is never earlier than the input that
- * caused it, however long this turn was held up before. */
+ * out; the venue's next deadline ends the turn's idle wait. */
 static unsigned venue_poll(void *arg, tw_reactor_now *now)
 {
     venue_poll_ctx *v = arg;
-    int64_t t = (int64_t)tw__netdrv_now_ns();
-    if (t < now->ns)
-        t = now->ns;
     uint64_t bars = tw_xchg_get_stats(v->x)->bars;
-    unsigned work = tw_xchg_net_poll(v->xn, t);
-    int64_t next = tw_xchg_poll(v->x, t);
-    work += tw_xchg_net_poll(v->xn, t);
+    unsigned work = tw_xchg_net_poll(v->xn, (int64_t)now->ns);
+    int64_t next = tw_xchg_poll(v->x, now->ns);
+    work += tw_xchg_net_poll(v->xn, (int64_t)now->ns);
     if (next < now->wake_ns)
         now->wake_ns = next;
     return work + (tw_xchg_get_stats(v->x)->bars != bars);
