@@ -34,6 +34,7 @@
 #define TF_TS_RECENT   (1u << 16) /* ts_recent holds a value (PAWS armed) */
 #define TF_RESCUE_SET  (1u << 17) /* rescue_rxt defined in this recovery */
 #define TF_TLP_SENT    (1u << 18) /* a loss probe went out since the last progress */
+#define TF_RECOV_RANDOM (1u << 19) /* this recovery is for random loss: cwnd and ssthresh stay */
 
 #define TW_NET_HDR_LEN 54 /* Ethernet + IPv4 + TCP without options */
 #define TW_NET_MAX_BURST 64

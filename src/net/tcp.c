@@ -264,11 +264,17 @@ void tw_tcp_recv_consume(tw_tcp_conn *c, size_t n)
     if (c->flags & TF_PEER_FIN)
         return; /* nothing more can arrive: no window to advertise */
     /* Advertise the opened window when it grew enough to matter (RFC 1122
-     * 4.2.3.3 receiver-side silly window avoidance). */
+     * 4.2.3.3 receiver-side silly window avoidance), and only when the
+     * window the peer holds has shrunk to half the buffer or less and the
+     * new one is at least twice it (Linux's rule): a reader that keeps up
+     * leaves the peer a wide window, and its ACKs carry the new edge
+     * anyway, so a pure update would be one more frame per two segments
+     * for nothing. */
     uint32_t edge = c->rx_head + c->rx_size;
     uint32_t grown = edge - c->rcv_adv;
-    if (SEQ_GT(edge, c->rcv_adv) &&
-        (grown >= 2u * c->mss || grown >= c->rx_size / 2))
+    uint32_t held = SEQ_GT(c->rcv_adv, c->rcv_nxt) ? c->rcv_adv - c->rcv_nxt : 0;
+    if (SEQ_GT(edge, c->rcv_adv) && (grown >= 2u * c->mss || grown >= c->rx_size / 2) &&
+        held <= c->rx_size / 2 && edge - c->rcv_nxt >= 2u * held)
         c->flags |= TF_WND_UPDATE;
 }
 

@@ -225,7 +225,22 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, int64_t now_ns)
     if (SEQ_GT(s->ack, c->snd_nxt))
         c->snd_nxt = s->ack; /* the receiver had later bytes already */
     c->retries = 0;
-    if (c->flags & TF_IN_RECOVERY) {
+    if ((c->flags & (TF_IN_RECOVERY | TF_RECOV_RANDOM)) == (TF_IN_RECOVERY | TF_RECOV_RANDOM)) {
+        /* A recovery from random loss is not a congestion event: the
+         * window grows as if nothing was lost.  A cumulative ACK here
+         * covers what the receiver held past the holes, bytes delivered
+         * over the last round trip, so all of them count (no L cap: the
+         * cap guards against ACK division, and these are real bytes). */
+        if (SEQ_GEQ(s->ack, c->recover))
+            c->flags &= ~(TF_IN_RECOVERY | TF_RECOV_RANDOM);
+        if (c->cwnd < c->ssthresh) {
+            c->cwnd += acked;
+        } else {
+            uint32_t a = acked < c->cwnd ? acked : c->cwnd;
+            uint32_t inc = (uint32_t)((uint64_t)c->mss * a / c->cwnd);
+            c->cwnd += inc ? inc : 1;
+        }
+    } else if (c->flags & TF_IN_RECOVERY) {
         if (SEQ_GEQ(s->ack, c->recover)) {
             c->flags &= ~TF_IN_RECOVERY;
             c->cwnd = c->ssthresh;
@@ -301,30 +316,38 @@ static void fast_retransmit(tw_tcp_conn *c, int64_t now_ns)
      * (RFC 9438 4.6), as Linux's: a recovery that knows exactly what was
      * lost need not give up half of the window. */
     uint32_t keep = flight / 2;
+    int random = 0;
     if (c->flags & TF_SACK) {
         /* A loss with the path's queue empty (the latest timed RTT within
          * loss_rtt_pct of the least seen) is random loss, not a full
-         * buffer: the window stays (FlightSize), and the recovery only
-         * resends.  A queue that overflows shows first as a grown RTT, and
-         * then the decrease applies; without a timed sample it applies. */
+         * buffer: cwnd and ssthresh stay as they are (a slow start goes on
+         * after it), and the recovery only resends.  A queue that
+         * overflows shows first as a grown RTT, and then the decrease
+         * applies; without a timed sample it applies. */
         uint64_t lim = c->rtt_min_ns * st->cfg.loss_rtt_pct / 100u;
         if (c->rtt_min_ns && c->rtt_last_ns <= lim) {
-            keep = flight;
+            random = 1;
             st->stats.sack_random_losses++;
         } else {
             keep = (uint32_t)((uint64_t)flight * 7 / 10);
         }
     }
-    c->ssthresh = keep > 2u * c->mss ? keep : 2u * c->mss;
-    c->cwnd = c->ssthresh + 3u * c->mss;
+    if (!random) {
+        c->ssthresh = keep > 2u * c->mss ? keep : 2u * c->mss;
+        c->cwnd = c->ssthresh + 3u * c->mss;
+    }
     c->recover = c->snd_max;
     c->flags |= TF_IN_RECOVERY;
     c->rtt_start_ns = 0; /* Karn */
     st->stats.fast_retransmits++;
     if (c->flags & TF_SACK) {
-        /* RFC 6675 5 (4.2): cwnd = ssthresh, the first segment resent
-         * now; HighRxt marks it; RescueRxt undefined. */
-        c->cwnd = c->ssthresh;
+        /* RFC 6675 5 (4.2): cwnd = ssthresh (kept for random loss),
+         * the first segment resent now; HighRxt marks it; RescueRxt
+         * undefined. */
+        if (random)
+            c->flags |= TF_RECOV_RANDOM;
+        else
+            c->cwnd = c->ssthresh;
         c->flags &= ~TF_RESCUE_SET;
         c->snd_nxt = c->snd_max;
         st->stats.sack_recoveries++;

@@ -232,7 +232,8 @@ int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
         tcp->cksum = tw_net_csum_fold(tw_net_csum_add(ps, tcp, tcp_len));
     }
     if (flags & TW_TCP_ACK) {
-        uint32_t edge = c->rcv_nxt + (win << c->rcv_wscale);
+        /* The right edge the peer now holds (a SYN's window is unscaled). */
+        uint32_t edge = c->rcv_nxt + ((flags & TW_TCP_SYN) ? win : win << c->rcv_wscale);
         if ((flags & TW_TCP_SYN) || SEQ_GT(edge, c->rcv_adv))
             c->rcv_adv = edge;
         c->flags &= ~(TF_ACK_NOW | TF_WND_UPDATE);

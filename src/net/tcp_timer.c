@@ -70,8 +70,12 @@ static void on_rto(tw_tcp_conn *c, int64_t now_ns)
         !(c->flags & TF_FIN_SENT)) {
         /* The peer closed its window: nothing may be resent into it, and a
          * silent peer is the persist timer's business (RFC 1122 4.2.2.17:
-         * probing continues as long as the peer answers). */
+         * probing continues as long as the peer answers).  A SACK
+         * recovery ends here too: its output would put snd_nxt back at
+         * snd_max and re-arm this timer, and the persist timer, armed
+         * only with nothing in flight, would never start. */
         c->rto_at_ns = 0;
+        c->flags &= ~(TF_IN_RECOVERY | TF_RECOV_RANDOM);
         c->snd_nxt = c->snd_una;
         c->rtt_start_ns = 0;
         return;
@@ -94,7 +98,7 @@ static void on_rto(tw_tcp_conn *c, int64_t now_ns)
     c->ssthresh = flight / 2 > 2u * c->mss ? flight / 2 : 2u * c->mss;
     c->cwnd = c->mss;
     c->dupacks = 0;
-    c->flags &= ~TF_IN_RECOVERY;
+    c->flags &= ~(TF_IN_RECOVERY | TF_RECOV_RANDOM);
     /* RFC 2018 8: after an RTO the receiver may have reneged; start the
      * scoreboard again from what it reports next. */
     c->sb.n = 0;

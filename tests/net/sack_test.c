@@ -503,8 +503,10 @@ static void three_dupacks(rawpeer *r, uint32_t base, uint32_t mss)
 }
 
 /* The loss response by the RTT at the loss (loss_rtt_pct): within the
- * bound the recovery keeps FlightSize, past it (or without a timed
- * sample, or with the rule off) ssthresh = 0.7 x FlightSize. */
+ * bound the recovery leaves cwnd and ssthresh alone, and the ACK that
+ * ends it grows cwnd by all it covers (slow start goes on); past it (or
+ * without a timed sample, or with the rule off) ssthresh = 0.7 x
+ * FlightSize, which is cwnd when the recovery ends. */
 typedef struct {
     uint64_t rtt_min, rtt_last;
     unsigned pct;
@@ -536,15 +538,79 @@ static void t_loss_response(void)
         g_conn.rtt_min_ns = lc->rtt_min;
         g_conn.rtt_last_ns = lc->rtt_last;
         uint32_t mss = g_conn.mss, flight = 10 * mss;
+        uint32_t ss0 = g_conn.ssthresh, cw0 = g_conn.cwnd;
         three_dupacks(&r, base, mss);
         const tw_net_stats *st = tw_net_get_stats(r.st);
-        uint32_t want = lc->keep ? flight : flight * 7 / 10;
-        CHECKF(st->sack_recoveries == 1 && g_conn.ssthresh == want &&
+        uint32_t want = lc->keep ? ss0 : flight * 7 / 10;
+        uint32_t want_cw = lc->keep ? cw0 : want;
+        CHECKF(st->sack_recoveries == 1 && g_conn.ssthresh == want && g_conn.cwnd == want_cw &&
                    st->sack_random_losses == (lc->keep ? 1u : 0u),
-               "loss case %zu: ssthresh %u, want %u, kept %llu", i, g_conn.ssthresh, want,
+               "loss case %zu: ssthresh %u cwnd %u, want %u and %u, kept %llu", i,
+               g_conn.ssthresh, g_conn.cwnd, want, want_cw,
                (unsigned long long)st->sack_random_losses);
+        /* Everything acknowledged: the recovery ends. */
+        uint8_t po[40];
+        uint32_t pn = peer_opts(po, 1, 300, tw__tcp_tsval(&g_conn, r.now));
+        r.now += 100000;
+        send_opts(&r, PEER_ISN + 1, base + (uint32_t)sizeof(buf), TW_TCP_ACK, NULL, 0, po, pn);
+        want_cw = lc->keep ? cw0 + flight : want;
+        CHECKF(tw_tcp_unacked(&g_conn) == 0 && g_conn.cwnd == want_cw &&
+                   g_conn.ssthresh == want,
+               "loss case %zu, recovered: cwnd %u ssthresh %u, want %u and %u", i, g_conn.cwnd,
+               g_conn.ssthresh, want_cw, want);
         rp_close(&r);
     }
+}
+
+/* The peer closes its window in the middle of a SACK recovery (a partial
+ * ACK with window 0) and the update that reopens it is lost: the RTO
+ * must hand over to the persist timer, whose probes get the new window,
+ * and the transfer ends.  (The recovery once re-armed the RTO on every
+ * turn instead, and nothing was ever sent again.) */
+static void t_zero_window_in_recovery(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    static uint8_t buf[14480];
+    uint32_t base = open_send(&r, &l, &o, buf, sizeof(buf));
+    uint32_t mss = g_conn.mss;
+    three_dupacks(&r, base, mss);
+    const tw_net_stats *st = tw_net_get_stats(r.st);
+    CHECK(st->sack_recoveries == 1);
+    uint8_t po[40], f[2048];
+    uint32_t pn = peer_opts(po, 1, 210, tw__tcp_tsval(&g_conn, r.now));
+    r.now += 100000;
+    rp_send_raw(&r, f, rp_build(f, PEER_PORT, US_PORT, PEER_ISN + 1, base + 4 * mss, TW_TCP_ACK,
+                                0, NULL, 0, po, pn, 0, 0));
+    rp_drain(&r);
+    CHECKF(g_conn.snd_wnd == 0 && tw_tcp_unacked(&g_conn) == 6u * mss, "window %u, unacked %zu",
+           g_conn.snd_wnd, tw_tcp_unacked(&g_conn));
+    /* Three seconds, nothing from the peer: probes, nothing resent into
+     * the closed window. */
+    int data = 0;
+    seg s;
+    for (int i = 0; i < 300; i++) {
+        rp_run(&r, 10000000);
+        while (seg_opts(&r, &s, &o))
+            data += s.dlen != 0;
+    }
+    CHECKF(st->zero_window_probes >= 1 && data == 0, "probes %llu, data segments %d",
+           (unsigned long long)st->zero_window_probes, data);
+    /* The answer to a probe opens the window: the rest goes, and is
+     * acknowledged. */
+    pn = peer_opts(po, 1, 220, tw__tcp_tsval(&g_conn, r.now));
+    send_opts(&r, PEER_ISN + 1, base + 4 * mss, TW_TCP_ACK, NULL, 0, po, pn);
+    data = 0;
+    while (seg_opts(&r, &s, &o))
+        data += s.dlen != 0;
+    pn = peer_opts(po, 1, 230, tw__tcp_tsval(&g_conn, r.now));
+    r.now += 100000;
+    send_opts(&r, PEER_ISN + 1, base + (uint32_t)sizeof(buf), TW_TCP_ACK, NULL, 0, po, pn);
+    CHECKF(data >= 1 && tw_tcp_unacked(&g_conn) == 0, "data segments %d, unacked %zu", data,
+           tw_tcp_unacked(&g_conn));
+    rp_close(&r);
 }
 
 /* A lost retransmission: the first of twenty segments is lost, and so is
@@ -622,5 +688,6 @@ int main(void)
     t_tail_loss_probe();
     t_loss_response();
     t_lost_retransmission();
+    t_zero_window_in_recovery();
     return tw_check_done("net_sack_test");
 }
