@@ -78,8 +78,8 @@ typedef struct tw_net_config {
     uint64_t rate_add_Bps;
     /* 1 = trust/offload checksums when the port has TW_PORT_CAP_*_CKSUM. */
     int use_offload;
-    /* SACK recovery's decrease: a loss found while the latest RTT sample
-     * is at most loss_rtt_pct percent of the connection's least RTT (no
+    /* SACK recovery's decrease: a loss found while the recent RTT (the
+     * least sample of the last two SRTT) is at most loss_rtt_pct percent of the connection's least RTT (no
      * queue built up on the path: a random loss, not congestion) keeps
      * the window; otherwise ssthresh = 0.7 x FlightSize.  0 = the
      * default [200]; 1..99: every loss decreases (no sample is below the
@@ -301,6 +301,16 @@ struct tw_tcp_conn {
     uint64_t srtt_ns, rttvar_ns, rto_ns;
     uint64_t rtt_min_ns, rtt_last_ns; /* timed samples only (ns; ms echoes are too coarse) */
     uint32_t rtt_seq;         /* seq being timed (Karn: only new data) */
+    /* The loss rule's recent RTT: send times of up to 16 first
+     * transmissions in flight, each taken by the SACK or the cumulative
+     * ACK that first covers it and dropped when a retransmission overlaps
+     * it (Karn); the least sample of this and of the last window of one
+     * SRTT. */
+    uint32_t rs_end[16];      /* seq after the timed segment, oldest first */
+    int64_t rs_at[16];        /* its send time */
+    uint32_t rs_n;
+    uint64_t rtt_win_ns[2];   /* least sample: this window, the last */
+    int64_t rtt_win_at_ns;    /* this window's start; 0 = no sample yet */
     int64_t rtt_start_ns;    /* 0 = no sample in progress */
     int64_t rto_at_ns, delack_at_ns, persist_at_ns, keepalive_at_ns;
     int64_t timewait_at_ns, last_rx_ns;

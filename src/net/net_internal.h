@@ -155,6 +155,15 @@ void tw__tcp_arm_tlp(tw_tcp_conn *c, int64_t now_ns);
 void tw__tcp_timers(tw_tcp_conn *c, int64_t now_ns);
 int64_t tw__tcp_next_timer_ns(const tw_tcp_conn *c);
 void tw__tcp_rtt_sample(tw_tcp_conn *c, uint64_t rtt_ns);
+/* The loss rule's recent RTT (tcp_in.c): tw__tcp_rs_sent notes a segment
+ * sent (new data at snd_max is timed, a retransmission voids what it
+ * overlaps); tw__tcp_rs_acked takes the samples an ACK gives (cumulative
+ * up to ack, and what the scoreboard now covers); tw__tcp_rtt_recent is
+ * the least sample of the last two windows of one SRTT, 0 when none
+ * is that recent. */
+void tw__tcp_rs_sent(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns);
+void tw__tcp_rs_acked(tw_tcp_conn *c, uint32_t ack, int sacked, int64_t now_ns);
+uint64_t tw__tcp_rtt_recent(const tw_tcp_conn *c, int64_t now_ns);
 void tw__tcp_arm_rto(tw_tcp_conn *c, int64_t now_ns);
 
 /* tcp.c */

@@ -182,6 +182,81 @@ static uint32_t rx_store(tw_tcp_conn *c, uint32_t seq, const uint8_t *p,
     return 0;
 }
 
+/* ---- the loss rule's recent RTT ---------------------------------------- */
+
+static void rs_drop(tw_tcp_conn *c, uint32_t i)
+{
+    memmove(&c->rs_end[i], &c->rs_end[i + 1], (c->rs_n - i - 1) * sizeof(c->rs_end[0]));
+    memmove(&c->rs_at[i], &c->rs_at[i + 1], (c->rs_n - i - 1) * sizeof(c->rs_at[0]));
+    c->rs_n--;
+}
+
+void tw__tcp_rs_sent(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns)
+{
+    if (seq == c->snd_max) {
+        if (c->rs_n < TW_ARRAY_SIZE(c->rs_end)) {
+            c->rs_end[c->rs_n] = seq + len;
+            c->rs_at[c->rs_n++] = now_ns;
+        }
+        return;
+    }
+    /* A retransmission: an ACK for these bytes may answer either copy. */
+    for (uint32_t i = 0; i < c->rs_n;) {
+        if (SEQ_GT(c->rs_end[i], seq) && SEQ_LT(c->rs_end[i] - 1, seq + len))
+            rs_drop(c, i);
+        else if (SEQ_GEQ(c->rs_end[i], seq + len))
+            break;
+        else
+            i++;
+    }
+}
+
+static void rs_sample(tw_tcp_conn *c, uint64_t r, int64_t now_ns)
+{
+    r = r ? r : 1;
+    c->rtt_last_ns = r;
+    if (!c->rtt_min_ns || r < c->rtt_min_ns)
+        c->rtt_min_ns = r;
+    uint64_t w = c->srtt_ns ? c->srtt_ns : r;
+    if (!c->rtt_win_at_ns || now_ns - c->rtt_win_at_ns >= (int64_t)w) {
+        /* A new window; the last one only when it just ended. */
+        int fresh = c->rtt_win_at_ns && now_ns - c->rtt_win_at_ns < 2 * (int64_t)w;
+        c->rtt_win_ns[1] = fresh ? c->rtt_win_ns[0] : 0;
+        c->rtt_win_ns[0] = r;
+        c->rtt_win_at_ns = now_ns;
+    } else if (r < c->rtt_win_ns[0]) {
+        c->rtt_win_ns[0] = r;
+    }
+}
+
+void tw__tcp_rs_acked(tw_tcp_conn *c, uint32_t ack, int sacked, int64_t now_ns)
+{
+    for (uint32_t i = 0; i < c->rs_n;) {
+        uint32_t end;
+        if (SEQ_LEQ(c->rs_end[i], ack) ||
+            (sacked && tw__sack_covered(&c->sb, c->rs_end[i] - 1, &end))) {
+            if (now_ns >= c->rs_at[i])
+                rs_sample(c, (uint64_t)(now_ns - c->rs_at[i]), now_ns);
+            rs_drop(c, i);
+        } else if (!sacked) {
+            break;
+        } else {
+            i++;
+        }
+    }
+}
+
+uint64_t tw__tcp_rtt_recent(const tw_tcp_conn *c, int64_t now_ns)
+{
+    uint64_t w = c->srtt_ns ? c->srtt_ns : c->rtt_win_ns[0];
+    if (!c->rtt_win_at_ns || now_ns - c->rtt_win_at_ns >= 2 * (int64_t)w)
+        return 0;
+    uint64_t r = c->rtt_win_ns[0];
+    if (c->rtt_win_ns[1] && c->rtt_win_ns[1] < r)
+        r = c->rtt_win_ns[1];
+    return r;
+}
+
 static void retransmit_head(tw_tcp_conn *c, int64_t now_ns);
 static void challenge_ack(tw_tcp_conn *c, int64_t now_ns);
 
@@ -323,9 +398,15 @@ static void fast_retransmit(tw_tcp_conn *c, int64_t now_ns)
          * buffer: cwnd and ssthresh stay as they are (a slow start goes on
          * after it), and the recovery only resends.  A queue that
          * overflows shows first as a grown RTT, and then the decrease
-         * applies; without a timed sample it applies. */
+         * applies; without a timed sample it applies.  The RTT is the
+         * least of the samples over the last two SRTT (tw__tcp_rtt_recent:
+         * a late wake-up or a delayed ACK lengthens one sample, a queue
+         * lengthens them all), else the latest. */
         uint64_t lim = c->rtt_min_ns * st->cfg.loss_rtt_pct / 100u;
-        if (c->rtt_min_ns && c->rtt_last_ns <= lim) {
+        uint64_t recent = tw__tcp_rtt_recent(c, now_ns);
+        if (!recent)
+            recent = c->rtt_last_ns;
+        if (c->rtt_min_ns && recent && recent <= lim) {
             random = 1;
             st->stats.sack_random_losses++;
         } else {
@@ -644,6 +725,8 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
             sack_dup = tw__sack_bytes(&c->sb) != before;
         }
     }
+    if (c->rs_n && (SEQ_GT(s.ack, c->snd_una) || sack_dup))
+        tw__tcp_rs_acked(c, SEQ_GT(s.ack, c->snd_una) ? s.ack : c->snd_una, sack_dup, now_ns);
     if (SEQ_GT(s.ack, c->snd_una)) {
         int probed = (c->flags & TF_TLP_SENT) != 0;
         on_new_ack(c, &s, now_ns);

@@ -488,8 +488,9 @@ static void t_tail_loss_probe(void)
     rp_close(&r);
 }
 
-/* Three duplicate ACKs SACKing segments 2..4 of ten: recovery. */
-static void three_dupacks(rawpeer *r, uint32_t base, uint32_t mss)
+/* Three duplicate ACKs SACKing segments 2..4 of ten, arriving gap[k] ns
+ * after the one before (the first after the data went): recovery. */
+static void dupacks_at(rawpeer *r, uint32_t base, uint32_t mss, const int64_t gap[3])
 {
     uint8_t po[40];
     for (uint32_t k = 0; k < 3; k++) {
@@ -497,28 +498,53 @@ static void three_dupacks(rawpeer *r, uint32_t base, uint32_t mss)
         uint32_t b0 = base + mss, b1 = base + (2 + k) * mss;
         uint8_t sk[12] = {1, 1, 5, 10, B4(b0), B4(b1)};
         memcpy(po + pn, sk, 12);
-        r->now += 100000;
+        r->now += gap[k];
         send_opts(r, PEER_ISN + 1, base, TW_TCP_ACK, NULL, 0, po, pn + 12);
     }
+}
+
+static void three_dupacks(rawpeer *r, uint32_t base, uint32_t mss)
+{
+    static const int64_t gap[3] = {100000, 100000, 100000};
+    dupacks_at(r, base, mss, gap);
+}
+
+/* Sets the RTT history a test wants: a least RTT and a long SRTT (the
+ * handshake in zero time leaves 1 ns of both). */
+static void set_rtt(uint64_t rtt_min, uint64_t srtt)
+{
+    g_conn.rtt_min_ns = rtt_min;
+    g_conn.srtt_ns = srtt;
 }
 
 /* The loss response by the RTT at the loss (loss_rtt_pct): within the
  * bound the recovery leaves cwnd and ssthresh alone, and the ACK that
  * ends it grows cwnd by all it covers (slow start goes on); past it (or
  * without a timed sample, or with the rule off) ssthresh = 0.7 x
- * FlightSize, which is cwnd when the recovery ends. */
+ * FlightSize, which is cwnd when the recovery ends.  The RTT is the
+ * least of the samples over the last two SRTT: here the three SACKs time
+ * segments 2..4, sent together, gap[0], gap[0] + gap[1] and the sum of
+ * the three after they went. */
 typedef struct {
-    uint64_t rtt_min, rtt_last;
+    uint64_t rtt_min;
+    int64_t gap[3];
     unsigned pct;
     int keep;
+    int how; /* 0: as it comes; 1: no sample at all; 2: only samples older
+              * than two SRTT and a latest one of rtt_last */
+    uint64_t rtt_last;
 } loss_case;
 static const loss_case loss_cases[] = {
-    {300000, 300000, 0, 1},  /* at the least RTT: random loss */
-    {300000, 600000, 0, 1},  /* twice it: still within the default 200% */
-    {300000, 600001, 0, 0},  /* past it: a queue built up */
-    {0, 0, 0, 0},            /* no timed sample yet */
-    {300000, 300000, 1, 0},  /* the rule off: every loss decreases */
-    {300000, 900000, 400, 1} /* a wider bound */
+    {300000, {300000, 100000, 100000}, 0, 1, 0, 0},   /* at the least RTT: random loss */
+    {300000, {600000, 100000, 100000}, 0, 1, 0, 0},   /* twice it: still within 200% */
+    {300000, {600001, 100000, 100000}, 0, 0, 0, 0},   /* past it: a queue built up */
+    {300000, {300000, 100000, 4700000}, 0, 1, 0, 0},  /* one late sample (5 ms): the
+                                                       * least of the recent ones decides */
+    {0, {300000, 100000, 100000}, 0, 0, 1, 0},        /* no timed sample yet */
+    {300000, {300000, 100000, 100000}, 0, 0, 2, 900000}, /* only stale windows: the latest */
+    {300000, {300000, 100000, 100000}, 0, 1, 2, 500000}, /* the same, within the bound */
+    {300000, {300000, 100000, 100000}, 1, 0, 0, 0},   /* the rule off: every loss decreases */
+    {300000, {900000, 100000, 100000}, 400, 1, 0, 0}  /* a wider bound */
 };
 
 static void t_loss_response(void)
@@ -535,19 +561,36 @@ static void t_loss_response(void)
         tw_tcp_opts o;
         static uint8_t buf[14480];
         uint32_t base = open_send(&r, &l, &o, buf, sizeof(buf));
-        g_conn.rtt_min_ns = lc->rtt_min;
+        set_rtt(lc->rtt_min, 10000000);
         g_conn.rtt_last_ns = lc->rtt_last;
+        if (lc->how) {
+            g_conn.rs_n = 0; /* nothing timed in flight */
+            g_conn.rtt_win_at_ns = lc->how == 2 ? r.now - 30000000 : 0;
+            g_conn.rtt_win_ns[0] = g_conn.rtt_win_ns[1] = lc->how == 2 ? lc->rtt_min : 0;
+        }
         uint32_t mss = g_conn.mss, flight = 10 * mss;
         uint32_t ss0 = g_conn.ssthresh, cw0 = g_conn.cwnd;
-        three_dupacks(&r, base, mss);
+        dupacks_at(&r, base, mss, lc->gap);
         const tw_net_stats *st = tw_net_get_stats(r.st);
         uint32_t want = lc->keep ? ss0 : flight * 7 / 10;
         uint32_t want_cw = lc->keep ? cw0 : want;
         CHECKF(st->sack_recoveries == 1 && g_conn.ssthresh == want && g_conn.cwnd == want_cw &&
                    st->sack_random_losses == (lc->keep ? 1u : 0u),
-               "loss case %zu: ssthresh %u cwnd %u, want %u and %u, kept %llu", i,
-               g_conn.ssthresh, g_conn.cwnd, want, want_cw,
-               (unsigned long long)st->sack_random_losses);
+               "loss case %zu: ssthresh %u cwnd %u, want %u and %u, kept %llu (RTT least %llu, "
+               "latest %llu)",
+               i, g_conn.ssthresh, g_conn.cwnd, want, want_cw,
+               (unsigned long long)st->sack_random_losses, (unsigned long long)g_conn.rtt_min_ns,
+               (unsigned long long)g_conn.rtt_last_ns);
+        /* What stays timed: segments 5..10; 2..4 were taken by the SACKs
+         * and the first, resent, is void (Karn), as is the tenth when the
+         * window let the rescue retransmission resend it. */
+        if (!lc->how) {
+            int ok = g_conn.rs_n == (st->rescue_retransmits ? 5u : 6u);
+            for (uint32_t k = 0; ok && k < g_conn.rs_n; k++)
+                ok = g_conn.rs_end[k] == base + (5 + k) * mss;
+            CHECKF(ok, "loss case %zu: %u segments timed, the first ending at %u (base %u)", i,
+                   g_conn.rs_n, g_conn.rs_n ? g_conn.rs_end[0] - base : 0, base);
+        }
         /* Everything acknowledged: the recovery ends. */
         uint8_t po[40];
         uint32_t pn = peer_opts(po, 1, 300, tw__tcp_tsval(&g_conn, r.now));
@@ -555,7 +598,7 @@ static void t_loss_response(void)
         send_opts(&r, PEER_ISN + 1, base + (uint32_t)sizeof(buf), TW_TCP_ACK, NULL, 0, po, pn);
         want_cw = lc->keep ? cw0 + flight : want;
         CHECKF(tw_tcp_unacked(&g_conn) == 0 && g_conn.cwnd == want_cw &&
-                   g_conn.ssthresh == want,
+                   g_conn.ssthresh == want && g_conn.rs_n == 0,
                "loss case %zu, recovered: cwnd %u ssthresh %u, want %u and %u", i, g_conn.cwnd,
                g_conn.ssthresh, want_cw, want);
         rp_close(&r);
@@ -626,6 +669,7 @@ static void t_lost_retransmission(void)
     static uint8_t buf[20 * 1448];
     uint32_t base = open_send(&r, &l, &o, buf, sizeof(buf));
     uint32_t mss = g_conn.mss;
+    set_rtt(100000, 10000000); /* the SACKs' 100-300 us: random loss, cwnd kept */
     three_dupacks(&r, base, mss);
     rp_run(&r, 0);
     seg s;
