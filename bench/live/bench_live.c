@@ -43,6 +43,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "common/hostcpu.h"
 #include "common/netenv.h"
 #include "common/simvenue.h"
 #include "common/stats.h"
@@ -881,6 +882,27 @@ static void load_average(double la[3])
     }
 }
 
+/* The CPU times at the start of the bench (host_after prints against them). */
+static tw__cpu_times g_cpu0;
+
+static void host_before(double la[3])
+{
+    load_average(la);
+    tw__cpu_times_read(&g_cpu0);
+}
+
+/* "load average A before, B after; the host took S% of the CPU time"
+ * (steal since host_before: time the VM's CPUs were ready and not run). */
+static void host_after(const double la0[3])
+{
+    double la1[3];
+    load_average(la1);
+    tw__cpu_times c1;
+    tw__cpu_times_read(&c1);
+    printf("load average %.2f before, %.2f after; the host took %.1f%% of the CPU time (steal)",
+           la0[0], la1[0], tw__steal_pct(&g_cpu0, &c1));
+}
+
 /* Where the time of the memif row goes, stage by stage as the seed's table
  * has it: measured in the run where the engine stamps (the FIX parse, the
  * build), alone where it does not (TCP in and out on the simulated port,
@@ -1087,6 +1109,7 @@ typedef struct paced_run {
     double delivered;  /* ticks per second the trader saw over the loop */
     uint64_t orders;
     double secs;       /* the trader's wall time */
+    double steal_pct;  /* the host's share of the CPU time over the run */
     char why[1024];    /* why it did not keep up */
     run lat;           /* wire-to-wire under load */
 } paced_run;
@@ -1250,9 +1273,13 @@ static void paced_one(paced_run *r, int memif, uint64_t rate, uint64_t bars)
     tw_trade_engine_opts o = {.open_port = op, .close_port = close_spec, .quiet = 1,
                               .latency_samples = 1u << 22};
     int64_t t0 = tw_clock_now_ns();
+    tw__cpu_times c0, c1;
+    tw__cpu_times_read(&c0);
     int rc = tw_trade_engine_create(&e, cfg, &o, &err);
     if (rc == 0)
         rc = tw_trade_engine_run(e, &err);
+    tw__cpu_times_read(&c1);
+    r->steal_pct = tw__steal_pct(&c0, &c1);
     r->secs = (double)(tw_clock_now_ns() - t0) * 1e-9;
     int vrc = child_exit(v);
     int vs = venue_summary(out, &r->venue_bars, &r->pace_held, &r->lag_max_us);
@@ -1338,10 +1365,10 @@ static uint64_t paced_search(int memif, uint64_t from, double secs)
         paced_one(&p, memif, r, bars);
         int good = paced_ok(&p);
         printf("    %-24s %9llu ticks/s: %s%s%s (ring max %llu, venue lag %.0f us, "
-               "wire-to-wire p99.9 %.1f us)\n", p.transport, (unsigned long long)r,
-               good ? "sustained" : "NOT sustained", good ? "" : ": ", good ? "" : p.why,
-               (unsigned long long)p.ring_max, p.lag_max_us,
-               p.lat.n ? p.lat.p999[5] / 1e3 : NAN);
+               "wire-to-wire p99.9 %.1f us, host steal %.1f%%)\n", p.transport,
+               (unsigned long long)r, good ? "sustained" : "NOT sustained", good ? "" : ": ",
+               good ? "" : p.why, (unsigned long long)p.ring_max, p.lag_max_us,
+               p.lat.n ? p.lat.p999[5] / 1e3 : NAN, p.steal_pct);
         for (int s = 0; s < N_STAGES; s++)
             free(p.lat.v[s]);
         fflush(stdout);
@@ -1374,10 +1401,11 @@ static void paced_print(const paced_run *r)
            (unsigned long long)r->pace_held, (unsigned long long)r->orders,
            r->books_equal ? "equal" : "DIFF");
     if (r->lat.n)
-        printf(" %7.1f %7.1f %7.1f %8zu\n", r->lat.p50[5] / 1e3, r->lat.p99[5] / 1e3,
+        printf(" %7.1f %7.1f %7.1f %8zu", r->lat.p50[5] / 1e3, r->lat.p99[5] / 1e3,
                r->lat.p999[5] / 1e3, r->lat.n);
     else
-        printf(" %7s %7s %7s %8s\n", "-", "-", "-", "-");
+        printf(" %7s %7s %7s %8s", "-", "-", "-", "-");
+    printf(" %6.1f\n", r->steal_pct);
     if (r->why[0])
         printf("    %s\n", r->why);
 }
@@ -1423,8 +1451,8 @@ static int paced_main(const char *out, uint64_t rate, double secs, double search
 #ifdef TW_BENCH_LIVE_PORTS
     memif = geteuid() == 0;
 #endif
-    double la0[3], la1[3];
-    load_average(la0);
+    double la0[3];
+    host_before(la0);
     printf("tickwire bench live --paced: %llu ticks/s over %d instruments (%.0f bars/s each), "
            "%d instances, %.1f s (%llu bars each); venue --rate --busy, trader strategy = "
            "inline, busy_poll = yes; ISA %s; TSC %.3f GHz; load average %.2f\n",
@@ -1437,9 +1465,9 @@ static int paced_main(const char *out, uint64_t rate, double secs, double search
     if (memif)
         paced_one(&pm, 1, rate, bars);
     paced_one(&pk, 0, rate, bars);
-    printf("\n  %-22s %9s %9s %8s %9s %6s %5s %7s %9s %5s %8s %5s %7s %7s %7s %8s\n",
+    printf("\n  %-22s %9s %9s %8s %9s %6s %5s %7s %9s %5s %8s %5s %7s %7s %7s %8s %6s\n",
            "transport", "ticks/s", "delivered", "bars", "taken", "ring", "spill", "dropped", "lag us", "held", "orders",
-           "books", "p50 us", "p99", "p99.9", "samples");
+           "books", "p50 us", "p99", "p99.9", "samples", "steal%");
     if (memif)
         paced_print(&pm);
     paced_print(&pk);
@@ -1447,7 +1475,8 @@ static int paced_main(const char *out, uint64_t rate, double secs, double search
            "last; bars: per instrument, sent by the venue; taken: bar events the trader took, all "
            "instruments; ring: its inbound ring's most events; lag: the venue's latest bar; "
            "held: turns its clock waited on the trader; p50..p99.9: wire-to-wire inside the "
-           "trader, rx to tx, of the bars that caused orders)\n");
+           "trader, rx to tx, of the bars that caused orders; steal%%: the host's share of the "
+           "CPU time over the run)\n");
     uint64_t best_m = 0, best_k = 0;
     if (search) {
         printf("\nthe highest rate sustained (runs of %.1f s: doubling, then bisecting):\n",
@@ -1459,8 +1488,9 @@ static int paced_main(const char *out, uint64_t rate, double secs, double search
             printf("  memif: %llu ticks/s\n", (unsigned long long)best_m);
         printf("  kernel TCP: %llu ticks/s\n", (unsigned long long)best_k);
     }
-    load_average(la1);
-    printf("\ngoals (paced); load average %.2f before, %.2f after:\n", la0[0], la1[0]);
+    printf("\ngoals (paced); ");
+    host_after(la0);
+    printf(":\n");
     if (memif)
         paced_goals(&pm, 1);
     else
@@ -1582,7 +1612,7 @@ int tw__cli_bench_live(int argc, char **argv)
         return 1;
     }
     double la0[3];
-    load_average(la0);
+    host_before(la0);
     if (snaps_only) {
         printf("tickwire bench live --snapshots: %zu bars, 4 default-grid combos, lockstep; ISA "
                "%s; load average %.2f\n", g_bars, bench_isa(), la0[0]);
@@ -1591,9 +1621,9 @@ int tw__cli_bench_live(int argc, char **argv)
             return 1;
         snapshots_rounds(sc, pairs);
         snapshots_print(sc);
-        double la1[3];
-        load_average(la1);
-        printf("\ngoals; load average %.2f before, %.2f after:\n", la0[0], la1[0]);
+        printf("\ngoals; ");
+        host_after(la0);
+        printf(":\n");
         snapshots_goals(sc);
         int ok = sc->ok;
         snapshots_free(sc);
@@ -1700,8 +1730,6 @@ int tw__cli_bench_live(int argc, char **argv)
 #endif
     alone a = {0};
     int a_ok = stages_alone(&a) == 0;
-    double la1[3];
-    load_average(la1);
     int all_ok = a_ok;
     for (int j = 0; j < N_VARIANTS; j++) {
         if (!k[j].ok || !u[j].ok) {
@@ -1786,8 +1814,9 @@ int tw__cli_bench_live(int argc, char **argv)
                a2->loop_bps, mode_bps[md], (a1->p50[5] + a2->p50[5]) / 2e3);
     }
     snapshots_print(&sc);
-    printf("\ngoals (latency budget), per configuration; load average %.2f before, %.2f "
-           "after:\n", la0[0], la1[0]);
+    printf("\ngoals (latency budget), per configuration; ");
+    host_after(la0);
+    printf(":\n");
     snapshots_goals(&sc);
     if (modes_ok)
         printf("  [modes] processes mode lockstep throughput >= 0.8 x threads mode's (%.0f vs "

@@ -31,6 +31,7 @@
 #include <unistd.h>
 
 #include "common/cli_opt.h"
+#include "common/hostcpu.h"
 #include "common/netdrv.h"
 #include "common/netenv.h"
 #include "common/netrelay.h"
@@ -452,6 +453,8 @@ static int stack_send(double *ns, int both, char *why, size_t cap)
     size_t have = 0, pos = 0;
     uint64_t t0 = tw__netdrv_now_ns(), dl = t0 + 120000000000ull;
     uint64_t rto0 = tw_net_get_stats(R.a.st)->rto_fires;
+    tw__cpu_times c0, c1;
+    tw__cpu_times_read(&c0);
     while (off < XFER_BYTES || tw_tcp_unacked(&R.c) > 0) {
         if (pos == have && off + have < XFER_BYTES) {
             off += have;
@@ -480,12 +483,14 @@ static int stack_send(double *ns, int both, char *why, size_t cap)
         }
     }
     *ns = (double)(tw__netdrv_now_ns() - t0);
+    tw__cpu_times_read(&c1);
     cur->rto += tw_net_get_stats(R.a.st)->rto_fires - rto0;
     if (verbose)
         fprintf(stderr,
-                "\n  run: %.1f ms, %llu RTOs, %llu probes, %llu retransmissions, %llu recoveries, "
-                "%llu kept the window, %llu lost retransmissions resent, cwnd %u\n",
-                *ns / 1e6, (unsigned long long)(tw_net_get_stats(R.a.st)->rto_fires - rto0),
+                "\n  run: %.1f ms (host steal %.0f%%), %llu RTOs, %llu probes, %llu "
+                "retransmissions, %llu recoveries, %llu kept the window, %llu lost "
+                "retransmissions resent, cwnd %u\n",
+                *ns / 1e6, tw__steal_pct(&c0, &c1), (unsigned long long)(tw_net_get_stats(R.a.st)->rto_fires - rto0),
                 (unsigned long long)tw_net_get_stats(R.a.st)->tlp_probes,
                 (unsigned long long)tw_net_get_stats(R.a.st)->retransmits,
                 (unsigned long long)tw_net_get_stats(R.a.st)->sack_recoveries,
@@ -875,6 +880,8 @@ int tw__bench_netloss_run(int argc, char **argv)
            (unsigned long long)(base_seed + n_rounds - 1), BURST_AT, BURST_AT + 9, port_kind,
            yielding ? " (sleeps when idle)" : " (busy-polls)", n_rounds, pp_msgs);
     fflush(stdout);
+    tw__cpu_times cpu0, cpu1;
+    tw__cpu_times_read(&cpu0);
     /* Transfers: every subject, each run after a linux <-> linux run (ABAB). */
     for (unsigned mi = 0; mi < N_MODES; mi++)
         for (unsigned r = 0; r < n_rounds; r++) {
@@ -909,6 +916,7 @@ int tw__bench_netloss_run(int argc, char **argv)
         }
     }
     fprintf(stderr, "\n");
+    tw__cpu_times_read(&cpu1);
     for (int i = 0; i < 3; i++)
         tw__relay_topology_teardown(&topos[i].t);
 
@@ -977,7 +985,9 @@ int tw__bench_netloss_run(int argc, char **argv)
            !ran_sack_on ? "not run" : sack_seen ? "yes" : "NO",
            !ran_sack_off ? "not run" : sack_off_seen ? "off" : "NOT off",
            !(ran_sack_on || ran_sack_off) ? "not run" : ts_seen ? "yes" : "NO");
-    printf("  failed runs: %d\n\n", failures);
+    printf("  failed runs: %d\n", failures);
+    printf("  host: it took %.1f%% of the CPU time over the runs (steal: this VM's CPUs ready "
+           "and not run)\n\n", tw__steal_pct(&cpu0, &cpu1));
     for (unsigned mi = 1; mi <= 2; mi++) {
         char w[96];
         const int subj[2] = {S_SL, S_SS}, nos[2] = {S_SL_NOSACK, S_SS_NOSACK};
