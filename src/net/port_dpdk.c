@@ -15,9 +15,10 @@
  * net_memif (a shared-memory link to another process) is a cable that can
  * be pulled: its client cannot start while no server listens, and a peer
  * that goes away leaves the link down.  The port opens anyway and watches
- * the link while idle (link_watch): a client that is not connected, or
- * whose server went, starts again every MEMIF_RETRY_MS until it is; the
- * server goes on listening by itself.  Above, TCP sees frames lost. */
+ * the link while idle (link_watch, every MEMIF_RETRY_MS at most): a client
+ * whose link has been down for MEMIF_HANDSHAKE_CHECKS checks (its server
+ * went, or never answered) is stopped and started again, until it is up;
+ * the server goes on listening by itself.  Above, TCP sees frames lost. */
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
@@ -57,7 +58,7 @@ typedef struct dpdk_port {
     int64_t held; /* mbufs owned by the caller */
     uint64_t rx_stale; /* frames queued before open returned, dropped */
     /* net_memif only (watch = 1): the link's state (see the top). */
-    int watch, client, started, was_up;
+    int watch, client, started;
     unsigned down_checks; /* link checks down since the last start */
     unsigned idle_polls;
     uint64_t next_check; /* TSC */
@@ -146,6 +147,16 @@ static int eal_init_once(const char *eal_args, tw_error *err)
     return 0;
 }
 
+/* Stops the device, quietly: stopping a memif client whose link is down
+ * logs an EAL line for each interrupt handle it never registered. */
+static void stop_quiet(dpdk_port *p)
+{
+    uint32_t lvl = rte_log_get_global_level();
+    rte_log_set_global_level(RTE_LOG_EMERG);
+    (void)rte_eth_dev_stop(p->port_id);
+    rte_log_set_global_level(lvl);
+}
+
 /* Starts the device, quietly: a memif client's failed connect() is an
  * ERR line of the PMD's each time, and here an expected state. */
 static int start_quiet(dpdk_port *p)
@@ -179,15 +190,18 @@ static void link_watch(dpdk_port *p)
     if (rte_eth_link_get_nowait(p->port_id, &link) != 0)
         return;
     if (link.link_status == RTE_ETH_LINK_UP) {
-        p->was_up = 1;
         p->down_checks = 0;
         return;
     }
-    if (p->client && (p->was_up || ++p->down_checks >= MEMIF_HANDSHAKE_CHECKS)) {
-        /* The server went, or never answered: connect again. */
+    /* The server went, or never answered: connect again, but not at once.
+     * The PMD's interrupt thread tears the link down by itself when the
+     * server's socket closes, and a stop from this thread meanwhile races
+     * it in DPDK 22.11 (its disconnect frees what the other is using; the
+     * interrupt thread has been seen to crash the process so): the link
+     * stays down MEMIF_HANDSHAKE_CHECKS checks first either way. */
+    if (p->client && ++p->down_checks >= MEMIF_HANDSHAKE_CHECKS) {
         p->down_checks = 0;
-        p->was_up = 0;
-        (void)rte_eth_dev_stop(p->port_id);
+        stop_quiet(p);
         p->started = 0;
         (void)start_quiet(p);
     }

@@ -103,8 +103,9 @@ class Run:
                           strategies={"st": ("AAA", COMBOS)},
                           engine={"log": os.path.join(self.dir, "trader.log")})
 
-    def trader(self):
-        out, err = (os.path.join(self.dir, f"trader.{x}") for x in ("out", "err"))
+    def trader(self, k=1):
+        name = "trader" if k == 1 else f"trader{k}"
+        out, err = (os.path.join(self.dir, f"{name}.{x}") for x in ("out", "err"))
         return subprocess.Popen([TICKWIRE, "trade", "--config", self.ini], stdout=open(out, "w"),
                                 stderr=open(err, "w")), out, err
 
@@ -166,7 +167,25 @@ def test_venue_killed_9_mid_run_the_trader_reconnects_and_parity_holds(tmp_path)
         # link comes back, its session logs on again, and the run ends.
         v2, vout2, verr2 = r.venue(fills="fills.csv")
         assert wait_for(verr2, "[TRADER] resumed from", v2, timeout=60), open(verr2).read()[-3000:]
-        assert wait_for(verr2, "[TRADER] logged on", v2, timeout=300), open(verr2).read()[-3000:]
+        # DPDK 22.11's memif PMD can kill the surviving process when its
+        # peer dies (docs/trade.md, "memif": its interrupt thread unmaps
+        # what a burst is reading).  A trader that died by a signal is
+        # started again, as its supervisor would, and recovers from its
+        # journal and store: everything below must hold all the same.
+        restarts, logon_by = 0, time.monotonic() + 300
+        while True:
+            if wait_for(verr2, "[TRADER] logged on", v2, timeout=1):
+                break
+            assert v2.poll() is None, open(verr2).read()[-3000:]
+            rc = t.poll()
+            if rc is None:
+                assert time.monotonic() < logon_by, open(terr).read()[-3000:]
+                continue
+            assert rc < 0 and restarts < 2, (rc, open(terr).read()[-3000:])
+            restarts += 1
+            print(f"the trader died by signal {-rc} after the venue's kill (the memif PMD); "
+                  f"restart {restarts}")
+            t, tout, terr = r.trader(1 + restarts)
         assert t.wait(timeout=600) == 0, open(terr).read()[-3000:]
         assert v2.wait(timeout=120) == 0, open(verr2).read()[-3000:]
     finally:
