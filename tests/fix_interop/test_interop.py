@@ -158,18 +158,29 @@ def test_quickfix_initiator_vs_our_acceptor(begin):
              os.path.join(tmp, "tw.store"), "--gap-at", "5000", "--begin", begin, "--results",
              os.path.join(tmp, "peer.res")],
             cwd=tmp, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        qlog = os.path.join(tmp, "qflog")
         try:
             wait_listening(peer)
             qres = os.path.join(tmp, "qf_initiator.res")
             q = subprocess.run([exe("qf_initiator"), str(port), qres, str(N), "2500", "5", "2",
                                 begin],
-                               cwd=tmp, timeout=300, capture_output=True, text=True)
+                               cwd=tmp, timeout=300, capture_output=True, text=True,
+                               env=dict(os.environ, TW_QF_LOG=qlog))
             assert peer.wait(timeout=60) == 0
         finally:
             if peer.poll() is None:
                 peer.kill()
                 peer.wait()
-        assert q.returncode == 0, q.stderr[-2000:]
+        # Should the run stall: what both sides said, the peer's events and
+        # QuickFIX's last messages and session events.
+        said = [q.stderr[-2000:]]
+        if q.returncode != 0:
+            said.append("peer: " + peer.stderr.read()[-3000:])
+            for n in sorted(os.listdir(qlog)) if os.path.isdir(qlog) else []:
+                if n.startswith("FIX"):
+                    with open(os.path.join(qlog, n), errors="replace") as f:
+                        said.append(f"{n}: ..." + "".join(f.readlines()[-30:]))
+        assert q.returncode == 0, "\n".join(said)
         c = results(qres)
         r = results(os.path.join(tmp, "peer.res"))
         assert c["done"] == 1 and c["missing"] == 0 and c["dup_new"] == 0
