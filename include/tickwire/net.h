@@ -79,11 +79,11 @@ typedef struct tw_net_config {
     /* 1 = trust/offload checksums when the port has TW_PORT_CAP_*_CKSUM. */
     int use_offload;
     /* SACK recovery's decrease: a loss found while the recent RTT (the
-     * least sample of the last two SRTT) is at most loss_rtt_pct percent of the connection's least RTT (no
-     * queue built up on the path: a random loss, not congestion) keeps
-     * the window; otherwise ssthresh = 0.7 x FlightSize.  0 = the
-     * default [200]; 1..99: every loss decreases (no sample is below the
-     * least). */
+     * least sample of the last two SRTT) is at most loss_rtt_pct percent
+     * of the connection's least RTT (no queue built up on the path: a
+     * random loss, not congestion) keeps the window; otherwise ssthresh
+     * = 0.7 x FlightSize.  0 = the default [200]; 1..99: every loss
+     * decreases (no sample is below the least). */
     unsigned loss_rtt_pct;
 } tw_net_config;
 

@@ -200,12 +200,13 @@ void tw__tcp_rs_sent(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns)
         }
         return;
     }
-    /* A retransmission: an ACK for these bytes may answer either copy. */
+    /* A retransmission: an ACK for these bytes may answer either copy.  A
+     * timed segment is at most one MSS: every one that may overlap goes. */
     for (uint32_t i = 0; i < c->rs_n;) {
-        if (SEQ_GT(c->rs_end[i], seq) && SEQ_LT(c->rs_end[i] - 1, seq + len))
-            rs_drop(c, i);
-        else if (SEQ_GEQ(c->rs_end[i], seq + len))
+        if (SEQ_GEQ(c->rs_end[i] - c->mss, seq + len))
             break;
+        if (SEQ_GT(c->rs_end[i], seq))
+            rs_drop(c, i);
         else
             i++;
     }

@@ -245,9 +245,9 @@ int tw__tcp_send_seg(tw_tcp_conn *c, uint32_t seq, uint32_t len, uint8_t flags,
     if (len) {
         st->stats.tx_data_bytes += len;
         tw__tcp_rs_sent(c, seq, len, now_ns);
-    }
-    else if (!(flags & (TW_TCP_SYN | TW_TCP_FIN | TW_TCP_RST)))
+    } else if (!(flags & (TW_TCP_SYN | TW_TCP_FIN | TW_TCP_RST))) {
         st->stats.tx_acks++;
+    }
     tw__net_tx(st, &pkt);
     return 0;
 }
