@@ -212,12 +212,20 @@ void tw__tcp_rs_sent(tw_tcp_conn *c, uint32_t seq, uint32_t len, int64_t now_ns)
     }
 }
 
-static void rs_sample(tw_tcp_conn *c, uint64_t r, int64_t now_ns)
+/* The latest RTT sample and the least, from either timer; returns the
+ * sample, at least 1 ns (0 means "none"). */
+static uint64_t rtt_note(tw_tcp_conn *c, uint64_t r)
 {
     r = r ? r : 1;
     c->rtt_last_ns = r;
     if (!c->rtt_min_ns || r < c->rtt_min_ns)
         c->rtt_min_ns = r;
+    return r;
+}
+
+static void rs_sample(tw_tcp_conn *c, uint64_t r, int64_t now_ns)
+{
+    r = rtt_note(c, r);
     uint64_t w = c->srtt_ns ? c->srtt_ns : r;
     if (!c->rtt_win_at_ns || now_ns - c->rtt_win_at_ns >= (int64_t)w) {
         /* A new window; the last one only when it just ended. */
@@ -283,9 +291,7 @@ static void on_new_ack(tw_tcp_conn *c, const seg_info *s, int64_t now_ns)
     if (c->rtt_start_ns && SEQ_GEQ(s->ack, c->rtt_seq)) {
         uint64_t r = (uint64_t)(now_ns - c->rtt_start_ns);
         tw__tcp_rtt_sample(c, r);
-        c->rtt_last_ns = r ? r : 1;
-        if (!c->rtt_min_ns || c->rtt_last_ns < c->rtt_min_ns)
-            c->rtt_min_ns = c->rtt_last_ns;
+        rtt_note(c, r);
         c->rtt_start_ns = 0;
     } else if (!c->rtt_start_ns && (c->flags & TF_TS) && s->o.has_ts && s->o.tsecr) {
         /* No timed segment (Karn stopped it at a retransmission): the
@@ -814,6 +820,7 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
 
     /* 5. Data, in ESTABLISHED, FIN_WAIT_1 and FIN_WAIT_2 only. */
     uint32_t end = s.seq + s.dlen; /* where a FIN would sit */
+    int ack_seg = 0;
     if (s.dlen && !(c->flags & TF_PEER_FIN) &&
         (c->state == TW_TCP_ESTABLISHED || c->state == TW_TCP_FIN_WAIT_1 ||
          c->state == TW_TCP_FIN_WAIT_2)) {
@@ -836,14 +843,23 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
             st->stats.rx_tcp_dup++;
             c->flags |= TF_ACK_NOW;
         } else {
-            int was_ooo = seq != c->rx_tail;
+            /* RFC 5681 4.2: a segment past a hole, or one that fills all
+             * or part of a hole, is acknowledged at once, with its own
+             * ACK, not with one ACK for the whole rx burst: each carries
+             * the SACK block of the segment it answers first (RFC 2018),
+             * a sender without SACK counts one duplicate per segment, and
+             * during a loss one lost ACK leaves the others. */
+            int gap = seq != c->rx_tail || c->ooo_n;
             uint32_t got = rx_store(c, seq, p, len);
             if (got) {
                 c->rcv_nxt = c->rx_tail;
                 st->stats.rx_tcp_bytes += got;
                 tw__net_event(c, TW_TCP_EV_READABLE);
             }
-            if (was_ooo || c->unacked_segs >= 1) {
+            if (gap) {
+                ack_seg = 1;
+                c->flags |= TF_ACK_NOW; /* still owed if that send fails */
+            } else if (c->unacked_segs >= 1) {
                 c->flags |= TF_ACK_NOW; /* RFC 5681 4.2 */
             } else if (s.flags & TW_TCP_PSH) {
                 /* PSH: acknowledged on the very next poll turn (due 1 ns
@@ -909,6 +925,8 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
     } else if ((s.flags & TW_TCP_FIN) && (c->flags & TF_PEER_FIN)) {
         c->flags |= TF_ACK_NOW; /* retransmitted FIN: our ACK was lost */
     }
+    if (ack_seg)
+        tw__tcp_send_ack(c, now_ns);
     /* rcv_nxt counts the in-order bytes and, once taken, the peer's FIN;
      * the FIN closes the receive side for good (tcp_out.c acknowledges
      * rcv_nxt). */

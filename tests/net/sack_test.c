@@ -226,6 +226,14 @@ static uint32_t open_ts(rawpeer *r, tw_tcp_listener *l, tw_tcp_opts *o, uint32_t
     return s.seq;
 }
 
+/* A stack with the default configuration, connected as above. */
+static uint32_t open_default(rawpeer *r, tw_tcp_listener *l, tw_tcp_opts *o, uint32_t tsval)
+{
+    rp_open(r, NULL);
+    memset(&g_cfg, 0, sizeof(g_cfg));
+    return open_ts(r, l, o, tsval);
+}
+
 static void t_negotiation(void)
 {
     /* Both offered: SYN-ACK carries SACK-permitted and TS echoing ours. */
@@ -277,11 +285,9 @@ static void t_negotiation(void)
 static void t_sack_blocks_sent(void)
 {
     rawpeer r;
-    rp_open(&r, NULL);
     tw_tcp_listener l;
     tw_tcp_opts o;
-    memset(&g_cfg, 0, sizeof(g_cfg));
-    uint32_t iss = open_ts(&r, &l, &o, 100);
+    uint32_t iss = open_default(&r, &l, &o, 100);
     uint8_t d[100];
     memset(d, 'a', sizeof(d));
     uint8_t po[12];
@@ -311,14 +317,72 @@ static void t_sack_blocks_sent(void)
     rp_close(&r);
 }
 
+/* Frames from the peer that reach the stack in one rx burst. */
+static void send_burst(rawpeer *r, const uint32_t *at, unsigned n, uint32_t ack,
+                       const uint8_t *d, uint32_t len, uint32_t tsval)
+{
+    for (unsigned i = 0; i < n; i++) {
+        uint8_t f[2048], po[12];
+        peer_opts(po, 1, tsval + i, 0);
+        uint32_t fl = rp_build(f, PEER_PORT, US_PORT, PEER_ISN + 1 + at[i], ack, TW_TCP_ACK, 65535,
+                               d, len, po, 12, 0, 0);
+        tw_pkt p;
+        CHECK(tw_port_alloc_burst(r->peer_port, &p, 1) == 1);
+        memcpy(p.data, f, fl);
+        p.len = fl;
+        CHECK(tw_port_tx_burst(r->peer_port, &p, 1) == 1);
+    }
+    rp_run(r, 0);
+}
+
+/* In-order segments of one rx burst share one ACK; each segment past a
+ * hole, or filling one, gets an ACK of its own with its block first
+ * (RFC 5681 4.2, RFC 2018 4), even when they all came in one burst. */
+static void t_ack_per_gap_segment(void)
+{
+    rawpeer r;
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    uint32_t iss = open_default(&r, &l, &o, 100);
+    uint8_t d[100];
+    memset(d, 'b', sizeof(d));
+    seg s;
+    /* Four in order: one ACK for the burst (one per poll would be two). */
+    const uint32_t inorder[4] = {0, 100, 200, 300};
+    send_burst(&r, inorder, 4, iss + 1, d, 100, 200);
+    CHECKF(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 1 + 400 && o.sack_n == 0,
+           "in-order burst: ack %u", s.ack - PEER_ISN - 1);
+    CHECKF(!seg_opts(&r, &s, &o), "in-order burst: a second ACK (ack %u)",
+           s.ack - PEER_ISN - 1);
+    /* Four past holes (400-500, 600-700, 800-900 missing), one burst. */
+    const uint32_t past[4] = {500, 700, 900, 1000};
+    send_burst(&r, past, 4, iss + 1, d, 100, 210);
+    const uint32_t first[4] = {500, 700, 900, 900}; /* 900-1100 is one range */
+    for (unsigned i = 0; i < 4; i++) {
+        CHECKF(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 1 + 400 && s.dlen == 0,
+               "past a hole: ACK %u of 4", i + 1);
+        CHECKF(o.sack_n >= 1 && o.sack[0][0] == PEER_ISN + 1 + first[i],
+               "ACK %u: first block at %u, want %u", i + 1, o.sack[0][0] - PEER_ISN - 1,
+               first[i]);
+    }
+    CHECKF(!seg_opts(&r, &s, &o), "past a hole: a fifth ACK");
+    /* Two fills in one burst: the first hole whole, the second in part. */
+    const uint32_t fill[2] = {400, 600};
+    send_burst(&r, fill, 2, iss + 1, d, 100, 220);
+    CHECKF(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 1 + 600, "fill 1: ack %u",
+           s.ack - PEER_ISN - 1);
+    CHECKF(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 1 + 800 && o.sack_n == 1 &&
+               o.sack[0][0] == PEER_ISN + 1 + 900, "fill 2: ack %u", s.ack - PEER_ISN - 1);
+    CHECKF(!seg_opts(&r, &s, &o), "fills: a third ACK");
+    rp_close(&r);
+}
+
 static void t_paws(void)
 {
     rawpeer r;
-    rp_open(&r, NULL);
     tw_tcp_listener l;
     tw_tcp_opts o;
-    memset(&g_cfg, 0, sizeof(g_cfg));
-    uint32_t iss = open_ts(&r, &l, &o, 5000);
+    uint32_t iss = open_default(&r, &l, &o, 5000);
     uint8_t po[12];
     seg s;
     /* In-order data with TSval 6000: taken, TS.Recent = 6000. */
@@ -365,11 +429,9 @@ static void t_paws(void)
 static void t_ts_rtt_and_sack_recovery(void)
 {
     rawpeer r;
-    rp_open(&r, NULL);
     tw_tcp_listener l;
     tw_tcp_opts o;
-    memset(&g_cfg, 0, sizeof(g_cfg));
-    uint32_t iss = open_ts(&r, &l, &o, 100);
+    uint32_t iss = open_default(&r, &l, &o, 100);
     /* Ten segments out; the peer loses the first and the fifth and SACKs
      * the rest, three dup ACKs. */
     static uint8_t buf[14480];
@@ -727,6 +789,7 @@ int main(void)
     t_scoreboard();
     t_negotiation();
     t_sack_blocks_sent();
+    t_ack_per_gap_segment();
     t_paws();
     t_ts_rtt_and_sack_recovery();
     t_tail_loss_probe();
