@@ -90,6 +90,7 @@ static cell *cur; /* the cell of the run under way */
 static cell cells[N_MODES][N_SUBJ];
 static uint64_t sched_drops[2], unscheduled; /* over every run */
 static uint64_t retx_sack, retx_nosack, sack_recov, rescues, ts_samples, rtos[2];
+static uint64_t dsack_tx, dsack_rx;
 /* --mode / --subject: run only these (debugging one cell); -1 = all. */
 static int only_mode = -1, only_subj = -1;
 static int verbose; /* --verbose: a line per stack transfer, relay counts per run */
@@ -275,6 +276,8 @@ static void note_stats(const tw_net *st, int no_sack)
     sack_recov += x->sack_recoveries;
     rescues += x->rescue_retransmits;
     ts_samples += x->ts_rtt_samples;
+    dsack_tx += x->tx_dsack;
+    dsack_rx += x->rx_dsack;
 }
 
 static void side_close(side *s, int no_sack)
@@ -977,10 +980,12 @@ int tw__bench_netloss_run(int argc, char **argv)
            (unsigned long long)sched_drops[1], (unsigned long long)unscheduled);
     printf("  stack: retransmissions %llu with SACK, %llu without; RTOs %llu with SACK, %llu "
            "without;\n         %llu SACK recoveries, %llu rescue retransmissions, %llu timestamp "
-           "RTT samples\n", (unsigned long long)retx_sack, (unsigned long long)retx_nosack,
+           "RTT samples;\n         D-SACK blocks (a segment that arrived twice) %llu sent, %llu "
+           "received\n", (unsigned long long)retx_sack, (unsigned long long)retx_nosack,
            (unsigned long long)rtos[0], (unsigned long long)rtos[1],
            (unsigned long long)sack_recov, (unsigned long long)rescues,
-           (unsigned long long)ts_samples);
+           (unsigned long long)ts_samples, (unsigned long long)dsack_tx,
+           (unsigned long long)dsack_rx);
     printf("  negotiated: SACK %s with SACK on, %s with it off; timestamps %s\n",
            !ran_sack_on ? "not run" : sack_seen ? "yes" : "NO",
            !ran_sack_off ? "not run" : sack_off_seen ? "off" : "NOT off",

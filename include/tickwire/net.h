@@ -190,6 +190,8 @@ typedef struct tw_net_stats {
     uint64_t tlp_probes;          /* loss probes sent (2 SRTT without progress, SACK only) */
     uint64_t sack_random_losses;  /* SACK recoveries that kept the window (loss_rtt_pct) */
     uint64_t lost_retransmits;    /* retransmissions found lost by a later SACK, resent */
+    uint64_t tx_dsack;            /* D-SACK blocks sent: a duplicate segment reported (RFC 2883) */
+    uint64_t rx_dsack;            /* D-SACK blocks received: a segment arrived twice */
 } tw_net_stats;
 
 const tw_net_stats *tw_net_get_stats(const tw_net *st);
@@ -336,6 +338,7 @@ struct tw_tcp_conn {
     uint16_t tlp_n;           /* loss probes since the last cumulative ACK */
     uint32_t sack_recent_n;   /* receiver: seqs of the latest OOO arrivals, newest first */
     uint32_t sack_recent[4];
+    uint32_t dsack[2];        /* receiver: the latest duplicate, [start, end); with TF_DSACK */
     tw_tcp_sackboard sb;      /* sender: what the peer SACKed */
     uint32_t high_rxt;        /* RFC 6675 HighRxt (exclusive end of the last resend) */
     uint32_t rescue_rxt;      /* RFC 6675 RescueRxt; valid with TF_RESCUE_SET */

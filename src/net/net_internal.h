@@ -35,6 +35,7 @@
 #define TF_RESCUE_SET  (1u << 17) /* rescue_rxt defined in this recovery */
 #define TF_TLP_SENT    (1u << 18) /* a loss probe went out since the last progress */
 #define TF_RECOV_RANDOM (1u << 19) /* this recovery is for random loss: cwnd and ssthresh stay */
+#define TF_DSACK       (1u << 20) /* dsack holds a duplicate not yet reported */
 
 #define TW_NET_HDR_LEN 54 /* Ethernet + IPv4 + TCP without options */
 #define TW_NET_MAX_BURST 64
@@ -107,10 +108,15 @@ uint64_t tw__tcp_bucket_cap(const tw_tcp_conn *c);
 /* tcp_sack.c */
 /* Takes the peer's SACK blocks into c->sb: each is checked against
  * [snd_una, snd_max) (a block reversed, empty, wholly below snd_una or
- * reaching past snd_max is refused and counted in *bad); returns the
- * number of blocks taken. */
+ * reaching past snd_max is refused and counted in *bad; a first block
+ * that is a D-SACK is skipped, not refused); returns the number of
+ * blocks taken. */
 unsigned tw__sack_update(tw_tcp_sackboard *sb, uint32_t snd_una, uint32_t snd_max,
                          const uint32_t (*blk)[2], unsigned n, unsigned *bad);
+/* RFC 2883 4: 1 when the first of n blocks reports a duplicate (a
+ * D-SACK): it lies below the cumulative ACK una, or inside the second
+ * block. */
+int tw__sack_is_dsack(const uint32_t (*blk)[2], unsigned n, uint32_t una);
 /* Drops everything below una from the scoreboard (a cumulative ACK). */
 void tw__sack_advance(tw_tcp_sackboard *sb, uint32_t una);
 /* Bytes the board holds as SACKed (the sum of its ranges). */
@@ -130,8 +136,15 @@ int tw__sack_next_hole(const tw_tcp_sackboard *sb, uint32_t from, uint32_t to,
 int tw__sack_covered(const tw_tcp_sackboard *sb, uint32_t seq, uint32_t *end);
 /* Receiver: notes an out-of-order arrival at seq (most recent first). */
 void tw__sack_note_arrival(tw_tcp_conn *c, uint32_t seq);
-/* Receiver: writes up to max SACK blocks for c's out-of-order ranges
- * (most recent first) into blk; returns their number. */
+/* Receiver: a segment's bytes [s, e) had all arrived before (below
+ * rcv_nxt or inside a held range): the next ACK reports them first, as a
+ * D-SACK (RFC 2883), once. */
+void tw__sack_note_dup(tw_tcp_conn *c, uint32_t s, uint32_t e);
+/* 1 when [s, e) lies inside one held out-of-order range. */
+int tw__sack_held(const tw_tcp_conn *c, uint32_t s, uint32_t e);
+/* Receiver: writes up to max SACK blocks into blk and returns their
+ * number: a pending D-SACK first (then the held range that holds it, if
+ * one does), then c's out-of-order ranges, most recent first. */
 unsigned tw__sack_blocks(const tw_tcp_conn *c, uint32_t (*blk)[2], unsigned max);
 /* Sender, in SACK loss recovery: RFC 6675 NextSeg and the rescue
  * retransmission, while the congestion window has room.  Returns 1 when

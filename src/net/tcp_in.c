@@ -718,13 +718,15 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
      * buffer while it holds out-of-order data, as Linux does, changes the
      * window on every ACK: RFC 5681's same-window test alone would count
      * none of them, and every loss would wait for the RTO). */
-    int sack_dup = 0;
+    int sack_dup = 0, dsack = 0;
     if (c->flags & TF_SACK) {
         uint32_t una = SEQ_GT(s.ack, c->snd_una) ? s.ack : c->snd_una;
         tw__sack_advance(&c->sb, una);
         if (s.o.sack_n) {
             unsigned bad;
             uint32_t before = tw__sack_bytes(&c->sb);
+            dsack = tw__sack_is_dsack((const uint32_t(*)[2])s.o.sack, s.o.sack_n, s.ack);
+            st->stats.rx_dsack += (unsigned)dsack;
             st->stats.rx_sack_blocks +=
                 tw__sack_update(&c->sb, una, c->snd_max,
                                 (const uint32_t(*)[2])s.o.sack, s.o.sack_n, &bad);
@@ -746,8 +748,10 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
             fast_retransmit(c, now_ns);
     } else if (s.ack == c->snd_una && s.dlen == 0 &&
                !(s.flags & TW_TCP_FIN) && (new_wnd == c->snd_wnd || sack_dup) &&
-               SEQ_GT(c->snd_max, c->snd_una)) {
-        /* RFC 5681 duplicate ACK (or RFC 6675's, above). */
+               !(dsack && !sack_dup) && SEQ_GT(c->snd_max, c->snd_una)) {
+        /* RFC 5681 duplicate ACK (or RFC 6675's, above).  One that only
+         * reports a duplicate (a D-SACK, nothing new SACKed) says nothing
+         * of a loss: it answers a segment that arrived twice. */
         c->dupacks++;
         /* With SACK (RFC 6675 5): also as soon as the scoreboard says
          * the first segment is lost. */
@@ -828,6 +832,8 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
         const uint8_t *p = s.data;
         if (SEQ_LT(seq, c->rx_tail)) {
             uint32_t trim = c->rx_tail - seq;
+            /* Bytes that had all arrived: told back as a D-SACK. */
+            tw__sack_note_dup(c, seq, trim >= len ? seq + len : c->rx_tail);
             if (trim >= len) {
                 len = 0;
             } else {
@@ -850,6 +856,8 @@ void tw__tcp_input(tw_net *st, const tw_net_parsed *pp, int64_t now_ns)
              * a sender without SACK counts one duplicate per segment, and
              * during a loss one lost ACK leaves the others. */
             int gap = seq != c->rx_tail || c->ooo_n;
+            if (gap && tw__sack_held(c, seq, seq + len))
+                tw__sack_note_dup(c, seq, seq + len);
             uint32_t got = rx_store(c, seq, p, len);
             if (got) {
                 c->rcv_nxt = c->rx_tail;

@@ -111,8 +111,9 @@ static uint32_t put_syn_opts(tw_tcp_conn *c, uint8_t *o, int64_t now_ns)
 
 /* Options of a segment after the handshake: NOP NOP TS (12 bytes) on a
  * timestamped connection (not on RST, RFC 7323 5.2), then SACK blocks
- * for held out-of-order data (NOP NOP SACK, 2 + 8k bytes; k <= 3 with
- * timestamps, 4 without), as many as fit beside len payload bytes. */
+ * for a duplicate just received (D-SACK) and held out-of-order data (NOP
+ * NOP SACK, 2 + 8k bytes; k <= 3 with timestamps, 4 without), as many as
+ * fit beside len payload bytes. */
 static uint32_t put_opts(tw_tcp_conn *c, uint8_t *o, uint32_t len, uint8_t flags,
                          int64_t now_ns)
 {
@@ -124,7 +125,7 @@ static uint32_t put_opts(tw_tcp_conn *c, uint8_t *o, uint32_t len, uint8_t flags
         memcpy(o, w, 12);
         n = 12;
     }
-    if ((c->flags & TF_SACK) && c->ooo_n && (flags & TW_TCP_ACK) &&
+    if ((c->flags & TF_SACK) && (c->ooo_n || (c->flags & TF_DSACK)) && (flags & TW_TCP_ACK) &&
         !(flags & TW_TCP_RST)) {
         uint32_t room = c->mss_opt > n + len + 4 ? c->mss_opt - n - len - 4 : 0;
         unsigned max = (c->flags & TF_TS) ? 3 : 4;
@@ -142,6 +143,10 @@ static uint32_t put_opts(tw_tcp_conn *c, uint8_t *o, uint32_t len, uint8_t flags
                     for (int i = 0; i < 4; i++)
                         o[n++] = (uint8_t)(blk[b][e] >> (24 - 8 * i));
             c->st->stats.tx_sack_blocks += k;
+            if (c->flags & TF_DSACK) {
+                c->flags &= ~TF_DSACK; /* reported once (RFC 2883 4) */
+                c->st->stats.tx_dsack++;
+            }
         }
     }
     TW_ASSERT(n % 4 == 0 && n <= 40);

@@ -2,8 +2,9 @@
  * scale, SACK-permitted, SACK, timestamps), the receiver's SACK blocks
  * (RFC 2018: the most recent first), and the sender's scoreboard with
  * RFC 6675 loss recovery (IsLost, SetPipe, NextSeg, rescue
- * retransmission).  The scoreboard is a fixed array in the connection:
- * nothing here allocates. */
+ * retransmission), and D-SACK both ways (RFC 2883: a duplicate segment
+ * is reported, and a report of one is told from a SACK).  The scoreboard
+ * is a fixed array in the connection: nothing here allocates. */
 #include <errno.h>
 
 #include "net/net_internal.h"
@@ -115,12 +116,23 @@ static void sb_insert(tw_tcp_sackboard *sb, uint32_t s, uint32_t e)
     TW_ASSERT(sb->n <= TW_TCP_SACK_BLOCKS);
 }
 
+int tw__sack_is_dsack(const uint32_t (*blk)[2], unsigned n, uint32_t una)
+{
+    if (!n || !SEQ_LT(blk[0][0], blk[0][1]))
+        return 0;
+    if (SEQ_LEQ(blk[0][1], una))
+        return 1;
+    return n > 1 && SEQ_GEQ(blk[0][0], blk[1][0]) && SEQ_LEQ(blk[0][1], blk[1][1]);
+}
+
 unsigned tw__sack_update(tw_tcp_sackboard *sb, uint32_t snd_una, uint32_t snd_max,
                          const uint32_t (*blk)[2], unsigned n, unsigned *bad)
 {
     unsigned taken = 0;
     *bad = 0;
-    for (unsigned b = 0; b < n && b < 4; b++) {
+    /* A D-SACK tells of a duplicate, not of a hole: nothing to board (the
+     * block that holds it, if any, follows). */
+    for (unsigned b = tw__sack_is_dsack(blk, n, snd_una); b < n && b < 4; b++) {
         uint32_t s = blk[b][0], e = blk[b][1];
         /* Reversed or empty, past what we sent, or wholly acknowledged
          * already (a D-SACK or a stale block: nothing to learn). */
@@ -259,10 +271,42 @@ void tw__sack_note_arrival(tw_tcp_conn *c, uint32_t seq)
     c->sack_recent_n = n;
 }
 
+void tw__sack_note_dup(tw_tcp_conn *c, uint32_t s, uint32_t e)
+{
+    TW_ASSERT(SEQ_LT(s, e));
+    if (!(c->flags & TF_SACK))
+        return;
+    /* The latest duplicate replaces one not yet reported (RFC 2883 4:
+     * each D-SACK tells of one segment, the one that triggered the ACK). */
+    c->dsack[0] = s;
+    c->dsack[1] = e;
+    c->flags |= TF_DSACK;
+}
+
+int tw__sack_held(const tw_tcp_conn *c, uint32_t s, uint32_t e)
+{
+    int r = ooo_find(c, s);
+    return r >= 0 && SEQ_LEQ(e, c->ooo[r][1]);
+}
+
 unsigned tw__sack_blocks(const tw_tcp_conn *c, uint32_t (*blk)[2], unsigned max)
 {
     unsigned n = 0;
     uint32_t used = 0; /* bit i: ooo range i reported */
+    if ((c->flags & TF_DSACK) && max) {
+        /* RFC 2883 4.1: the duplicate first; if it lies in a held range,
+         * that range next, so the sender can tell the two apart. */
+        blk[n][0] = c->dsack[0];
+        blk[n][1] = c->dsack[1];
+        n++;
+        int q = ooo_find(c, c->dsack[0]);
+        if (q >= 0 && n < max) {
+            used |= 1u << q;
+            blk[n][0] = c->ooo[q][0];
+            blk[n][1] = c->ooo[q][1];
+            n++;
+        }
+    }
     for (unsigned i = 0; i < c->sack_recent_n && n < max; i++) {
         int q = ooo_find(c, c->sack_recent[i]);
         if (q < 0 || (used >> q & 1))

@@ -93,7 +93,11 @@ static const sb_case sb_cases[] = {
     {"past snd_max", U, U + 10000, 1, {{U + 9000, U + 10001}}, 0, 1, 0, {{0}}},
     {"reversed", U, U + 10000, 1, {{U + 2000, U + 1000}}, 0, 1, 0, {{0}}},
     {"empty", U, U + 10000, 1, {{U + 2000, U + 2000}}, 0, 1, 0, {{0}}},
-    {"below snd_una (D-SACK)", U, U + 10000, 1, {{U - 2000, U}}, 0, 1, 0, {{0}}},
+    {"below snd_una (D-SACK): skipped", U, U + 10000, 1, {{U - 2000, U}}, 0, 0, 0, {{0}}},
+    {"D-SACK inside the second block", U, U + 10000, 2,
+     {{U + 2000, U + 3000}, {U + 1000, U + 4000}}, 1, 0, 1, {{U + 1000, U + 4000}}},
+    {"stale second block below snd_una", U, U + 10000, 2, {{U + 1000, U + 2000}, {U - 2000, U}},
+     1, 1, 1, {{U + 1000, U + 2000}}},
     {"across snd_una: trimmed", U, U + 10000, 1, {{U - 500, U + 500}}, 1, 0, 1, {{U, U + 500}}},
     {"overlapping merged", U, U + 10000, 3,
      {{U + 1000, U + 2000}, {U + 1500, U + 3000}, {U + 3000, U + 3500}}, 3, 0, 1,
@@ -122,6 +126,16 @@ static void t_scoreboard(void)
             CHECKF(sb.blk[b][0] == k->want[b][0] && sb.blk[b][1] == k->want[b][1],
                    "%s: block %u [%u, %u)", k->name, b, sb.blk[b][0] - U, sb.blk[b][1] - U);
     }
+    /* RFC 2883 4: the first block is a D-SACK below the cumulative ACK or
+     * inside the second block, never otherwise. */
+    const uint32_t d1[2][2] = {{U - 100, U}, {U + 1000, U + 2000}};
+    const uint32_t d2[2][2] = {{U + 1200, U + 1300}, {U + 1000, U + 2000}};
+    const uint32_t d3[2][2] = {{U + 3000, U + 4000}, {U + 1000, U + 2000}};
+    const uint32_t d4[2][2] = {{U + 1000, U + 2100}, {U + 1000, U + 2000}};
+    CHECK(tw__sack_is_dsack(d1, 1, U) && tw__sack_is_dsack(d1, 2, U));
+    CHECK(tw__sack_is_dsack(d2, 2, U) && !tw__sack_is_dsack(d2, 1, U));
+    CHECK(!tw__sack_is_dsack(d3, 2, U) && !tw__sack_is_dsack(d4, 2, U));
+    CHECK(!tw__sack_is_dsack(d1, 0, U));
     /* More blocks than the board holds: bounded, sorted, the lowest kept. */
     tw_tcp_sackboard sb;
     memset(&sb, 0, sizeof(sb));
@@ -374,6 +388,91 @@ static void t_ack_per_gap_segment(void)
     CHECKF(seg_opts(&r, &s, &o) && s.ack == PEER_ISN + 1 + 800 && o.sack_n == 1 &&
                o.sack[0][0] == PEER_ISN + 1 + 900, "fill 2: ack %u", s.ack - PEER_ISN - 1);
     CHECKF(!seg_opts(&r, &s, &o), "fills: a third ACK");
+    rp_close(&r);
+}
+
+/* RFC 2883: a segment that arrived before, below the cumulative ACK or
+ * inside a held range, is reported first in the next ACK, once; and a
+ * D-SACK from the peer is counted, not boarded, and is not a duplicate
+ * ACK. */
+static void t_dsack(void)
+{
+    rawpeer r;
+    tw_tcp_listener l;
+    tw_tcp_opts o;
+    uint32_t iss = open_default(&r, &l, &o, 100);
+    const tw_net_stats *st = tw_net_get_stats(r.st);
+    uint8_t d[200];
+    memset(d, 'c', sizeof(d));
+    uint8_t po[12];
+    seg s;
+    const uint32_t P = PEER_ISN + 1;
+#define PEER_SEG(at, len, tsv)                                                       \
+    do {                                                                             \
+        peer_opts(po, 1, (tsv), 0);                                                  \
+        send_opts(&r, P + (at), iss + 1, TW_TCP_ACK | TW_TCP_PSH, d, (len), po, 12); \
+        rp_run(&r, 0);                                                               \
+    } while (0)
+    PEER_SEG(0, 100, 200);
+    r.now += 1000000;
+    rp_run(&r, 0);
+    CHECKF(seg_opts(&r, &s, &o) && s.ack == P + 100 && o.sack_n == 0, "in order: ack %u",
+           s.ack - P);
+    /* The same segment again: the ACK's one block is it, below the ACK. */
+    PEER_SEG(0, 100, 201);
+    CHECKF(seg_opts(&r, &s, &o) && s.ack == P + 100 && o.sack_n == 1 && o.sack[0][0] == P &&
+               o.sack[0][1] == P + 100, "old duplicate: %u blocks [%u, %u)", o.sack_n,
+           o.sack_n ? o.sack[0][0] - P : 0, o.sack_n ? o.sack[0][1] - P : 0);
+    CHECK(st->tx_dsack == 1 && st->rx_tcp_dup == 1);
+    /* Held out of order, then again: the duplicate, then its range. */
+    PEER_SEG(300, 100, 202);
+    CHECKF(seg_opts(&r, &s, &o) && o.sack_n == 1 && o.sack[0][0] == P + 300, "held");
+    PEER_SEG(300, 100, 203);
+    CHECKF(seg_opts(&r, &s, &o) && o.sack_n == 2 && o.sack[0][0] == P + 300 &&
+               o.sack[0][1] == P + 400 && o.sack[1][0] == P + 300 && o.sack[1][1] == P + 400,
+           "held duplicate: %u blocks", o.sack_n);
+    CHECK(st->tx_dsack == 2);
+    /* Reported once: the next ACK has the SACK blocks only. */
+    PEER_SEG(500, 100, 204);
+    CHECKF(seg_opts(&r, &s, &o) && o.sack_n == 2 && o.sack[0][0] == P + 500 &&
+               o.sack[1][0] == P + 300, "no D-SACK twice: %u blocks, first at %u", o.sack_n,
+           o.sack_n ? o.sack[0][0] - P : 0);
+    /* Partly old (50-100), partly new (100-250): the old part first. */
+    PEER_SEG(50, 200, 205);
+    CHECKF(seg_opts(&r, &s, &o) && s.ack == P + 250 && o.sack_n == 3 && o.sack[0][0] == P + 50 &&
+               o.sack[0][1] == P + 100 && o.sack[1][0] == P + 500 && o.sack[2][0] == P + 300,
+           "partial duplicate: ack %u, %u blocks", s.ack - P, o.sack_n);
+    CHECK(st->tx_dsack == 3);
+    rp_run(&r, 0);
+    rp_drain(&r);
+
+    /* Sender: four segments out, the first ACKed; then three ACKs that
+     * only D-SACK the first again.  Counted, not boarded, no recovery. */
+    uint8_t big[400];
+    memset(big, 'd', sizeof(big));
+    CHECK(tw_tcp_send(&g_conn, big, sizeof(big), r.now) == (long)sizeof(big));
+    rp_run(&r, 0);
+    uint32_t tsv = 0, n = 0;
+    while (seg_opts(&r, &s, &o))
+        if (s.dlen) {
+            n++;
+            tsv = o.tsval;
+        }
+    CHECKF(n >= 1, "data out (%u segments)", n);
+    uint32_t base = iss + 1, una = base + 100;
+    uint8_t ack_o[24];
+    for (int k = 0; k < 4; k++) {
+        uint32_t pn = peer_opts(ack_o, 1, 300 + (uint32_t)k, tsv);
+        uint8_t sk[12] = {1, 1, 5, 10, B4(base), B4(base + 100)};
+        memcpy(ack_o + pn, sk, 12);
+        send_opts(&r, P + 250, una, TW_TCP_ACK, NULL, 0, ack_o, k ? pn + 12 : pn);
+    }
+    CHECKF(st->rx_dsack == 3 && st->rx_sack_bad == 0 && g_conn.sb.n == 0,
+           "D-SACKs received %llu, refused %llu, board %u", (unsigned long long)st->rx_dsack,
+           (unsigned long long)st->rx_sack_bad, g_conn.sb.n);
+    CHECKF(st->fast_retransmits == 0 && !(g_conn.flags & TF_IN_RECOVERY) && g_conn.dupacks == 0,
+           "D-SACKs are not duplicate ACKs: %u dupacks", g_conn.dupacks);
+#undef PEER_SEG
     rp_close(&r);
 }
 
@@ -790,6 +889,7 @@ int main(void)
     t_negotiation();
     t_sack_blocks_sent();
     t_ack_per_gap_segment();
+    t_dsack();
     t_paws();
     t_ts_rtt_and_sack_recovery();
     t_tail_loss_probe();

@@ -144,7 +144,7 @@ static tw_tcp_cfg g_cfg_b; /* the accepting side's options for this seed */
 static struct {
     uint64_t corrupt_caught, ooo, fast, rto, zwp, ce_rx, ecn_cuts, dup_seen, part, qdrop,
         challenge, keepalive, ooo_full, kernel_like;
-    uint64_t sack_rec, sack_retx, rescue, sack_blk, ts_rtt, sack_on, ts_on;
+    uint64_t sack_rec, sack_retx, rescue, sack_blk, ts_rtt, sack_on, ts_on, dsack;
     uint64_t max_gap_ns, max_gap_seed; /* longest stretch without progress */
 } tally;
 static tw_tcp_listener L;
@@ -522,9 +522,14 @@ static void run_seed(uint64_t seed, uint64_t bytes)
         tally.rescue += s2[i]->rescue_retransmits;
         tally.sack_blk += s2[i]->rx_sack_blocks;
         tally.ts_rtt += s2[i]->ts_rtt_samples;
+        tally.dsack += s2[i]->rx_dsack;
+        /* A D-SACK is only ever taken for one the peer sent (the net
+         * may duplicate an ACK that carries one, so not one for one). */
+        SIM_CHECK(s2[i]->tx_dsack || !s2[1 - i]->rx_dsack, "%llu D-SACKs received, none sent",
+                  (unsigned long long)s2[1 - i]->rx_dsack);
         if (!want_sack)
             SIM_CHECK(!s2[i]->tx_sack_blocks && !s2[i]->rx_sack_blocks &&
-                          !s2[i]->sack_recoveries,
+                          !s2[i]->sack_recoveries && !s2[i]->tx_dsack,
                       "SACK used on a connection that did not agree it");
         if (!want_ts)
             SIM_CHECK(!s2[i]->ts_rtt_samples && !s2[i]->rx_paws_drop,
@@ -632,15 +637,16 @@ int main(int argc, char **argv)
            (unsigned long long)tally.kernel_like, (unsigned long long)tally.ooo_full,
            (double)tally.max_gap_ns / 1e9, (unsigned long long)tally.max_gap_seed);
     printf("net_sim_test: SACK on %llu seeds, timestamps on %llu; SACK recoveries %llu, "
-           "NextSeg resends %llu, rescues %llu, SACK blocks taken %llu, timestamp RTT samples %llu\n",
+           "NextSeg resends %llu, rescues %llu, SACK blocks taken %llu, timestamp RTT samples "
+           "%llu, D-SACKs %llu\n",
            (unsigned long long)tally.sack_on, (unsigned long long)tally.ts_on,
            (unsigned long long)tally.sack_rec, (unsigned long long)tally.sack_retx,
            (unsigned long long)tally.rescue, (unsigned long long)tally.sack_blk,
-           (unsigned long long)tally.ts_rtt);
+           (unsigned long long)tally.ts_rtt, (unsigned long long)tally.dsack);
     if (seeds >= 100 && g_tcp != TCP_OFF) {
         g_seed = first;
         SIM_CHECK(tally.sack_on && tally.ts_on && tally.sack_rec && tally.sack_retx &&
-                      tally.rescue && tally.sack_blk && tally.ts_rtt,
+                      tally.rescue && tally.sack_blk && tally.ts_rtt && tally.dsack,
                   "a batch of %llu seeds left a SACK or timestamp path unexercised",
                   (unsigned long long)seeds);
     }

@@ -617,11 +617,13 @@ static void bulk(const char *label, uint64_t nbytes, int ecn_watch)
            (unsigned long long)S->rx_tcp_ooo, (unsigned long long)S->rx_tcp_dup,
            (unsigned long long)(S->rx_tcp_cksum_bad + S->rx_ip_cksum_bad));
     printf("  [%s] %s: rto %llu; SACK recoveries %llu, NextSeg resends %llu, rescues %llu, "
-           "blocks in %llu (refused %llu) out %llu; timestamps: RTT samples %llu, PAWS drops "
-           "%llu, missing %llu\n", kind, label, (unsigned long long)S->rto_fires,
+           "blocks in %llu (refused %llu) out %llu, D-SACKs in %llu out %llu; timestamps: RTT "
+           "samples %llu, PAWS drops %llu, missing %llu\n", kind, label,
+           (unsigned long long)S->rto_fires,
            (unsigned long long)S->sack_recoveries, (unsigned long long)S->sack_retransmits,
            (unsigned long long)S->rescue_retransmits, (unsigned long long)S->rx_sack_blocks,
            (unsigned long long)S->rx_sack_bad, (unsigned long long)S->tx_sack_blocks,
+           (unsigned long long)S->rx_dsack, (unsigned long long)S->tx_dsack,
            (unsigned long long)S->ts_rtt_samples, (unsigned long long)S->rx_paws_drop,
            (unsigned long long)S->rx_ts_missing);
     printf("  [%s] %s: events %#x, rx_rst %llu, rx_rst_ignored %llu, tx_rst %llu\n", kind, label,
