@@ -627,6 +627,36 @@ static void t_rto_and_fast_retransmit(void)
     rp_close(&r);
 }
 
+/* Slow start counts every byte an ACK covers: one stretch ACK for four
+ * segments (a receiver that ACKs a whole rx burst) grows cwnd by four,
+ * not by RFC 3465's L of two. */
+static void t_slow_start_stretch_ack(void)
+{
+    rawpeer r;
+    rp_open(&r, NULL);
+    tw_tcp_listener l;
+    uint32_t iss = establish_passive(&r, &l, 0);
+    static char big[32 * 1460];
+    memset(big, 's', sizeof(big));
+    tw_tcp_send(&g_conn, big, sizeof(big), r.now);
+    rp_run(&r, 0);
+    int k = 0;
+    seg s;
+    while (rp_seg(&r, &s))
+        k++;
+    uint32_t cw0 = g_conn.cwnd, mss = g_conn.mss;
+    CHECKF(k == 10 && cw0 == 10 * mss && cw0 < g_conn.ssthresh, "initial window: %d sent", k);
+    rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1 + 4 * mss, TW_TCP_ACK, 65535, NULL, 0);
+    CHECKF(g_conn.cwnd == cw0 + 4 * mss, "stretch ACK of 4 segments: cwnd %u, want %u",
+           g_conn.cwnd, cw0 + 4 * mss);
+    rp_run(&r, 0);
+    k = 0;
+    while (rp_seg(&r, &s))
+        k++;
+    CHECKF(k == 8, "4 segments acknowledged, 8 more sent: %d", k);
+    rp_close(&r);
+}
+
 static void t_zero_window_and_keepalive(void)
 {
     rawpeer r;
@@ -983,6 +1013,7 @@ int main(void)
     t_ooo_full_keeps_lowest();
     t_ack_at_right_edge();
     t_rto_and_fast_retransmit();
+    t_slow_start_stretch_ack();
     t_zero_window_and_keepalive();
     t_zero_window_dead_peer();
     t_ecn();
