@@ -203,7 +203,16 @@ unsigned tw__strategy_poll(void *arg, tw_reactor_now *now)
         return 0; /* an outbound ring is full: its net core must drain it */
     /* Acquire pairs with the control thread's release-store of phase. */
     int stopped = __atomic_load_n(&e->phase, __ATOMIC_ACQUIRE) == TW__PH_STOPPING;
-    for (int pass = 0; pass < 4 && e->pend_n == 0; pass++) {
+    /* Threads: at most four passes a turn (the strategy's own loop has
+     * other things to look at).  Inline: every event the sessions' polls
+     * of this turn pushed, before the loop reads the wire again.  With a
+     * cap here, a turn that parsed more events than the cap takes (one
+     * rx burst of market data holds hundreds) left the rest in the ring,
+     * the next turn's burst was larger still, and at 500,000 ticks a
+     * second the ring filled and held the venue back, though the loop
+     * had the time to take them all. */
+    const int inline_loop = e->cfg->engine.strategy == TW_TRADE_STRATEGY_INLINE;
+    for (int pass = 0; (inline_loop || pass < 4) && e->pend_n == 0; pass++) {
         unsigned got = take(e, e->ctl, stopped, now->ns);
         for (uint32_t k = 0; k < e->n_gw && e->pend_n == 0; k++)
             got += take(e, tw__gw_in(e->gw[k]), stopped, now->ns);
