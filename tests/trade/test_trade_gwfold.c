@@ -378,6 +378,60 @@ static void test_snapshot(void)
     folds_free(&y);
 }
 
+/* Ids finished in any order (beyond the hash's first growth) are saved
+ * ascending, each once, and a load gives them back. */
+static void test_done_order(void)
+{
+    tw__gwfold f, g;
+    CHECK_EQ(tw__gwfold_init(&f, cfg, 0), 0);
+    CHECK_EQ(tw__gwfold_init(&g, cfg, 0), 0);
+    enum { N = 3000 };
+    uint64_t want[N];
+    for (uint32_t i = 0; i < N; i++)
+        want[i] = 1000 + 7ull * i;
+    uint64_t order[N];
+    memcpy(order, want, sizeof(order));
+    for (uint32_t i = N - 1; i > 0; i--) { /* a shuffle; then the run's usual: ascending */
+        uint32_t j = (uint32_t)(next() % (i + 1));
+        if (i < N / 2) {
+            uint64_t t = order[i];
+            order[i] = order[j];
+            order[j] = t;
+        }
+    }
+    for (uint32_t i = 0; i < N; i++) {
+        tw_ev ev = {.type = TW_EV_REJECT};
+        ev.u.reject.order_id = order[i];
+        CHECK_EQ(tw__gwfold_ev(&f, &ev), 0);
+        if (i % 5 == 0)
+            CHECK_EQ(tw__gwfold_ev(&f, &ev), 0); /* again: still once */
+    }
+    CHECK_EQ(f.done.n, (uint32_t)N);
+    bytes b = {0};
+    CHECK_EQ(tw__gwfold_save(&f, 1, &b.p, &b.cap, &b.len), 0);
+    CHECK(b.len >= (size_t)N * 8);
+    const uint8_t *d = b.p + b.len - (size_t)N * 8;
+    int ok = 1;
+    for (uint32_t i = 0; i < N && ok; i++) {
+        uint64_t v;
+        memcpy(&v, d + 8 * i, 8);
+        ok = v == want[i];
+        CHECKF(ok, "done[%u] = %llu, want %llu", i, (unsigned long long)v,
+               (unsigned long long)want[i]);
+    }
+    tw_error err = {0};
+    CHECKF(tw__gwfold_load(&g, b.p, b.len, 1, &err) == 0, "%s", err.msg);
+    CHECK(g.done.n == (uint32_t)N && tw__gwfold_done_has(&g, want[N - 1]) &&
+          tw__gwfold_done_has(&g, want[0]) && !tw__gwfold_done_has(&g, want[0] + 1));
+    bytes c = {0};
+    CHECK_EQ(tw__gwfold_save(&g, 1, &c.p, &c.cap, &c.len), 0);
+    CHECK(c.len == b.len && memcmp(c.p, b.p, b.len) == 0);
+    free(b.p);
+    free(c.p);
+    tw__gwfold_free(&f);
+    tw__gwfold_free(&g);
+}
+
 int main(void)
 {
     tw_error err = {0};
@@ -390,6 +444,7 @@ int main(void)
     test_tail();
     test_corrupt();
     test_snapshot();
+    test_done_order();
     tw_trade_config_free(cfg);
     return tw_check_done("trade_gwfold");
 }
