@@ -64,7 +64,10 @@ typedef struct tw_reactor_now {
     int64_t ns;      /* the same moment in monotonic ns (the reactor's clock) */
     int64_t wake_ns; /* YIELD: an idle wait ends by this monotonic time.  It
                         starts at ns + max_wait_ns; a poll with a deadline of
-                        its own (a TCP timer) lowers it. */
+                        its own (a TCP timer) lowers it.  On a turn that
+                        cannot end in a wait (BUSY, or YIELD before its
+                        TW_REACTOR_IDLE_SPINS-th idle turn in a row) it
+                        starts at ns: a poll may skip its deadline then. */
 } tw_reactor_now;
 
 /* A poll: does whatever work is ready and returns how much (packets,

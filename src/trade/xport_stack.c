@@ -85,9 +85,11 @@ static unsigned st_io(tw__xport *x, int64_t now_ns, int64_t *wake_ns)
     uint64_t tsc_rx = tw_tsc_read();
     unsigned frames = tw_net_poll(t->st, (uint64_t)now_ns);
     uint64_t tsc_tcp = frames ? tw_tsc_read() : 0;
-    uint64_t due = tw_net_next_timer_ns(t->st);
-    if (due < (uint64_t)*wake_ns)
-        *wake_ns = (int64_t)due;
+    if (*wake_ns > now_ns) { /* else this turn does not wait (reactor.h) */
+        uint64_t due = tw_net_next_timer_ns(t->st);
+        if (due < (uint64_t)*wake_ns)
+            *wake_ns = (int64_t)due;
+    }
     reap(t);
     if (t->cur < 0)
         return 0;
