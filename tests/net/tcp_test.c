@@ -583,6 +583,27 @@ static void t_ack_at_right_edge(void)
     rp_close(&r);
 }
 
+/* The segments the stack has sent since the last look. */
+static int segs_out(rawpeer *r)
+{
+    int k = 0;
+    seg s;
+    while (rp_seg(r, &s))
+        k++;
+    return k;
+}
+
+/* Writes n bytes on g_conn, runs the stack, returns the segments sent. */
+static int send_bulk(rawpeer *r, size_t n)
+{
+    static char big[64 * 1460];
+    TW_VERIFY(n <= sizeof(big));
+    memset(big, 'b', n);
+    tw_tcp_send(&g_conn, big, n, r->now);
+    rp_run(r, 0);
+    return segs_out(r);
+}
+
 static void t_rto_and_fast_retransmit(void)
 {
     rawpeer r;
@@ -612,13 +633,7 @@ static void t_rto_and_fast_retransmit(void)
      * lost, 3 dup ACKs. */
     rp_open(&r, NULL);
     iss = establish_passive(&r, &l, 0) - 4;
-    char buf[4 * 1460];
-    memset(buf, 'x', sizeof(buf));
-    tw_tcp_send(&g_conn, buf, sizeof(buf), r.now);
-    rp_run(&r, 0);
-    int k = 0;
-    while (rp_seg(&r, &s))
-        k++;
+    int k = send_bulk(&r, 4 * 1460);
     CHECKF(k == 4, "4 segments sent, got %d", k);
     for (int i = 0; i < 3; i++)
         rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 5, TW_TCP_ACK, 65535, NULL, 0);
@@ -636,23 +651,14 @@ static void t_slow_start_stretch_ack(void)
     rp_open(&r, NULL);
     tw_tcp_listener l;
     uint32_t iss = establish_passive(&r, &l, 0);
-    static char big[32 * 1460];
-    memset(big, 's', sizeof(big));
-    tw_tcp_send(&g_conn, big, sizeof(big), r.now);
-    rp_run(&r, 0);
-    int k = 0;
-    seg s;
-    while (rp_seg(&r, &s))
-        k++;
+    int k = send_bulk(&r, 32 * 1460);
     uint32_t cw0 = g_conn.cwnd, mss = g_conn.mss;
     CHECKF(k == 10 && cw0 == 10 * mss && cw0 < g_conn.ssthresh, "initial window: %d sent", k);
     rp_tcp(&r, PEER_PORT, US_PORT, PEER_ISN + 1, iss + 1 + 4 * mss, TW_TCP_ACK, 65535, NULL, 0);
     CHECKF(g_conn.cwnd == cw0 + 4 * mss, "stretch ACK of 4 segments: cwnd %u, want %u",
            g_conn.cwnd, cw0 + 4 * mss);
     rp_run(&r, 0);
-    k = 0;
-    while (rp_seg(&r, &s))
-        k++;
+    k = segs_out(&r);
     CHECKF(k == 8, "4 segments acknowledged, 8 more sent: %d", k);
     rp_close(&r);
 }
@@ -804,14 +810,7 @@ static void t_token_bucket_paces(void)
     rp_open(&r, &cfg);
     tw_tcp_listener l;
     establish_passive(&r, &l, TW_TCP_ECE | TW_TCP_CWR);
-    static char big[64 * 1460];
-    memset(big, 'b', sizeof(big));
-    tw_tcp_send(&g_conn, big, sizeof(big), r.now);
-    rp_run(&r, 0);
-    int k = 0;
-    seg s;
-    while (rp_seg(&r, &s))
-        k++;
+    int k = send_bulk(&r, 64 * 1460);
     CHECKF(k == 10, "initial cwnd (10) sent in a burst: %d", k); /* cwnd < bucket */
     CHECKF(tw_net_get_stats(r.st)->rate_limited == 0, "not rate limited yet");
     rp_close(&r);
