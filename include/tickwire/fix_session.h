@@ -52,8 +52,8 @@ typedef struct tw_fix_store_cfg {
     uint32_t fsync_n;    /* for TW_FIX_FSYNC_EVERY_N */
     uint32_t index_cap;  /* initial message index capacity (default 65536) */
     uint32_t pad_;
-    /* > 0: append by copying into a shared mapping of the file (this many
-     * bytes to start with, doubled when full) instead of one pwritev per
+    /* > 0: append by copying into a shared mapping of the file (the file
+     * extended this many bytes at a time) instead of one pwritev per
      * record: no system call per message.  The file then carries a zeroed
      * tail while open (and after a crash), which open() recognises as free
      * space, not as a torn record; a clean close cuts it off. */
@@ -79,8 +79,10 @@ typedef struct tw_fix_store {
     uint64_t records;       /* valid records read or written */
     uint64_t torn_bytes;    /* bytes cut off at open (a torn last record) */
     uint64_t write_errors;
-    char *map;         /* mmap mode: the file mapped shared, map_cap bytes */
-    uint64_t map_cap;
+    char *map;         /* mmap mode: the file mapped shared, map_res bytes of address */
+    uint64_t map_cap;  /* the file's bytes under it (the rest is past its end) */
+    uint64_t map_res;
+    uint64_t map_step; /* mmap_bytes */
     uint64_t synced;   /* mmap mode: records before this offset are msync'ed */
 } tw_fix_store;
 

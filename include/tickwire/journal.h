@@ -119,8 +119,8 @@ typedef struct tw_journal_cfg {
     int fd;              /* used when path is NULL (a memfd, an open file); the journal owns it */
     tw_journal_fsync fsync;
     uint32_t fsync_n;    /* for TW_JOURNAL_FSYNC_EVERY_N (0 means 1) */
-    uint64_t mmap_bytes; /* 0: pwrite per append; else append into a shared mapping
-                            with this much space allocated ahead (it doubles when full) */
+    uint64_t mmap_bytes; /* 0: pwrite per append; else append into a shared mapping,
+                            the file extended this many bytes at a time */
     uint64_t first_seq;  /* seq of a new journal's first record (0 means 1); an
                             existing journal keeps its own */
 } tw_journal_cfg;
@@ -129,8 +129,10 @@ typedef struct tw_journal_cfg {
 typedef struct tw_journal {
     int fd;
     int failed;          /* 0, or the -errno every append returns after a rollback failed */
-    char *map;           /* mmap mode: the shared mapping, map_cap bytes */
-    uint64_t map_cap;
+    char *map;           /* mmap mode: the shared mapping, map_res bytes of address */
+    uint64_t map_cap;    /* the file's bytes under it (the rest is past its end) */
+    uint64_t map_res;
+    uint64_t map_step;   /* mmap_bytes */
     uint64_t size;       /* bytes of header and records written */
     uint64_t synced;     /* bytes known to be on disk (fsync policy) */
     uint64_t first_seq;

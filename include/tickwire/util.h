@@ -94,6 +94,19 @@ uint32_t tw_crc32c(uint32_t crc, const void *p, size_t n);
 /* The table version alone: the reference tw_crc32c is tested against. */
 uint32_t tw__crc32c_sw(uint32_t crc, const void *p, size_t n);
 
+/* An append-only file mapped shared (the journal's and the FIX store's
+ * mmap mode).  The address space is reserved once, past the end of the
+ * file; the file is extended beneath it `step` bytes at a time (blocks
+ * allocated, pages write-faulted where the kernel can), so that a growth
+ * costs one step's pages, never a remap of all that was written.  *map is
+ * NULL before the first call; *reserve and *cap (the file's mapped
+ * length) are kept here.  end: the offset the next appends need;
+ * returns 0 or -errno (nothing changed). */
+int tw__fmap_grow(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t end,
+                  uint64_t step);
+/* Unmaps what tw__fmap_grow mapped (a NULL *map is nothing). */
+void tw__fmap_close(char **map, uint64_t *reserve, uint64_t *cap);
+
 #ifdef __cplusplus
 }
 #endif

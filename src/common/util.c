@@ -1,6 +1,9 @@
 /* The shared helpers of tickwire/util.h that are not inline. */
 #include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include <sys/un.h>
 
 #include "tickwire/util.h"
@@ -54,4 +57,55 @@ int tw_mkdir_parents(const char *path)
         *p = '/';
     }
     return 0;
+}
+
+/* Address space reserved for a mapped file at first: 1 GiB, doubled past
+ * that (the one path that remaps). */
+#define FMAP_RESERVE (UINT64_C(1) << 30)
+
+int tw__fmap_grow(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t end,
+                  uint64_t step)
+{
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+    if (step < page)
+        step = page;
+    uint64_t want = *cap + step > end ? *cap + step : end;
+    want = (want + page - 1) / page * page;
+    if (!*map || want > *reserve) {
+        uint64_t res = *reserve ? *reserve : FMAP_RESERVE;
+        while (res < want)
+            res *= 2;
+        void *m = mmap(NULL, res, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED)
+            return -errno;
+        if (*map)
+            munmap(*map, *reserve);
+        *map = m;
+        *reserve = res;
+    }
+    /* Blocks allocated now (fallocate where the filesystem can), so the
+     * first store into a page does not allocate in a page fault on the hot
+     * path; the file is extended with zeros either way. */
+    int e = posix_fallocate(fd, (off_t)*cap, (off_t)(want - *cap));
+    if (e != 0 && e != EOPNOTSUPP && e != EINVAL)
+        return -e;
+    struct stat st;
+    if (e != 0 && (fstat(fd, &st) != 0 ||
+                   ((uint64_t)st.st_size < want && ftruncate(fd, (off_t)want) != 0)))
+        return -errno;
+#ifdef MADV_POPULATE_WRITE
+    /* Write-fault the step's pages now (Linux 5.14+), not one page fault
+     * per page on the hot path; where it is refused the faults come later. */
+    (void)madvise(*map + *cap, want - *cap, MADV_POPULATE_WRITE);
+#endif
+    *cap = want;
+    return 0;
+}
+
+void tw__fmap_close(char **map, uint64_t *reserve, uint64_t *cap)
+{
+    if (*map)
+        munmap(*map, *reserve);
+    *map = NULL;
+    *reserve = *cap = 0;
 }

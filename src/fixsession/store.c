@@ -142,31 +142,11 @@ static int replay(tw_fix_store *s, const char *name, const unsigned char *p, siz
     return 0;
 }
 
-/* mmap mode: (re)maps the file with room for at least `need` bytes beyond
- * the valid records.  Not on the hot path: capacity doubles. */
+/* mmap mode: room for at least need bytes beyond the valid records, the
+ * file extended map_step bytes at a time under one mapping (util.h). */
 static int map_grow(tw_fix_store *s, uint64_t need)
 {
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t cap = s->map_cap ? s->map_cap : need;
-    while (cap < s->size + need)
-        cap *= 2;
-    cap = (cap + page - 1) / page * page;
-    if (s->map) {
-        munmap(s->map, s->map_cap);
-        s->map = NULL;
-        s->map_cap = 0;
-    }
-    /* Allocate the blocks now (fallocate, where the filesystem can), so the
-     * first write to each page does not allocate them in a page fault on
-     * the hot path; extending with ftruncate is the fallback. */
-    if (posix_fallocate(s->fd, 0, (off_t)cap) != 0 && ftruncate(s->fd, (off_t)cap) != 0)
-        return -errno;
-    void *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, s->fd, 0);
-    if (m == MAP_FAILED)
-        return -errno;
-    s->map = m;
-    s->map_cap = cap;
-    return 0;
+    return tw__fmap_grow(s->fd, &s->map, &s->map_res, &s->map_cap, s->size + need, s->map_step);
 }
 
 int tw_fix_store_open(tw_fix_store *s, const tw_fix_store_cfg *cfg, tw_error *err)
@@ -177,6 +157,7 @@ int tw_fix_store_open(tw_fix_store *s, const tw_fix_store_cfg *cfg, tw_error *er
     s->next_in = 1;
     s->fsync = cfg->fsync;
     s->fsync_n = cfg->fsync_n ? cfg->fsync_n : 1;
+    s->map_step = cfg->mmap_bytes;
     const char *name = cfg->path ? cfg->path : "(fd)";
     int fd = cfg->path ? open(cfg->path, O_RDWR | O_CREAT | O_CLOEXEC, 0644) : cfg->fd;
     if (fd < 0)
@@ -242,8 +223,7 @@ int tw_fix_store_open(tw_fix_store *s, const tw_fix_store_cfg *cfg, tw_error *er
 void tw_fix_store_close(tw_fix_store *s)
 {
     if (s->map) {
-        munmap(s->map, s->map_cap);
-        s->map = NULL;
+        tw__fmap_close(&s->map, &s->map_res, &s->map_cap);
         /* A clean close leaves no free space behind. */
         if (ftruncate(s->fd, (off_t)s->size) != 0)
             s->write_errors++;

@@ -499,36 +499,11 @@ static int create_atomic(const char *path, const tw_journal_cfg *cfg, tw_error *
     return fd;
 }
 
-/* mmap mode: (re)maps the file with room for at least need bytes beyond
- * the records.  Off the hot path: the capacity doubles. */
+/* mmap mode: room for at least need bytes beyond the records, the file
+ * extended map_step bytes at a time under one mapping (util.h). */
 static int map_grow(tw_journal *j, uint64_t need)
 {
-    uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
-    uint64_t cap = j->map_cap ? j->map_cap : need;
-    while (cap < j->size + need)
-        cap *= 2;
-    cap = (cap + page - 1) / page * page;
-    /* Blocks allocated now (fallocate where the filesystem can), so that
-     * the first store into a page does not allocate in a page fault on the
-     * hot path; the file is extended with zeros either way. */
-    int e = posix_fallocate(j->fd, 0, (off_t)cap);
-    if (e != 0 && e != EOPNOTSUPP && e != EINVAL)
-        return -e;
-    if (e != 0 && ftruncate(j->fd, (off_t)cap) != 0)
-        return -errno;
-    void *m = mmap(NULL, cap, PROT_READ | PROT_WRITE, MAP_SHARED, j->fd, 0);
-    if (m == MAP_FAILED)
-        return -errno;
-#ifdef MADV_POPULATE_WRITE
-    /* Write-fault every page now (Linux 5.14+), not one page fault per 51
-     * records on the hot path; where it is refused the faults come later. */
-    (void)madvise(m, cap, MADV_POPULATE_WRITE);
-#endif
-    if (j->map)
-        munmap(j->map, j->map_cap);
-    j->map = m;
-    j->map_cap = cap;
-    return 0;
+    return tw__fmap_grow(j->fd, &j->map, &j->map_res, &j->map_cap, j->size + need, j->map_step);
 }
 
 int tw_journal_open(tw_journal *j, const tw_journal_cfg *cfg, tw_error *err)
@@ -626,6 +601,7 @@ int tw_journal_open(tw_journal *j, const tw_journal_cfg *cfg, tw_error *err)
     }
     j->next_seq = j->first_seq + j->records;
     j->synced = j->size;
+    j->map_step = cfg->mmap_bytes;
     if (cfg->mmap_bytes > 0 && (rc = map_grow(j, cfg->mmap_bytes)) != 0) {
         tw__err(err, rc, "journal %s: cannot map %llu bytes: %s", j->name,
                 (unsigned long long)cfg->mmap_bytes, strerror(-rc));
@@ -640,9 +616,7 @@ fail:
 void tw_journal_close(tw_journal *j)
 {
     if (j->map) {
-        munmap(j->map, j->map_cap);
-        j->map = NULL;
-        j->map_cap = 0;
+        tw__fmap_close(&j->map, &j->map_res, &j->map_cap);
         /* A clean close leaves no free space behind. */
         if (j->fd >= 0 && ftruncate(j->fd, (off_t)j->size) != 0)
             j->write_errors++;

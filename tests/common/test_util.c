@@ -1,9 +1,12 @@
 /* The shared helpers of tickwire/util.h: decimal parsing at its edges,
  * the text check's two alphabets, parent directories, loads at odd
- * addresses and FNV-1a against its published test vectors. */
+ * addresses, FNV-1a against its published test vectors, and the mapped
+ * append file growing step by step under one mapping. */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -115,6 +118,51 @@ static void test_fnv(void)
     CHECK(tw_fnv1a64(tw_fnv1a64(TW_FNV1A64_INIT, "foo", 3), "bar", 3) == 0x85944171f73967e8ull);
 }
 
+/* Every growth extends the file by one step (or to what is needed) and
+ * never moves the mapping, so what was written stays where it was and no
+ * growth costs more than its own pages; a closed map is nothing. */
+static void test_fmap(void)
+{
+    char path[] = "/tmp/tw_fmap_XXXXXX";
+    int fd = mkstemp(path);
+    REQUIRE(fd >= 0);
+    unlink(path);
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), step = 16 * page;
+    char *map = NULL;
+    uint64_t res = 0, cap = 0;
+    REQUIRE(tw__fmap_grow(fd, &map, &res, &cap, 100, step) == 0);
+    CHECK(map != NULL && cap == step && res >= step);
+    char *const first = map;
+    struct stat sb;
+    for (uint64_t k = 0; k < 40; k++) {
+        memset(map + cap - page, (int)(k + 1), page); /* the last page of this step */
+        uint64_t before = cap;
+        REQUIRE(tw__fmap_grow(fd, &map, &res, &cap, cap + 1, step) == 0);
+        CHECKF(cap == before + step, "growth %llu: %llu -> %llu bytes, not one step",
+               (unsigned long long)k, (unsigned long long)before, (unsigned long long)cap);
+        CHECK(map == first);
+        CHECK(fstat(fd, &sb) == 0 && (uint64_t)sb.st_size == cap);
+    }
+    /* A need beyond one step is met at once, rounded to a page. */
+    uint64_t before = cap;
+    REQUIRE(tw__fmap_grow(fd, &map, &res, &cap, cap + 5 * step + 1, step) == 0);
+    CHECK(cap == before + 5 * step + page && map == first);
+    int kept = 1;
+    for (uint64_t k = 0; k < 40; k++)
+        kept &= (unsigned char)map[(k + 1) * step - 1] == (unsigned char)(k + 1);
+    CHECK(kept);
+    char buf[1];
+    CHECK(pread(fd, buf, 1, (off_t)(3 * step - 1)) == 1 && buf[0] == 3); /* in the file */
+    tw__fmap_close(&map, &res, &cap);
+    CHECK(map == NULL && res == 0 && cap == 0);
+    tw__fmap_close(&map, &res, &cap);
+    /* A file that cannot be mapped: an error, nothing changed. */
+    int bad = open("/dev/null", O_RDONLY);
+    CHECK(tw__fmap_grow(bad, &map, &res, &cap, 100, step) < 0 && map == NULL && cap == 0);
+    close(bad);
+    close(fd);
+}
+
 int main(void)
 {
     test_parse_u64();
@@ -122,6 +170,7 @@ int main(void)
     test_mkdir_parents();
     test_loads();
     test_fnv();
+    test_fmap();
     CHECK(tw_crc32c(0, "123456789", 9) == 0xE3069283u);
     return tw_check_done("common_util");
 }
