@@ -202,6 +202,10 @@ int tw__xport_stack_open(tw__xport **out, tw_port *port, uint32_t ip, uint32_t p
     nc.gateway = gateway;
     nc.max_conns = 4;
     nc.max_listeners = 1;
+    /* A kernel socket here grows to MBs (tcp_rmem); 1 MiB each way lets
+     * the connection ride out a stall of a few ms of the venue's stream
+     * (a page-freeing unlink, a snapshot) without closing the window. */
+    nc.rx_buf_bytes = nc.tx_buf_bytes = 1u << 20;
     int rc = tw_net_open(&t->st, port, &nc, err);
     t->x.rx = malloc(rx_cap);
     t->x.out = malloc(out_cap);
