@@ -76,6 +76,12 @@ int tw__fmap_grow(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t
         while (res < want)
             res *= 2;
         void *m = mmap(NULL, res, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (m == MAP_FAILED && errno == ENOMEM && res > want) {
+            /* An address-space limit (ulimit -v): map what is needed now;
+             * each growth past it maps the file again. */
+            res = want;
+            m = mmap(NULL, res, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        }
         if (m == MAP_FAILED)
             return -errno;
         if (*map)

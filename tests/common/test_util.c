@@ -4,9 +4,12 @@
  * append file growing step by step under one mapping. */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -163,6 +166,50 @@ static void test_fmap(void)
     close(fd);
 }
 
+/* Under an address-space limit that the 1 GiB reservation would break,
+ * the file is still mapped and grows (each growth mapping it again), and
+ * what was written stays. */
+static void test_fmap_limited(void)
+{
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+    printf("common_util: fmap under ulimit -v skipped (the sanitizers reserve the address space)\n");
+#else
+    pid_t pid = fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+        char path[] = "/tmp/tw_fmapl_XXXXXX";
+        int fd = mkstemp(path);
+        if (fd < 0)
+            _exit(2);
+        unlink(path);
+        FILE *f = fopen("/proc/self/statm", "r");
+        unsigned long pages = 0;
+        if (!f || fscanf(f, "%lu", &pages) != 1)
+            _exit(3);
+        fclose(f);
+        const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE);
+        struct rlimit rl = {.rlim_cur = pages * page + (256u << 20), .rlim_max = RLIM_INFINITY};
+        if (setrlimit(RLIMIT_AS, &rl) != 0)
+            _exit(4);
+        char *map = NULL;
+        uint64_t res = 0, cap = 0;
+        for (int k = 0; k < 8; k++) {
+            if (tw__fmap_grow(fd, &map, &res, &cap, cap + 1, 1u << 20) != 0)
+                _exit(10 + k);
+            map[cap - 1] = (char)(k + 1);
+        }
+        for (int k = 0; k < 8; k++)
+            if (map[((uint64_t)k + 1) * (1u << 20) - 1] != (char)(k + 1))
+                _exit(20 + k);
+        _exit(res < (UINT64_C(1) << 30) ? 0 : 5);
+    }
+    int st = 0;
+    REQUIRE(waitpid(pid, &st, 0) == pid);
+    CHECKF(WIFEXITED(st) && WEXITSTATUS(st) == 0, "fmap under ulimit -v: child status %d",
+           WIFEXITED(st) ? WEXITSTATUS(st) : -1);
+#endif
+}
+
 int main(void)
 {
     test_parse_u64();
@@ -171,6 +218,7 @@ int main(void)
     test_loads();
     test_fnv();
     test_fmap();
+    test_fmap_limited();
     CHECK(tw_crc32c(0, "123456789", 9) == 0xE3069283u);
     return tw_check_done("common_util");
 }
