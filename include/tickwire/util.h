@@ -98,11 +98,12 @@ uint32_t tw__crc32c_sw(uint32_t crc, const void *p, size_t n);
  * mmap mode).  The address space is reserved once, past the end of the
  * file; the file is extended beneath it `step` bytes at a time (blocks
  * allocated, pages write-faulted where the kernel can), so that a growth
- * costs one step's pages, never a remap of all that was written.  *map is
- * NULL before the first call; *reserve and *cap (the file's mapped
- * length) are kept here.  Under an address-space limit too low for the
- * reservation, it maps only what is needed (each growth then maps again).  end: the offset the next appends need;
- * returns 0 or -errno (nothing changed). */
+ * costs one step's pages, never a remap of all that was written.  Under an
+ * address-space limit too low for the reservation it maps only what is
+ * needed (each growth then maps again).  *map is NULL before the first
+ * call; *reserve and *cap (the file's bytes under the mapping) are kept
+ * here.  end: the offset the next appends need.  0, or -errno with *cap
+ * unchanged (a mapping already made stays, for tw__fmap_close). */
 int tw__fmap_grow(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t end,
                   uint64_t step);
 /* Unmaps what tw__fmap_grow mapped (a NULL *map is nothing). */

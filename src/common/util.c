@@ -3,8 +3,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
-#include <unistd.h>
 #include <sys/un.h>
+#include <unistd.h>
 
 #include "tickwire/util.h"
 
