@@ -202,6 +202,14 @@ int64_t tw_xchg_conn_read_at(const tw_xchg_conn *c);
  * wants to be called again (input may call for it sooner). */
 int64_t tw_xchg_poll(tw_xchg *x, int64_t now_ns);
 
+/* For the driver's idle moments (nothing due before the time tw_xchg_poll
+ * returned, what it wrote already handed to the transport): one bounded
+ * piece of housekeeping, a session's store file grown ahead of its
+ * appends (fix_session.h, tw_fix_store_grow_ahead), so that sending
+ * market data rarely extends a file itself.  1 when it did some, 0 when
+ * there was none. */
+int tw_xchg_idle(tw_xchg *x);
+
 /* Stops the run (SIGTERM): TradingSessionStatus Closed to every session
  * that has not had it, then Logout; tw_xchg_done() turns 1 once every
  * session has answered or timed out. */
@@ -241,6 +249,8 @@ typedef struct tw_xchg_stats {
      * that does not keep up: its unsent output above cfg.backlog_high). */
     uint64_t pace_lag_max_ns;
     uint64_t pace_held;
+    uint64_t grow_ahead;        /* store pieces grown in idle moments (tw_xchg_idle) */
+    uint64_t grow_errors;       /* those that failed (the sends then grow the file) */
 } tw_xchg_stats;
 
 const tw_xchg_stats *tw_xchg_get_stats(const tw_xchg *x);

@@ -110,6 +110,11 @@ int tw_fix_store_add_msg(tw_fix_store *s, uint64_t seq, int64_t orig_sending_ns,
                          const char *msg_type, size_t type_len, const char *body,
                          size_t body_len);
 int tw_fix_store_reset(tw_fix_store *s);
+/* For an idle turn of the thread that appends, in mmap mode: extends the
+ * file by a piece toward 4 x mmap_bytes past the records (journal.h,
+ * tw_journal_grow_ahead).  1 when it did, 0 when there was nothing to do,
+ * -errno (nothing is lost: the next append grows the file itself). */
+int tw_fix_store_grow_ahead(tw_fix_store *s);
 
 /* A stored message read back; type and body point into the caller buffer. */
 typedef struct tw_fix_stored {

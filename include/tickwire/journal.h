@@ -181,6 +181,14 @@ int tw_journal_append_bulk(tw_journal *j, uint32_t kind, const void *payloads, u
  * mode), whatever the policy.  Returns 0 or -errno. */
 int tw_journal_sync(tw_journal *j);
 
+/* For an idle turn of the writer's thread, in mmap mode: extends the file
+ * by a piece (util.h, tw__fmap_ahead) toward 4 x mmap_bytes past the
+ * records, and no further than limit bytes (0: no limit; a segment's
+ * size), so that appends rarely extend the file themselves.  1 when it
+ * did, 0 when there was nothing to do (pwrite mode included), -errno
+ * (nothing is lost: the next append grows the file itself). */
+int tw_journal_grow_ahead(tw_journal *j, uint64_t limit);
+
 /* Closes the file (a mapped journal is cut to its records first, so a
  * clean close leaves no zero tail).  Safe on a journal whose open failed. */
 void tw_journal_close(tw_journal *j);

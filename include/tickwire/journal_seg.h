@@ -106,6 +106,8 @@ int tw_jseg_append_bulk(tw_jseg *j, uint32_t kind, const void *payloads, uint32_
                         tw_journal_rec *recs);
 int tw_jseg_append(tw_jseg *j, uint32_t kind, const void *payload, tw_journal_rec *rec);
 int tw_jseg_sync(tw_jseg *j);
+/* tw_journal_grow_ahead on the last segment, within segment_bytes. */
+int tw_jseg_grow_ahead(tw_jseg *j);
 /* From now on each segment a rotation creates starts with a record of
  * this kind and payload (its own seq, before the records that caused the
  * rotation), so that whatever segments are left after pruning, the first

@@ -106,6 +106,17 @@ uint32_t tw__crc32c_sw(uint32_t crc, const void *p, size_t n);
  * unchanged (a mapping already made stays, for tw__fmap_close). */
 int tw__fmap_grow(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t end,
                   uint64_t step);
+/* Growth ahead of the appends, for the appending thread's idle turns: when
+ * fewer than `ahead` bytes of file lie under the mapping past end, the
+ * file is extended by one piece (TW__FMAP_PIECE bytes: a few µs of page
+ * work, where a whole step costs a few hundred) within the reservation.
+ * Appends then find their room made and rarely extend the file
+ * themselves.  1 when it grew; 0 when there was nothing to do (no
+ * mapping, far enough ahead, or the reservation full: a growth past it is
+ * left to tw__fmap_grow); -errno as tw__fmap_grow. */
+#define TW__FMAP_PIECE (16u << 10)
+int tw__fmap_ahead(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t end,
+                   uint64_t ahead);
 /* Unmaps what tw__fmap_grow mapped (a NULL *map is nothing). */
 void tw__fmap_close(char **map, uint64_t *reserve, uint64_t *cap);
 

@@ -108,6 +108,15 @@ int tw__fmap_grow(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t
     return 0;
 }
 
+int tw__fmap_ahead(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t end,
+                   uint64_t ahead)
+{
+    if (!*map || *cap >= end + ahead || *cap + TW__FMAP_PIECE > *reserve)
+        return 0;
+    int rc = tw__fmap_grow(fd, map, reserve, cap, *cap + TW__FMAP_PIECE, TW__FMAP_PIECE);
+    return rc < 0 ? rc : 1;
+}
+
 void tw__fmap_close(char **map, uint64_t *reserve, uint64_t *cap)
 {
     if (*map)

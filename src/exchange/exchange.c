@@ -218,6 +218,26 @@ void tw_xchg_stop(tw_xchg *x, int64_t now_ns)
     tw__xchg_reap(x);
 }
 
+int tw_xchg_idle(tw_xchg *x)
+{
+    for (unsigned k = 0; k < x->n_sess; k++) {
+        xs_sess *s = x->sess[(x->grow_next + k) % x->n_sess];
+        if (!s->has_store)
+            continue;
+        int rc = tw_fix_store_grow_ahead(&s->store);
+        if (rc == 0)
+            continue;
+        x->grow_next = (x->grow_next + k + 1) % x->n_sess;
+        if (rc < 0) {
+            x->st.grow_errors++;
+            return 0;
+        }
+        x->st.grow_ahead++;
+        return 1;
+    }
+    return 0;
+}
+
 int64_t tw_xchg_poll(tw_xchg *x, int64_t now_ns)
 {
     x->now_ns = now_ns;

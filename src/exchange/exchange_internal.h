@@ -107,6 +107,7 @@ struct tw_xchg {
     char (*entry)[XS_ENTRY_MAX];
     uint64_t valid_orders;  /* for the reject:N fault */
     uint64_t bars_at_last_poll; /* flat out: did the last poll send bars? */
+    unsigned grow_next;         /* tw_xchg_idle: the session whose store is next */
     uint64_t next_order_no, next_exec_no;
     char run_hex[20];
     xs_conn *conns;

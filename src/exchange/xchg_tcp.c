@@ -245,6 +245,10 @@ int tw_xchg_tcp_run(tw_xchg *x, int lfd, unsigned max_conns, int busy,
         /* To the microsecond (a paced clock's next bar), at most 100 ms
          * (signals); busy: never asleep, the clock is read every turn. */
         int64_t wait = busy ? 0 : next - now;
+        /* Time to spare before the next deadline: a piece of the venue's
+         * housekeeping, then look again at once. */
+        if (next > now && tw_xchg_idle(x))
+            wait = 0;
         if (wait < 0)
             wait = 0;
         if (wait > 100000000)

@@ -506,6 +506,16 @@ static int map_grow(tw_journal *j, uint64_t need)
     return tw__fmap_grow(j->fd, &j->map, &j->map_res, &j->map_cap, j->size + need, j->map_step);
 }
 
+int tw_journal_grow_ahead(tw_journal *j, uint64_t limit)
+{
+    uint64_t want = j->size + 4 * j->map_step;
+    if (limit && want > limit)
+        want = limit;
+    if (j->failed || j->fd < 0 || want <= j->size)
+        return 0;
+    return tw__fmap_ahead(j->fd, &j->map, &j->map_res, &j->map_cap, j->size, want - j->size);
+}
+
 int tw_journal_open(tw_journal *j, const tw_journal_cfg *cfg, tw_error *err)
 {
     memset(j, 0, sizeof(*j));

@@ -394,6 +394,11 @@ int tw_jseg_sync(tw_jseg *j)
     return j->cur.fd < 0 ? -EIO : tw_journal_sync(&j->cur);
 }
 
+int tw_jseg_grow_ahead(tw_jseg *j)
+{
+    return tw_journal_grow_ahead(&j->cur, j->segment_bytes);
+}
+
 void tw_jseg_close(tw_jseg *j)
 {
     tw_journal_close(&j->cur);

@@ -57,6 +57,16 @@ void tw__evlog_out(tw_trade_engine *e, const tw_out *o)
     pthread_mutex_unlock(&e->jmu);
 }
 
+int tw__evlog_grow_ahead(tw_trade_engine *e)
+{
+    /* Never waits: the lock held means an append is under way. */
+    if (!e->have_jmu || pthread_mutex_trylock(&e->jmu) != 0)
+        return 0;
+    int rc = e->have_journal ? tw_jseg_grow_ahead(&e->jr) : 0;
+    pthread_mutex_unlock(&e->jmu);
+    return rc;
+}
+
 void tw__evlog_end(tw_trade_engine *e, int clean)
 {
     if (!e->have_journal)

@@ -292,6 +292,10 @@ unsigned tw__gw_poll(void *arg, tw_reactor_now *now)
         return work;
     }
     g->idle_turns++;
+    /* Idle: a piece of the files' growth ahead of their appends (the
+     * store's, then the journal's), and look again at once. */
+    if ((g->have_store && tw_fix_store_grow_ahead(&g->store) > 0) || tw__evlog_grow_ahead(g->e) > 0)
+        return 1;
     /* Idle: may sleep; look at the ring once more after saying so (the
      * strategy then either sees sleeping or we see its intent). */
     tw__bell_sleep(&g->bell);

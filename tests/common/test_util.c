@@ -121,15 +121,23 @@ static void test_fnv(void)
     CHECK(tw_fnv1a64(tw_fnv1a64(TW_FNV1A64_INIT, "foo", 3), "bar", 3) == 0x85944171f73967e8ull);
 }
 
+/* A file of no name in /tmp, for the mapped-file tests (-1: none). */
+static int unnamed_file(void)
+{
+    char path[] = "/tmp/tw_fmap_XXXXXX";
+    int fd = mkstemp(path);
+    if (fd >= 0)
+        unlink(path);
+    return fd;
+}
+
 /* Every growth extends the file by one step (or to what is needed) and
  * never moves the mapping, so what was written stays where it was and no
  * growth costs more than its own pages; a closed map is nothing. */
 static void test_fmap(void)
 {
-    char path[] = "/tmp/tw_fmap_XXXXXX";
-    int fd = mkstemp(path);
+    int fd = unnamed_file();
     REQUIRE(fd >= 0);
-    unlink(path);
     const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), step = 16 * page;
     char *map = NULL;
     uint64_t res = 0, cap = 0;
@@ -163,6 +171,51 @@ static void test_fmap(void)
     int bad = open("/dev/null", O_RDONLY);
     CHECK(tw__fmap_grow(bad, &map, &res, &cap, 100, step) < 0 && map == NULL && cap == 0);
     close(bad);
+    close(fd);
+}
+
+/* Growth ahead: nothing without a mapping; then one piece a call, the
+ * mapping never moving, until `ahead` bytes lie past end, and nothing
+ * more until end moves on. */
+static void test_fmap_ahead(void)
+{
+    int fd = unnamed_file();
+    REQUIRE(fd >= 0);
+    const uint64_t page = (uint64_t)sysconf(_SC_PAGESIZE), step = 16 * page;
+    char *map = NULL;
+    uint64_t res = 0, cap = 0;
+    CHECK(tw__fmap_ahead(fd, &map, &res, &cap, 0, 4 * step) == 0 && map == NULL && cap == 0);
+    REQUIRE(tw__fmap_grow(fd, &map, &res, &cap, 100, step) == 0);
+    char *const first = map;
+    memset(map, 7, 100);
+    unsigned calls = 0;
+    struct stat sb;
+    int exact = 1;
+    for (uint64_t before = cap; tw__fmap_ahead(fd, &map, &res, &cap, 100, 4 * step) == 1;
+         before = cap) {
+        calls++;
+        exact &= cap == before + TW__FMAP_PIECE && map == first;
+        REQUIRE(calls < 10000);
+    }
+    CHECK(exact);
+    CHECKF(cap >= 100 + 4 * step && cap < 100 + 4 * step + TW__FMAP_PIECE,
+           "ahead: %llu bytes under the mapping for 100 + %llu", (unsigned long long)cap,
+           (unsigned long long)(4 * step));
+    CHECK(calls == (cap - step) / TW__FMAP_PIECE);
+    CHECK(fstat(fd, &sb) == 0 && (uint64_t)sb.st_size == cap);
+    CHECK(tw__fmap_ahead(fd, &map, &res, &cap, 100, 4 * step) == 0);
+    CHECK((unsigned char)map[99] == 7);
+    uint64_t before = cap;
+    CHECK(tw__fmap_ahead(fd, &map, &res, &cap, cap, 4 * step) == 1 &&
+          cap == before + TW__FMAP_PIECE);
+    /* Not past the reservation: a growth beyond it is tw__fmap_grow's. */
+    uint64_t full = res;
+    CHECK(tw__fmap_ahead(fd, &map, &res, &cap, cap, full) == 1);
+    uint64_t kept = res;
+    res = cap; /* as if the reservation ended here */
+    CHECK(tw__fmap_ahead(fd, &map, &res, &cap, cap, full) == 0);
+    res = kept;
+    tw__fmap_close(&map, &res, &cap);
     close(fd);
 }
 
@@ -218,6 +271,7 @@ int main(void)
     test_loads();
     test_fnv();
     test_fmap();
+    test_fmap_ahead();
     test_fmap_limited();
     CHECK(tw_crc32c(0, "123456789", 9) == 0xE3069283u);
     return tw_check_done("common_util");

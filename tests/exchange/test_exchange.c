@@ -848,6 +848,15 @@ static void t_resume(void)
     CHECK_EQ(vs->barrier_reissued, 1);
     CHECK_EQ(vs->possdup_ignored, 2);
     CHECK_EQ(vs->dup_cl_ord_id, 0);
+    /* The driver's idle moments grow the store ahead of its appends, a
+     * piece each, until 4 steps lie past its records; then nothing. */
+    unsigned pieces = 0;
+    while (tw_xchg_idle(e.x) == 1 && pieces < 100000)
+        pieces++;
+    CHECK(pieces > 0 && pieces < 100000);
+    CHECK_EQ(vs->grow_ahead, pieces);
+    CHECK_EQ(vs->grow_errors, 0);
+    CHECK_EQ(tw_xchg_idle(e.x), 0);
     char ids[2][16][48];
     unsigned nid = 0;
     tw_fix_msg m;

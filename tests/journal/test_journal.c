@@ -514,6 +514,47 @@ static void test_mapped(void)
     CHECK_EQ(r.zero_bytes, 0);
 }
 
+/* Growth ahead in idle turns: a piece at a time up to 4 steps past the
+ * records, or to the limit; the appends then find the room made; a reader
+ * sees the records and zeros; the close cuts the file to the records.
+ * The pwrite mode has nothing to grow. */
+static void test_grow_ahead(void)
+{
+    make(path, 10, 0);
+    tw_journal j;
+    tw_error err = {0};
+    tw_journal_cfg cfg = {.path = path};
+    REQUIRE(tw_journal_open(&j, &cfg, &err) == 0);
+    CHECK_EQ(tw_journal_grow_ahead(&j, 0), 0);
+    tw_journal_close(&j);
+    const uint64_t step = 1 << 16;
+    cfg.mmap_bytes = step;
+    REQUIRE(tw_journal_open(&j, &cfg, &err) == 0);
+    char *const first = j.map;
+    unsigned calls = 0;
+    while (tw_journal_grow_ahead(&j, 0) == 1 && calls < 10000)
+        calls++;
+    CHECK(calls > 0 && j.map == first);
+    CHECK(j.map_cap >= j.size + 4 * step && j.map_cap < j.size + 4 * step + TW__FMAP_PIECE);
+    uint64_t cap = j.map_cap;
+    CHECK_EQ(put(&j, 4 * step / REC - 1), 0);
+    CHECK_EQ(j.map_cap, cap); /* the appends made no room themselves */
+    /* A limit (a segment's size) is not passed by more than a piece. */
+    uint64_t limit = j.size + step;
+    while (tw_journal_grow_ahead(&j, limit) == 1 && calls < 20000)
+        calls++;
+    CHECK(j.map_cap >= limit && j.map_cap < limit + TW__FMAP_PIECE);
+    CHECK_EQ(tw_journal_grow_ahead(&j, j.size), 0);
+    tw_journal_reader r;
+    uint64_t n = 10 + 4 * step / REC - 1;
+    CHECK_EQ(read_all(path, &r, &err), (int)n);
+    CHECK_EQ(r.zero_bytes, j.map_cap - j.size);
+    tw_journal_close(&j);
+    struct stat st;
+    CHECK(stat(path, &st) == 0 && (uint64_t)st.st_size == HDR + n * REC);
+    CHECK_EQ(read_all(path, &r, &err), (int)n);
+}
+
 /* A follower of a journal being appended to: 0 while nothing is new, then
  * the records as they come; a record the writer says is written but is
  * not there is corruption. */
@@ -579,6 +620,7 @@ int main(void)
     test_fsync();
     test_rollback();
     test_mapped();
+    test_grow_ahead();
     test_follow();
     ju_rmdir(dir);
     return tw_check_done("journal");

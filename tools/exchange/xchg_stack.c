@@ -34,6 +34,9 @@ static unsigned venue_poll(void *arg, tw_reactor_now *now)
     unsigned work = tw_xchg_net_poll(v->xn, (int64_t)now->ns);
     int64_t next = tw_xchg_poll(v->x, now->ns);
     work += tw_xchg_net_poll(v->xn, (int64_t)now->ns);
+    /* Nothing done and time to spare: a piece of housekeeping. */
+    if (work == 0 && tw_xchg_get_stats(v->x)->bars == bars && next > now->ns)
+        work += (unsigned)tw_xchg_idle(v->x);
     if (next < now->wake_ns)
         now->wake_ns = next;
     return work + (tw_xchg_get_stats(v->x)->bars != bars);
