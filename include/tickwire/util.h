@@ -115,6 +115,8 @@ int tw__fmap_grow(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t
  * mapping, far enough ahead, or the reservation full: a growth past it is
  * left to tw__fmap_grow); -errno as tw__fmap_grow. */
 #define TW__FMAP_PIECE (16u << 10)
+/* How far ahead the journal and the stores grow: this many steps. */
+#define TW__FMAP_AHEAD_STEPS 4
 int tw__fmap_ahead(int fd, char **map, uint64_t *reserve, uint64_t *cap, uint64_t end,
                    uint64_t ahead);
 /* Unmaps what tw__fmap_grow mapped (a NULL *map is nothing). */

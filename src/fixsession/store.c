@@ -332,7 +332,8 @@ int tw_fix_store_grow_ahead(tw_fix_store *s)
 {
     if (s->fd < 0)
         return 0;
-    return tw__fmap_ahead(s->fd, &s->map, &s->map_res, &s->map_cap, s->size, 4 * s->map_step);
+    return tw__fmap_ahead(s->fd, &s->map, &s->map_res, &s->map_cap, s->size,
+                          TW__FMAP_AHEAD_STEPS * s->map_step);
 }
 
 int tw_fix_store_add_msg(tw_fix_store *s, uint64_t seq, int64_t orig_sending_ns,

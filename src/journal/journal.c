@@ -508,7 +508,7 @@ static int map_grow(tw_journal *j, uint64_t need)
 
 int tw_journal_grow_ahead(tw_journal *j, uint64_t limit)
 {
-    uint64_t want = j->size + 4 * j->map_step;
+    uint64_t want = j->size + TW__FMAP_AHEAD_STEPS * j->map_step;
     if (limit && want > limit)
         want = limit;
     if (j->failed || j->fd < 0 || want <= j->size)

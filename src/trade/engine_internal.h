@@ -282,10 +282,10 @@ int tw__evlog_note(tw_trade_engine *e, const tw_out *o, tw_error *err);
 int tw__evlog_put(tw_trade_engine *e, uint32_t core, uint32_t kind, const void *payload);
 /* Processes mode: a record of the control thread (KILL, STOP). */
 int tw__evlog_append(tw_trade_engine *e, uint32_t kind, const void *payload);
-/* END (clean) and close. */
 /* For a core's idle turn: a piece of the journal's growth ahead of its
  * appends (tw_jseg_grow_ahead), unless jmu is held.  1 when it did some. */
 int tw__evlog_grow_ahead(tw_trade_engine *e);
+/* END (clean) and close. */
 void tw__evlog_end(tw_trade_engine *e, int clean);
 /* The journal's path into buf. */
 void tw__evlog_path(const tw_trade_config *cfg, char *buf, size_t n);
