@@ -32,7 +32,7 @@ from tickwire import data as d
 from tickwire import live
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from test_trade_crash import finish, journal_records, reached, trader  # noqa: E402
+from test_trade_crash import finish, journal_records, kill_at, trader  # noqa: E402
 from test_trade_procs import attached_at, check_fills, read  # noqa: E402
 
 BUILD = os.path.abspath(os.environ.get("TICKWIRE_BUILD", "build"))
@@ -160,15 +160,7 @@ def test_zscore_whole_trader_killed(dataset, uninterrupted, tmp_path):
     venue, config, insts = setup_run(w, dataset["paths"], kernels=["zscore"])
     try:
         for k, mark in enumerate(marks):
-            p = trader(config, w, k)
-            deadline = time.monotonic() + 600
-            while p.poll() is None and time.monotonic() < deadline:
-                if os.path.exists(journal) and reached(journal, mark):
-                    break
-                time.sleep(0.002)
-            assert p.poll() is None, f"seed {seed}: the trader ended before mark {mark}"
-            p.send_signal(signal.SIGKILL)
-            p.wait(timeout=30)
+            kill_at(config, w, k, journal, mark, seed)
         p = trader(config, w, len(marks))
         try:
             rep, log = finish(venue, p, w, insts, zrefs(dataset), len(marks))
